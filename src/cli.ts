@@ -1,0 +1,78 @@
+import { parseArgs } from 'node:util';
+import type { ConfigOverrides } from './config.js';
+
+export type Transport = { kind: 'stdio' } | { kind: 'http' };
+
+export interface ServeCommand {
+  command: 'serve';
+  transport: Transport;
+  configFile: string | undefined;
+  overrides: ConfigOverrides;
+}
+
+export interface HelpCommand {
+  command: 'help';
+  text: string;
+}
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export const USAGE = `usage:
+  rcp-server serve [--stdio | --http [HOST:]PORT] [--data DIR] [--config FILE]
+
+  --stdio            speak RCP over stdin/stdout (NDJSON, spec §5.1)
+  --http [HOST:]PORT speak RCP over HTTP (spec §5.2); the default, on 127.0.0.1:8080
+  --data DIR         data directory (default ./indexes/default)
+  --config FILE      JSON configuration file; RCP_* environment variables override it
+`;
+
+/** Parses the command line. The `serve` contract is stable: other tools call it. */
+export function parseCommandLine(argv: readonly string[]): ServeCommand | HelpCommand {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    return { command: 'help', text: USAGE };
+  }
+  if (command !== 'serve') throw new UsageError(`unknown command '${command}'\n\n${USAGE}`);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: rest,
+      options: {
+        stdio: { type: 'boolean' },
+        http: { type: 'string' },
+        data: { type: 'string' },
+        config: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
+  }
+  const { values } = parsed;
+  if (values.help === true) return { command: 'help', text: USAGE };
+  if (values.stdio === true && values.http !== undefined) throw new UsageError(`--stdio and --http exclude each other\n\n${USAGE}`);
+  const overrides: ConfigOverrides = {};
+  if (values.data !== undefined) overrides.dataDir = values.data;
+  if (values.http !== undefined) Object.assign(overrides, parseListen(values.http));
+  return {
+    command: 'serve',
+    transport: values.stdio === true ? { kind: 'stdio' } : { kind: 'http' },
+    configFile: values.config,
+    overrides,
+  };
+}
+
+/** `[HOST:]PORT`, with `[::1]:PORT` for IPv6. */
+export function parseListen(value: string): ConfigOverrides {
+  const match = /^(?:(\[[^\]]+\]|[^:]+):)?(\d{1,5})$/.exec(value);
+  const port = Number(match?.[2]);
+  if (match === null || !Number.isInteger(port) || port > 65535) {
+    throw new UsageError(`--http expects [HOST:]PORT, got '${value}'`);
+  }
+  const host = match[1]?.replace(/^\[|\]$/g, '');
+  return host === undefined ? { 'http.port': port } : { 'http.host': host, 'http.port': port };
+}

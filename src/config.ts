@@ -1,0 +1,150 @@
+import { readFileSync } from 'node:fs';
+import { Type, type Static } from '@sinclair/typebox';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+
+/**
+ * Typed configuration, validated at start-up (DESIGN §1). Precedence: defaults < config file < RCP_* environment
+ * variables < command-line flags. Unknown keys in a file are errors: a typo must not silently keep a default.
+ */
+const Section = <T extends Parameters<typeof Type.Object>[0]>(properties: T) =>
+  Type.Object(properties, { additionalProperties: false });
+
+export const ConfigSchema = Section({
+  server: Section({ name: Type.String({ minLength: 1 }), version: Type.String({ minLength: 1 }) }),
+  dataDir: Type.String({ minLength: 1 }),
+  http: Section({
+    host: Type.String({ minLength: 1 }),
+    port: Type.Integer({ minimum: 0, maximum: 65535 }),
+    base: Type.String({ pattern: '^/' }),
+    sessions: Type.Union([Type.Literal('caller'), Type.Literal('stateless')]),
+    sessionIdleMs: Type.Integer({ minimum: 1000 }),
+    maxSessions: Type.Integer({ minimum: 1 }),
+    corsOrigins: Type.Array(Type.String({ minLength: 1 })),
+    trustProxy: Type.Boolean(),
+  }),
+  limits: Section({
+    maxBodyBytes: Type.Integer({ minimum: 1024 }),
+    maxBatchSize: Type.Integer({ minimum: 1 }),
+    requestTimeoutMs: Type.Integer({ minimum: 1 }),
+  }),
+  log: Section({
+    level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
+  }),
+});
+
+export type Config = Static<typeof ConfigSchema>;
+
+const PACKAGE = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+export function defaultConfig(): Config {
+  return {
+    server: { name: 'rcp-server', version: PACKAGE.version },
+    dataDir: './indexes/default',
+    http: {
+      host: '127.0.0.1',
+      port: 8080,
+      base: '/rcp',
+      sessions: 'caller',
+      sessionIdleMs: 30 * 60_000,
+      maxSessions: 10_000,
+      corsOrigins: [],
+      trustProxy: false,
+    },
+    limits: { maxBodyBytes: 16 * 1024 * 1024, maxBatchSize: 128, requestTimeoutMs: 30_000 },
+    log: { level: 'info' },
+  };
+}
+
+/** RCP_<NAME> environment variables and the setting each one sets. */
+const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) => unknown }> = {
+  RCP_DATA_DIR: { path: 'dataDir', parse: String },
+  RCP_HTTP_HOST: { path: 'http.host', parse: String },
+  RCP_HTTP_PORT: { path: 'http.port', parse: Number },
+  RCP_HTTP_BASE: { path: 'http.base', parse: String },
+  RCP_HTTP_SESSIONS: { path: 'http.sessions', parse: String },
+  RCP_HTTP_SESSION_IDLE_MS: { path: 'http.sessionIdleMs', parse: Number },
+  RCP_HTTP_MAX_SESSIONS: { path: 'http.maxSessions', parse: Number },
+  RCP_CORS_ORIGINS: { path: 'http.corsOrigins', parse: (raw) => raw.split(',').map((o) => o.trim()).filter(Boolean) },
+  RCP_TRUST_PROXY: { path: 'http.trustProxy', parse: (raw) => raw === 'true' || raw === '1' },
+  RCP_MAX_BODY_BYTES: { path: 'limits.maxBodyBytes', parse: Number },
+  RCP_MAX_BATCH_SIZE: { path: 'limits.maxBatchSize', parse: Number },
+  RCP_REQUEST_TIMEOUT_MS: { path: 'limits.requestTimeoutMs', parse: Number },
+  RCP_LOG_LEVEL: { path: 'log.level', parse: String },
+};
+
+export type ConfigOverrides = Record<string, unknown>;
+
+export interface LoadOptions {
+  file?: string | undefined;
+  env?: NodeJS.ProcessEnv;
+  /** Dotted paths to values, from command-line flags. */
+  overrides?: ConfigOverrides;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export function loadConfig(options: LoadOptions = {}): Config {
+  const config: Record<string, unknown> = defaultConfig();
+  if (options.file !== undefined) deepMerge(config, readConfigFile(options.file));
+  for (const [name, { path, parse }] of Object.entries(ENVIRONMENT)) {
+    const raw = (options.env ?? {})[name];
+    if (raw !== undefined && raw !== '') setPath(config, path, parse(raw), name);
+  }
+  for (const [path, value] of Object.entries(options.overrides ?? {})) setPath(config, path, value, `--${path}`);
+  return validateConfig(config);
+}
+
+const validate = new Ajv2020({ allErrors: true, allowUnionTypes: true }).compile(ConfigSchema);
+
+export function validateConfig(candidate: unknown): Config {
+  if (validate(candidate)) return candidate as Config;
+  const problems = (validate.errors ?? []).map((e) => {
+    const where = e.instancePath.split('/').slice(1).join('.') || '(root)';
+    const extra = (e.params as { additionalProperty?: string }).additionalProperty;
+    return extra === undefined ? `${where}: ${e.message ?? 'invalid'}` : `${where}: unknown setting '${extra}'`;
+  });
+  throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+}
+
+function readConfigFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`cannot read config file ${file}: ${(error as Error).message}`);
+  }
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a JSON object');
+    return parsed as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigError(`config file ${file} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+function deepMerge(target: Record<string, unknown>, source: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(source)) {
+    const existing = target[key];
+    if (isPlainObject(existing) && isPlainObject(value)) deepMerge(existing, value);
+    else target[key] = value;
+  }
+}
+
+function setPath(target: Record<string, unknown>, path: string, value: unknown, source: string): void {
+  const keys = path.split('.');
+  const last = keys.pop();
+  let node = target;
+  for (const key of keys) {
+    const next = node[key];
+    if (!isPlainObject(next)) throw new ConfigError(`${source}: no such setting '${path}'`);
+    node = next;
+  }
+  if (last === undefined) throw new ConfigError(`${source}: empty setting path`);
+  node[last] = value;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,75 @@
+import { pino, type Logger } from 'pino';
+import { createApp } from './app.js';
+import { parseCommandLine, UsageError, type ServeCommand } from './cli.js';
+import { ConfigError, loadConfig } from './config.js';
+import { serveStdio } from './transport/stdio.js';
+
+/**
+ * Process entry: CLI, logger to stderr, signals, transport choice. On stdio, stdout carries protocol frames
+ * only (§5.1), so every log line goes to stderr.
+ */
+export async function main(argv: readonly string[]): Promise<number> {
+  let command;
+  try {
+    command = parseCommandLine(argv);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`rcp-server: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  if (command.command === 'help') {
+    process.stderr.write(command.text);
+    return 0;
+  }
+  return serve(command);
+}
+
+async function serve(command: ServeCommand): Promise<number> {
+  let config;
+  try {
+    config = loadConfig({ file: command.configFile, env: process.env, overrides: command.overrides });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`rcp-server: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  const log = pino({ level: config.log.level, base: { service: config.server.name } }, pino.destination(2));
+  const app = createApp(config, { logger: log });
+
+  if (command.transport.kind === 'stdio') {
+    const connection = serveStdio({
+      input: process.stdin,
+      output: process.stdout,
+      createSession: app.createSession,
+      maxLineBytes: config.limits.maxBodyBytes,
+      log,
+    });
+    onSignals(log, () => process.stdin.destroy());
+    await connection.closed;
+    await app.close();
+    log.info({}, 'stdio session ended');
+    return 0;
+  }
+
+  const http = await app.buildHttp();
+  const address = await http.listen({ host: config.http.host, port: config.http.port });
+  log.info({ address, base: config.http.base }, 'listening');
+  await new Promise<void>((resolve) => onSignals(log, resolve));
+  // Graceful: stop accepting, let in-flight requests finish, then exit 0.
+  await app.close();
+  log.info({}, 'stopped');
+  return 0;
+}
+
+function onSignals(log: Logger, stop: () => void): void {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      log.info({ signal }, 'shutting down');
+      stop();
+    });
+  }
+}

@@ -1,0 +1,27 @@
+import type { JsonObject, JsonRpcId } from './messages.js';
+
+/** What a method may know of the session it runs in. */
+export interface SessionView {
+  readonly protocolVersion: number;
+  readonly clientCapabilities: JsonObject;
+}
+
+export interface ProgressUpdate {
+  message?: string;
+  partial?: JsonObject;
+}
+
+/**
+ * Per-request context handed to every method handler (DESIGN §5).
+ * `signal` aborts on notifications/cancel (§7.14), on the deadline (§13.1) and on transport death;
+ * its `reason` is the RpcError the request is answered with.
+ */
+export interface RequestContext {
+  readonly id: JsonRpcId;
+  readonly method: string;
+  readonly signal: AbortSignal;
+  readonly meta: JsonObject;
+  readonly session: SessionView;
+  /** §9: emits notifications/progress; a no-op unless the request carried a progressToken and streaming is advertised. */
+  progress(stage: string, progress: number, update?: ProgressUpdate): void;
+}

@@ -1,0 +1,94 @@
+import { RpcError, type ErrorObject } from './errors.js';
+
+/** §4.1/§4.7: a request id is a string or a number, never null. */
+export type JsonRpcId = string | number;
+export type JsonObject = Record<string, unknown>;
+
+export interface RequestMessage {
+  kind: 'request';
+  id: JsonRpcId;
+  method: string;
+  params: JsonObject;
+}
+
+export interface NotificationMessage {
+  kind: 'notification';
+  method: string;
+  params: JsonObject;
+}
+
+/** A frame that is not a well-formed request; `id` is echoed when one could be recovered (§11). */
+export interface InvalidMessage {
+  kind: 'invalid';
+  id: JsonRpcId | null;
+  error: RpcError;
+}
+
+export type IncomingMessage = RequestMessage | NotificationMessage | InvalidMessage;
+
+export interface SuccessResponse {
+  jsonrpc: '2.0';
+  id: JsonRpcId;
+  result: JsonObject;
+}
+
+export interface ErrorResponse {
+  jsonrpc: '2.0';
+  id: JsonRpcId | null;
+  error: ErrorObject;
+}
+
+export type Response = SuccessResponse | ErrorResponse;
+
+export interface Notification {
+  jsonrpc: '2.0';
+  method: string;
+  params: JsonObject;
+}
+
+export function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isRequestId(value: unknown): value is JsonRpcId {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
+}
+
+/**
+ * Classifies one parsed JSON value by the JSON-RPC 2.0 envelope rules as RCP narrows them (§4.1, §4.5).
+ * A frame without `id`, with `jsonrpc: "2.0"` and a string `method`, is a notification and is never answered.
+ * Anything else that is not a well-formed request is answered -32600, echoing the id when it is a valid one.
+ */
+export function classify(value: unknown): IncomingMessage {
+  if (!isJsonObject(value)) {
+    return invalid(null, 'a message must be a JSON object');
+  }
+  const hasId = Object.hasOwn(value, 'id');
+  const id = hasId && isRequestId(value.id) ? value.id : null;
+  if (value.jsonrpc !== '2.0') return invalid(id, "'jsonrpc' must be \"2.0\"");
+  if (typeof value.method !== 'string') return invalid(id, "'method' must be a string");
+  if (hasId && id === null) return invalid(null, "'id' must be a string or a number (null is reserved for responses)");
+  const params = value.params ?? {};
+  if (!isJsonObject(params)) {
+    // §4.1: params MUST be an object; RCP has no positional parameters.
+    return invalid(id, "'params' must be an object");
+  }
+  if (id === null) return { kind: 'notification', method: value.method, params };
+  return { kind: 'request', id, method: value.method, params };
+}
+
+function invalid(id: JsonRpcId | null, detail: string): InvalidMessage {
+  return { kind: 'invalid', id, error: RpcError.invalidRequest(detail) };
+}
+
+export function success(id: JsonRpcId, result: JsonObject): SuccessResponse {
+  return { jsonrpc: '2.0', id, result };
+}
+
+export function failure(id: JsonRpcId | null, error: RpcError): ErrorResponse {
+  return { jsonrpc: '2.0', id, error: error.toJSON() };
+}
+
+export function notification(method: string, params: JsonObject): Notification {
+  return { jsonrpc: '2.0', method, params };
+}

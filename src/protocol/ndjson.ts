@@ -1,0 +1,63 @@
+/**
+ * §5.1 NDJSON framing: splits a byte stream into lines at '\n', whatever the read boundaries
+ * (partial and coalesced reads), tolerating blank lines and a trailing '\r'. Works on bytes so that
+ * a multi-byte UTF-8 character split across reads is decoded whole. A line longer than `maxLineBytes`
+ * is reported once as oversized and discarded up to its newline, so memory stays bounded.
+ */
+export type LineEvent = { kind: 'line'; text: string } | { kind: 'oversized'; bytes: number };
+
+const NEWLINE = 0x0a;
+
+export class LineSplitter {
+  readonly #maxLineBytes: number;
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  #discarding = false;
+
+  constructor(maxLineBytes: number) {
+    this.#maxLineBytes = maxLineBytes;
+  }
+
+  *push(chunk: Buffer): Generator<LineEvent> {
+    let start = 0;
+    for (let end = chunk.indexOf(NEWLINE); end !== -1; end = chunk.indexOf(NEWLINE, start)) {
+      const event = this.#take(chunk.subarray(start, end), true);
+      if (event !== undefined) yield event;
+      start = end + 1;
+    }
+    const event = this.#take(chunk.subarray(start), false);
+    if (event !== undefined) yield event;
+  }
+
+  /** At EOF: a final line without its '\n' is still a message. */
+  *end(): Generator<LineEvent> {
+    const event = this.#take(Buffer.alloc(0), true);
+    if (event !== undefined) yield event;
+  }
+
+  #take(piece: Buffer, complete: boolean): LineEvent | undefined {
+    if (!this.#discarding && piece.length > 0) {
+      this.#pending.push(piece);
+      this.#pendingBytes += piece.length;
+    }
+    let event: LineEvent | undefined;
+    if (!this.#discarding && this.#pendingBytes > this.#maxLineBytes) {
+      event = { kind: 'oversized', bytes: this.#pendingBytes };
+      this.#discarding = true;
+      this.#reset();
+    }
+    if (!complete) return event;
+    if (this.#discarding) {
+      this.#discarding = false;
+      return event;
+    }
+    const text = Buffer.concat(this.#pending, this.#pendingBytes).toString('utf8').replace(/^\uFEFF/, '').replace(/\r$/, '');
+    this.#reset();
+    return text.trim() === '' ? undefined : { kind: 'line', text };
+  }
+
+  #reset(): void {
+    this.#pending = [];
+    this.#pendingBytes = 0;
+  }
+}

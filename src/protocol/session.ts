@@ -1,0 +1,316 @@
+import type { ProgressUpdate, RequestContext, SessionView } from './context.js';
+import { RpcError } from './errors.js';
+import {
+  classify,
+  failure,
+  isJsonObject,
+  notification,
+  success,
+  type JsonObject,
+  type JsonRpcId,
+  type Notification,
+  type RequestMessage,
+  type Response,
+} from './messages.js';
+import { capabilityFor, isCoreMethod } from './method-table.js';
+import {
+  PROTOCOL_VERSION,
+  conformanceLevel,
+  negotiate,
+  validateInitializeParams,
+  validatePingParams,
+} from './lifecycle.js';
+import type { MethodRegistry, OptionRule, RegisteredMethod } from './registry.js';
+
+export interface ServerIdentity {
+  name: string;
+  version: string;
+}
+
+export interface SessionLimits {
+  /** §11: the most members a batch may carry; a larger batch is one -32013 answer (§12, §15.5). */
+  maxBatchSize: number;
+  /** §13.1: the server's own deadline for a request; `_meta.deadlineMs` may only shorten it. */
+  requestTimeoutMs: number;
+}
+
+export interface SessionOptions {
+  /** §5.2 stateless HTTP: every request is implicitly initialized and `initialize` is answered idempotently. */
+  implicit?: boolean;
+  /** §5.2 stateful HTTP: the token returned in `initialize.result._meta.session`. */
+  token?: string;
+  /** Called once, synchronously, when `shutdown` is answered, so a transport stops reading (§13.1). */
+  onShutdown?: () => void;
+}
+
+/** Where the frames a request emits before its answer go (progress over stdio or SSE); absent means nowhere. */
+export type NotificationSink = (frame: Notification) => void;
+
+export type Reply = Response | Response[];
+
+interface InFlight {
+  controller: AbortController;
+}
+
+/**
+ * One RCP session: the lifecycle of §13 and the dispatch ladder of DESIGN §4 over one connection
+ * (a stdio pipe, or an HTTP session). It never throws: every request ends in exactly one Response.
+ */
+export class Session {
+  readonly #registry: MethodRegistry;
+  readonly #identity: ServerIdentity;
+  readonly #limits: SessionLimits;
+  readonly #options: SessionOptions;
+  readonly #inFlight = new Map<JsonRpcId, InFlight>();
+  readonly #idleWaiters: (() => void)[] = [];
+  #capabilities: JsonObject | undefined;
+  #view: SessionView = { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} };
+  #shutDown = false;
+
+  constructor(registry: MethodRegistry, identity: ServerIdentity, limits: SessionLimits, options: SessionOptions = {}) {
+    this.#registry = registry;
+    this.#identity = identity;
+    this.#limits = limits;
+    this.#options = options;
+    if (options.implicit === true) this.#capabilities = deepFreeze(registry.capabilities());
+  }
+
+  get initialized(): boolean {
+    return this.#capabilities !== undefined;
+  }
+
+  get shutDown(): boolean {
+    return this.#shutDown;
+  }
+
+  /** Whether this session may emit progress frames: `streaming` is in its capability set (§5.2, §9). */
+  get streams(): boolean {
+    return 'streaming' in (this.#capabilities ?? this.#registry.capabilities());
+  }
+
+  get inFlightCount(): number {
+    return this.#inFlight.size;
+  }
+
+  /**
+   * Handles one parsed JSON value: a single message or a batch (§11). Resolves to the reply, or to
+   * undefined when nothing must be sent (a notification, or a batch of notifications only).
+   */
+  async handle(value: unknown, sink?: NotificationSink, transport?: AbortSignal): Promise<Reply | undefined> {
+    if (!Array.isArray(value)) return this.#handleOne(value, sink, transport);
+    // §11: an empty array is one non-array -32600 with id null.
+    if (value.length === 0) return failure(null, RpcError.invalidRequest('empty batch'));
+    if (value.length > this.#limits.maxBatchSize) {
+      return failure(null, RpcError.payloadTooLarge(`batch of ${value.length} exceeds the limit of ${this.#limits.maxBatchSize}`));
+    }
+    // §11: members run concurrently; one member's error never fails the others.
+    const replies = await Promise.all(value.map((member) => this.#handleOne(member, sink, transport)));
+    const answered = replies.filter((reply): reply is Response => reply !== undefined);
+    return answered.length === 0 ? undefined : answered;
+  }
+
+  /** Aborts every in-flight request (transport death, server shutdown). They are not answered. */
+  abortAll(reason: RpcError): void {
+    for (const { controller } of this.#inFlight.values()) controller.abort(reason);
+  }
+
+  /** Resolves once no request is in flight (EOF and shutdown drain, §5.1). */
+  async idle(): Promise<void> {
+    if (this.#inFlight.size === 0) return;
+    await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  async #handleOne(
+    value: unknown,
+    sink: NotificationSink | undefined,
+    transport: AbortSignal | undefined,
+  ): Promise<Response | undefined> {
+    const message = classify(value);
+    switch (message.kind) {
+      case 'invalid':
+        return failure(message.id, message.error);
+      case 'notification':
+        // §4.5: never answered. §7.14: cancel aborts the named in-flight request; anything else is ignored.
+        if (message.method === 'notifications/cancel') this.#cancel(message.params);
+        return undefined;
+      case 'request':
+        return this.#request(message, sink, transport);
+    }
+  }
+
+  #cancel(params: JsonObject): void {
+    const { id, reason } = params;
+    if (typeof id !== 'string' && typeof id !== 'number') return;
+    // §7.14: an unknown or already-answered id is a no-op.
+    this.#inFlight.get(id)?.controller.abort(RpcError.cancelled(typeof reason === 'string' ? reason : undefined));
+  }
+
+  async #request(
+    request: RequestMessage,
+    sink: NotificationSink | undefined,
+    transport: AbortSignal | undefined,
+  ): Promise<Response> {
+    const { id, method, params } = request;
+    if (this.#shutDown) {
+      // §13.1: nothing received after the shutdown answer is processed.
+      return failure(id, RpcError.notInitialized('the session was shut down; open a new one with initialize'));
+    }
+    if (method.startsWith('notifications/')) {
+      return failure(id, RpcError.invalidRequest(`'${method}' is a notification and must not carry an id (§4.5)`));
+    }
+    try {
+      switch (method) {
+        case 'initialize':
+          return success(id, this.#initialize(params));
+        case 'info':
+          return success(id, this.#info());
+        case 'ping':
+          return success(id, ping(params));
+        case 'shutdown':
+          return success(id, this.#shutdown());
+      }
+      const target = this.#resolve(method);
+      checkOptions(target.options, params);
+      const validParams = target.validate(params);
+      return success(id, await this.#run(request, target, validParams, sink, transport));
+    } catch (error) {
+      return failure(id, RpcError.from(error));
+    }
+  }
+
+  #initialize(params: JsonObject): JsonObject {
+    if (this.#options.implicit === true) return this.#info();
+    // §13: a second initialize after success is -32600: renegotiating would invalidate cached capabilities.
+    if (this.initialized) throw RpcError.invalidRequest('already initialized; re-negotiation is not permitted (§13)');
+    const { protocolVersion, capabilities } = validateInitializeParams(params);
+    // §13: a failed negotiation (-32002) throws here and leaves the session uninitialized.
+    const negotiated = negotiate(protocolVersion);
+    this.#view = { protocolVersion: negotiated, clientCapabilities: capabilities ?? {} };
+    // §13.2: the capability set is fixed for the session's lifetime.
+    this.#capabilities = deepFreeze(this.#registry.capabilities());
+    return this.#info();
+  }
+
+  /** §7.2/§13.2: the session's fixed set once initialized, else the server's default (maximum) set. */
+  #info(): JsonObject {
+    const capabilities = this.#capabilities ?? this.#registry.capabilities();
+    const level = conformanceLevel(capabilities);
+    const meta: JsonObject = {};
+    if (level !== undefined) meta.conformance = level;
+    if (this.#options.token !== undefined) meta.session = this.#options.token;
+    return {
+      protocolVersion: this.#view.protocolVersion,
+      server: { ...this.#identity },
+      capabilities,
+      ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}),
+    };
+  }
+
+  #shutdown(): JsonObject {
+    this.#shutDown = true;
+    this.#options.onShutdown?.();
+    return {};
+  }
+
+  /** DESIGN §4 steps 4-6: -32001 before initialize, -32004 beats -32003, -32003 when not advertised. */
+  #resolve(method: string): RegisteredMethod {
+    const capabilities = this.#capabilities;
+    if (capabilities === undefined) throw RpcError.notInitialized();
+    const capability = capabilityFor(method);
+    const registered = this.#registry.get(method);
+    if (!isCoreMethod(method) && registered === undefined) throw RpcError.unknownMethod(method);
+    if (capability === undefined || registered === undefined || !(capability in capabilities)) {
+      throw RpcError.capabilityMissing(method, capability ?? method);
+    }
+    return registered;
+  }
+
+  async #run(
+    request: RequestMessage,
+    target: RegisteredMethod,
+    params: unknown,
+    sink: NotificationSink | undefined,
+    transport: AbortSignal | undefined,
+  ): Promise<JsonObject> {
+    const { id, method } = request;
+    if (this.#inFlight.has(id)) {
+      // §4.7: ids are unique among in-flight requests; a duplicate would make replies and cancels ambiguous.
+      throw RpcError.invalidRequest(`id ${JSON.stringify(id)} is already in flight`);
+    }
+    const meta = isJsonObject(request.params._meta) ? request.params._meta : {};
+    const controller = new AbortController();
+    const deadlineMs = effectiveDeadline(this.#limits.requestTimeoutMs, meta.deadlineMs);
+    const timer = setTimeout(() => controller.abort(RpcError.timeout(deadlineMs)), deadlineMs);
+    // §13.1 transport death (an HTTP client hanging up) abandons this request only.
+    const onTransportDeath = (): void => controller.abort(RpcError.cancelled('transport closed'));
+    transport?.addEventListener('abort', onTransportDeath, { once: true });
+    if (transport?.aborted === true) onTransportDeath();
+    this.#inFlight.set(id, { controller });
+    const ctx: RequestContext = {
+      id,
+      method,
+      signal: controller.signal,
+      meta,
+      session: this.#view,
+      progress: this.#progress(meta.progressToken, controller.signal, sink),
+    };
+    try {
+      return await raceAbort(Promise.resolve().then(() => target.handler(params, ctx)), controller.signal);
+    } finally {
+      clearTimeout(timer);
+      transport?.removeEventListener('abort', onTransportDeath);
+      this.#inFlight.delete(id);
+      if (this.#inFlight.size === 0) this.#idleWaiters.splice(0).forEach((resolve) => resolve());
+    }
+  }
+
+  #progress(token: unknown, signal: AbortSignal, sink: NotificationSink | undefined): RequestContext['progress'] {
+    const streaming = this.#capabilities !== undefined && 'streaming' in this.#capabilities;
+    // §9: progress only for a request that carried a string or integer token, and only if streaming is advertised.
+    const valid = typeof token === 'string' || (typeof token === 'number' && Number.isInteger(token));
+    if (!streaming || !valid || sink === undefined) return () => undefined;
+    return (stage: string, progress: number, update: ProgressUpdate = {}) => {
+      if (signal.aborted) return;
+      const fraction = Number.isFinite(progress) ? Math.min(1, Math.max(0, progress)) : 0;
+      sink(notification('notifications/progress', { progressToken: token, progress: fraction, stage, ...update }));
+    };
+  }
+}
+
+function ping(params: JsonObject): JsonObject {
+  const { nonce } = validatePingParams(params);
+  // §7.15: echo any nonce received.
+  return nonce === undefined ? {} : { nonce };
+}
+
+/** §12: a well-formed option value outside the advertised set is -32005; a wrong type is left to the schema (-32602). */
+function checkOptions(rules: readonly OptionRule[], params: JsonObject): void {
+  for (const { path, supported } of rules) {
+    const value = path.split('.').reduce<unknown>((node, key) => (isJsonObject(node) ? node[key] : undefined), params);
+    if (typeof value === 'string' && !supported.includes(value)) throw RpcError.optionUnsupported(path, value);
+  }
+}
+
+/** §13.1/§16.2: `_meta.deadlineMs` is milliseconds remaining; it may shorten the server's deadline, never lengthen it. */
+function effectiveDeadline(serverMs: number, requested: unknown): number {
+  if (typeof requested !== 'number' || !Number.isFinite(requested) || requested <= 0) return serverMs;
+  return Math.min(serverMs, Math.ceil(requested));
+}
+
+/** The answer is the handler's result unless the signal aborts first; then its RpcError reason wins (§7.14, §13.1). */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(RpcError.from(signal.reason));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    Object.values(value).forEach(deepFreeze);
+    Object.freeze(value);
+  }
+  return value;
+}

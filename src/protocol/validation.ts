@@ -1,0 +1,40 @@
+import { Ajv2020, type ErrorObject as AjvError, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { TSchema, Static } from '@sinclair/typebox';
+import { RpcError } from './errors.js';
+
+/**
+ * One ajv instance for every params schema, compiled once at start-up (DESIGN §3).
+ * coerceTypes and removeAdditional stay off: `"k": "5"` is -32602, and unknown members are ignored (§4.6).
+ */
+const ajv = new Ajv2020({ allErrors: false, strict: true, allowUnionTypes: true, coerceTypes: false });
+addFormats.default(ajv);
+
+export type ParamsValidator<T> = (params: unknown) => T;
+
+export function compileParams<S extends TSchema>(schema: S): ParamsValidator<Static<S>> {
+  const validate: ValidateFunction = ajv.compile(schema);
+  return (params: unknown): Static<S> => {
+    if (validate(params)) return params as Static<S>;
+    const first = validate.errors?.[0];
+    throw first === undefined ? RpcError.invalidParams('params', 'invalid') : toInvalidParams(first);
+  };
+}
+
+/** The first ajv error becomes `data.field`, in the spec's dotted form: `/filter/year` -> `filter.year` (§12.1). */
+export function fieldOf(error: AjvError): string {
+  const segments = error.instancePath.split('/').slice(1).map(unescapePointer);
+  const missing = error.keyword === 'required' ? (error.params as { missingProperty?: string }).missingProperty : undefined;
+  if (missing !== undefined) segments.push(missing);
+  return segments.length === 0 ? 'params' : segments.join('.');
+}
+
+function toInvalidParams(error: AjvError): RpcError {
+  const field = fieldOf(error);
+  const message = error.keyword === 'required' ? 'is required' : (error.message ?? 'is invalid');
+  return RpcError.invalidParams(field, message);
+}
+
+function unescapePointer(segment: string): string {
+  return segment.replace(/~1/g, '/').replace(/~0/g, '~');
+}

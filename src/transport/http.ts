@@ -1,0 +1,157 @@
+import cors from '@fastify/cors';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { RpcError } from '../protocol/errors.js';
+import { parseFrame, serialize } from '../protocol/frames.js';
+import { failure, isJsonObject, type JsonRpcId, type Response } from '../protocol/messages.js';
+import type { NotificationSink, Reply } from '../protocol/session.js';
+import type { HttpSessionStore } from './http-sessions.js';
+
+export interface HttpTransportOptions {
+  /** The RCP base path (§5.2 default `/rcp`). */
+  base: string;
+  sessions: HttpSessionStore;
+  /** Bytes; a larger body is answered -32013 (§15.5). */
+  bodyLimit: number;
+  /** Origins allowed by CORS; empty means no cross-origin access (preflights are still answered). */
+  corsOrigins: readonly string[];
+}
+
+const SESSION_HEADER = 'rcp-session';
+
+/**
+ * §5.2 HTTP: `POST <base>/<method>` (a batch may also be posted to `<base>` itself). Every JSON-RPC answer,
+ * errors included, is HTTP 200; a notification is 204; unknown paths are 404 (Fastify's default).
+ * With `Accept: text/event-stream` and `streaming` advertised, the answer is an SSE stream of
+ * notifications/progress frames followed by exactly one final frame.
+ */
+export async function rcpHttp(app: FastifyInstance, options: HttpTransportOptions): Promise<void> {
+  const base = options.base.replace(/\/+$/, '');
+
+  await app.register(cors, {
+    origin: options.corsOrigins.length === 0 ? false : [...options.corsOrigins],
+    methods: ['POST', 'OPTIONS'],
+    allowedHeaders: ['Content-Type', 'Authorization', 'Accept', 'RCP-Session'],
+    exposedHeaders: ['RCP-Session'],
+  });
+
+  await app.register(async (scope) => {
+    // We parse bodies ourselves so that bad JSON is a JSON-RPC -32700, whatever the Content-Type says.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_req, body, done) => {
+      done(null, body);
+    });
+    scope.setErrorHandler(async (error: Error & { code?: string; statusCode?: number }, _request, reply) => {
+      if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+        return reply.code(200).send(failure(null, RpcError.payloadTooLarge(`body exceeds ${options.bodyLimit} bytes`)));
+      }
+      if (error.statusCode !== undefined && error.statusCode < 500) throw error;
+      // §5.2: a failure that prevented a JSON-RPC answer.
+      return reply.code(500).send(failure(null, RpcError.from(error)));
+    });
+
+    const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+      const pathMethod = (request.params as { '*'?: string })['*'];
+      await answer(request, reply, pathMethod === undefined || pathMethod === '' ? undefined : pathMethod, options);
+    };
+    scope.post(base === '' ? '/' : base, handler);
+    scope.post(`${base}/*`, handler);
+  });
+}
+
+async function answer(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  pathMethod: string | undefined,
+  options: HttpTransportOptions,
+): Promise<void> {
+  const parsed = parseFrame(typeof request.body === 'string' ? request.body : '');
+  if (!parsed.ok) return void reply.code(200).send(parsed.reply);
+
+  const { accepted, rejected } = checkPathMethod(parsed.value, pathMethod);
+  const header = request.headers[SESSION_HEADER];
+  const token = typeof header === 'string' && header !== '' ? header : undefined;
+  const session = options.sessions.resolve(token, request.ip, isInitialize(accepted));
+  if (session instanceof RpcError) {
+    const id = isJsonObject(accepted) ? requestId(accepted) : null;
+    return void reply.code(200).send(failure(id, session));
+  }
+
+  // §13.1: a client hanging up abandons its request.
+  const hangUp = new AbortController();
+  reply.raw.on('close', () => reply.raw.writableFinished || hangUp.abort());
+
+  if (wantsStream(request) && isJsonObject(accepted) && 'id' in accepted && session.streams) {
+    return stream(request, reply, (sink) => session.handle(accepted, sink, hangUp.signal));
+  }
+  const handled = accepted === undefined ? undefined : await session.handle(accepted, undefined, hangUp.signal);
+  const replies = merge(handled, rejected);
+  if (replies === undefined) return void reply.code(204).send();
+  reply.code(200).header('content-type', 'application/json; charset=utf-8').send(serialize(replies));
+}
+
+/**
+ * §5.2: the method in the path must match the body's; a mismatch is -32600. For a batch posted to a
+ * method path, each mismatching member gets its own -32600 and the rest proceed (§11).
+ */
+function checkPathMethod(value: unknown, pathMethod: string | undefined): { accepted: unknown; rejected: Response[] } {
+  if (pathMethod === undefined) return { accepted: value, rejected: [] };
+  const mismatch = (member: unknown): member is Record<string, unknown> =>
+    isJsonObject(member) && typeof member.method === 'string' && member.method !== pathMethod;
+  const reject = (member: Record<string, unknown>): Response =>
+    failure(
+      requestId(member),
+      RpcError.invalidRequest(`path method '${pathMethod}' does not match body method '${String(member.method)}'`),
+    );
+  if (!Array.isArray(value)) {
+    return mismatch(value) ? { accepted: undefined, rejected: [reject(value)] } : { accepted: value, rejected: [] };
+  }
+  const rejected = value.filter(mismatch).map(reject);
+  const accepted = value.filter((member) => !mismatch(member));
+  // An all-mismatched batch must not become an empty batch (which would be a different error).
+  return { accepted: accepted.length === 0 && value.length > 0 ? undefined : accepted, rejected };
+}
+
+function merge(handled: Reply | undefined, rejected: Response[]): Reply | undefined {
+  if (rejected.length === 0) return handled;
+  if (handled === undefined) return rejected.length === 1 && rejected[0] !== undefined ? rejected[0] : rejected;
+  return [...(Array.isArray(handled) ? handled : [handled]), ...rejected];
+}
+
+function requestId(message: Record<string, unknown>): JsonRpcId | null {
+  const { id } = message;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
+}
+
+function isInitialize(value: unknown): boolean {
+  return isJsonObject(value) && value.method === 'initialize';
+}
+
+function wantsStream(request: FastifyRequest): boolean {
+  return (request.headers.accept ?? '').includes('text/event-stream');
+}
+
+/** §5.2 SSE: progress frames as they happen, then exactly one final frame, then the stream ends. */
+async function stream(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  run: (sink: NotificationSink) => Promise<Reply | undefined>,
+): Promise<void> {
+  reply.hijack();
+  const raw = reply.raw;
+  // Hijacking skips Fastify's header writing, so carry over what hooks (CORS) set.
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    'x-accel-buffering': 'no',
+  });
+  const send = (frame: unknown): void => void (raw.writable && raw.write(`data: ${serialize(frame)}\n\n`));
+  try {
+    const final = await run(send);
+    if (final !== undefined) send(final);
+  } catch (error) {
+    request.log.error({ err: error }, 'SSE dispatch failed');
+  } finally {
+    raw.end();
+  }
+}

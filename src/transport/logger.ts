@@ -1,0 +1,6 @@
+/** The slice of a pino logger the transports use; tests pass a silent one. */
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}

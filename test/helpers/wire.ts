@@ -1,0 +1,274 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createApp, type App } from '../../src/app.js';
+import { loadConfig, type ConfigOverrides } from '../../src/config.js';
+import { parseFrame, serialize } from '../../src/protocol/frames.js';
+import type { Session } from '../../src/protocol/session.js';
+import { registerTestMethods } from '../fixtures/test-methods.js';
+import { assertValidFrame } from './schema.js';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const TRANSPORTS = ['in-process', 'stdio', 'http'] as const;
+export type TransportName = (typeof TRANSPORTS)[number];
+export type Id = string | number;
+export type Frame = Record<string, unknown>;
+
+/**
+ * One client connection to a fresh server, the same scenario API over every transport (DESIGN §6).
+ * Every frame the server emits is validated against the normative schema before a test sees it.
+ */
+export interface Connection {
+  readonly transport: TransportName;
+  /** Sends a frame (an object, or raw text sent as is) without waiting. */
+  send(frame: object | string): void;
+  /** The answer to the request with this id. */
+  reply(id: Id): Promise<Frame>;
+  /** Sends a frame and resolves with the one answer it must get (any id, e.g. null for -32700). */
+  exchange(frame: object | string): Promise<Frame | Frame[]>;
+  /** Sends a frame and proves the server answers nothing for it (§4.5). */
+  silent(frame: object | string): Promise<void>;
+  /** Notifications the server sent so far (progress, over stdio or in-process; SSE is tested apart). */
+  readonly notifications: Frame[];
+  close(): Promise<void>;
+}
+
+export interface ServerOptions {
+  /** Configuration overrides by dotted path (`limits.maxBatchSize`). */
+  config?: ConfigOverrides;
+}
+
+let nextSentinel = 0;
+
+export function request(id: Id, method: string, params: object = {}): Frame {
+  return { jsonrpc: '2.0', id, method, params };
+}
+
+export const INITIALIZE = (id: Id = 'init'): Frame =>
+  request(id, 'initialize', { protocolVersion: 1, client: { name: 'wire-test', version: '1' }, capabilities: {} });
+
+export function testConfig(overrides: ConfigOverrides = {}) {
+  return loadConfig({ overrides: { 'log.level': 'silent', ...overrides } });
+}
+
+export async function connect(transport: TransportName, options: ServerOptions = {}): Promise<Connection> {
+  switch (transport) {
+    case 'in-process':
+      return inProcess(createApp(testConfig(options.config), { register: registerTestMethods }));
+    case 'stdio':
+      return stdio(options);
+    case 'http':
+      return http(createApp(testConfig({ 'http.port': 0, ...options.config }), { register: registerTestMethods }));
+  }
+}
+
+function methodOf(frame: object | string): string | undefined {
+  if (typeof frame === 'string') return undefined;
+  const method = (frame as { method?: unknown }).method;
+  return typeof method === 'string' ? method : undefined;
+}
+
+/** Responses keyed by arrival, with waiters; shared by the stream-based transports. */
+class Inbox {
+  readonly notifications: Frame[] = [];
+  readonly #responses: (Frame | Frame[])[] = [];
+  #waiters: (() => void)[] = [];
+  readonly #methods = new Map<Id, string>();
+
+  expectMethod(frame: object | string): void {
+    if (typeof frame === 'string') return;
+    const { id } = frame as { id?: unknown };
+    const method = methodOf(frame);
+    if ((typeof id === 'string' || typeof id === 'number') && method !== undefined) this.#methods.set(id, method);
+  }
+
+  accept(frame: unknown): void {
+    const method = !Array.isArray(frame) ? this.#methods.get((frame as { id: Id }).id) : undefined;
+    assertValidFrame(frame, method);
+    if (!Array.isArray(frame) && typeof frame === 'object' && frame !== null && !('id' in frame)) {
+      this.notifications.push(frame as Frame);
+    } else {
+      this.#responses.push(frame as Frame | Frame[]);
+    }
+    this.#waiters.splice(0).forEach((wake) => wake());
+  }
+
+  async take(match: (frame: Frame | Frame[]) => boolean, what: string, timeoutMs = 10_000): Promise<Frame | Frame[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const index = this.#responses.findIndex(match);
+      if (index !== -1) return this.#responses.splice(index, 1)[0]!;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no ${what} within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.#waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  get pending(): number {
+    return this.#responses.length;
+  }
+}
+
+function streamConnection(transport: TransportName, write: (text: string) => void, inbox: Inbox, close: () => Promise<void>): Connection {
+  const send = (frame: object | string): void => {
+    inbox.expectMethod(frame);
+    write(typeof frame === 'string' ? frame : serialize(frame));
+  };
+  return {
+    transport,
+    notifications: inbox.notifications,
+    send,
+    reply: async (id) => (await inbox.take((f) => !Array.isArray(f) && f.id === id, `reply to ${JSON.stringify(id)}`)) as Frame,
+    exchange: async (frame) => {
+      send(frame);
+      return inbox.take(() => true, `answer to ${typeof frame === 'string' ? frame.slice(0, 80) : serialize(frame)}`);
+    },
+    silent: async (frame) => {
+      const before = inbox.pending;
+      send(frame);
+      // A ping sent after the frame is answered after it (or concurrently); then wait a little for stragglers.
+      const sentinel = `sentinel-${nextSentinel++}`;
+      send(request(sentinel, 'ping'));
+      await inbox.take((f) => !Array.isArray(f) && f.id === sentinel, 'sentinel ping');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      if (inbox.pending !== before) throw new Error(`server answered a frame it must not answer: ${serialize(frame)}`);
+    },
+    close,
+  };
+}
+
+function inProcess(app: App): Connection {
+  const inbox = new Inbox();
+  const session: Session = app.createSession();
+  const roundTrip = (frame: unknown): void => inbox.accept(JSON.parse(serialize(frame)));
+  const write = (text: string): void => {
+    const parsed = parseFrame(text);
+    if (!parsed.ok) return roundTrip(parsed.reply);
+    void session.handle(parsed.value, roundTrip).then((reply) => reply !== undefined && roundTrip(reply));
+  };
+  return streamConnection('in-process', write, inbox, () => app.close());
+}
+
+export interface StdioChild {
+  child: ChildProcessWithoutNullStreams;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Spawns the stdio fixture server (real transport, real process) with RCP_* settings from `config`. */
+export function spawnStdio(options: ServerOptions = {}, argv?: string[]): StdioChild {
+  const env: NodeJS.ProcessEnv = { ...process.env, RCP_LOG_LEVEL: 'warn' };
+  for (const [path, value] of Object.entries(options.config ?? {})) env[envName(path)] = String(value);
+  const args = argv ?? ['--import', 'tsx', 'test/fixtures/serve-stdio.ts'];
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, stderr: () => stderr, exited };
+}
+
+const ENV_NAMES: Record<string, string> = {
+  'limits.maxBatchSize': 'RCP_MAX_BATCH_SIZE',
+  'limits.maxBodyBytes': 'RCP_MAX_BODY_BYTES',
+  'limits.requestTimeoutMs': 'RCP_REQUEST_TIMEOUT_MS',
+};
+
+function envName(path: string): string {
+  const name = ENV_NAMES[path];
+  if (name === undefined) throw new Error(`no environment variable for ${path} in the wire helper`);
+  return name;
+}
+
+/** Reads NDJSON frames from a child's stdout; a line that is not JSON fails the test (§5.1 stdout is protocol-only). */
+export function readFrames(child: ChildProcessWithoutNullStreams, onFrame: (frame: unknown) => void): void {
+  let buffered = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    let newline;
+    while ((newline = buffered.indexOf('\n')) !== -1) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      onFrame(JSON.parse(line));
+    }
+  });
+}
+
+function stdio(options: ServerOptions): Connection {
+  const inbox = new Inbox();
+  const server = spawnStdio(options);
+  const failures: unknown[] = [];
+  readFrames(server.child, (frame) => {
+    try {
+      inbox.accept(frame);
+    } catch (error) {
+      failures.push(error);
+    }
+  });
+  const connection = streamConnection('stdio', (text) => server.child.stdin.write(`${text}\n`), inbox, async () => {
+    server.child.stdin.end();
+    const code = await Promise.race([server.exited, new Promise((resolve) => setTimeout(resolve, 5_000, 'timeout'))]);
+    if (code === 'timeout') server.child.kill('SIGKILL');
+    if (failures.length > 0) throw failures[0];
+    if (code !== 0) throw new Error(`stdio server exited with ${String(code)}: ${server.stderr()}`);
+  });
+  return connection;
+}
+
+/** HTTP over a real socket: one POST per frame to <base>/<method> (or <base> for raw text and batches). */
+function http(app: App): Connection {
+  const notifications: Frame[] = [];
+  const inFlight = new Map<Id, Promise<Frame>>();
+  let origin: Promise<string> | undefined;
+  const base = (): Promise<string> =>
+    (origin ??= app.buildHttp().then((server) => server.listen({ host: '127.0.0.1', port: 0 }))).then((o) => `${o}/rcp`);
+
+  const post = async (frame: object | string): Promise<{ status: number; body: unknown }> => {
+    const method = methodOf(frame);
+    const response = await fetch(`${await base()}${method === undefined ? '' : `/${method}`}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: typeof frame === 'string' ? frame : serialize(frame),
+    });
+    const text = await response.text();
+    const body = text === '' ? undefined : (JSON.parse(text) as unknown);
+    if (body !== undefined) {
+      const id = !Array.isArray(body) ? (body as { id?: unknown }).id : undefined;
+      assertValidFrame(body, id !== undefined && id !== null ? method : undefined);
+    }
+    return { status: response.status, body };
+  };
+  const answered = async (frame: object | string): Promise<Frame | Frame[]> => {
+    const { status, body } = await post(frame);
+    // §5.2: every JSON-RPC answer, errors included, is HTTP 200.
+    if (status !== 200 || body === undefined) throw new Error(`expected HTTP 200 with a body, got ${status}`);
+    return body as Frame | Frame[];
+  };
+  return {
+    transport: 'http',
+    notifications,
+    send: (frame) => {
+      const id = typeof frame === 'string' ? undefined : (frame as { id?: Id }).id;
+      const result = answered(frame) as Promise<Frame>;
+      if (id !== undefined) inFlight.set(id, result);
+      else void result.catch(() => undefined);
+    },
+    reply: async (id) => {
+      const pending = inFlight.get(id);
+      if (pending === undefined) throw new Error(`nothing in flight with id ${JSON.stringify(id)}`);
+      inFlight.delete(id);
+      return pending;
+    },
+    exchange: answered,
+    silent: async (frame) => {
+      const { status, body } = await post(frame);
+      // §5.2: a notification is answered 204 with no body.
+      if (status !== 204 || body !== undefined) throw new Error(`expected 204 and no body, got ${status} ${serialize(body)}`);
+    },
+    close: () => app.close(),
+  };
+}
