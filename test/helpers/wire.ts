@@ -166,9 +166,11 @@ export function spawnStdio(options: ServerOptions = {}, argv?: string[]): StdioC
   for (const [path, value] of Object.entries(options.config ?? {})) env[envName(path)] = String(value);
   const args = argv ?? ['--import', 'tsx', 'test/fixtures/serve-stdio.ts'];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  // A test may outlive the child (it exits after shutdown); late writes must not crash the runner.
+  child.stdin.on('error', () => undefined);
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return { child, stderr: () => stderr, exited };
 }
 
@@ -176,6 +178,7 @@ const ENV_NAMES: Record<string, string> = {
   'limits.maxBatchSize': 'RCP_MAX_BATCH_SIZE',
   'limits.maxBodyBytes': 'RCP_MAX_BODY_BYTES',
   'limits.requestTimeoutMs': 'RCP_REQUEST_TIMEOUT_MS',
+  'log.level': 'RCP_LOG_LEVEL',
 };
 
 function envName(path: string): string {

@@ -1,0 +1,186 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createApp, type App } from '../../src/app.js';
+import { registerTestMethods } from '../fixtures/test-methods.js';
+import { assertValidFrame } from '../helpers/schema.js';
+import { INITIALIZE, request, spawnStdio, testConfig } from '../helpers/wire.js';
+
+/** §5.2 HTTP transport, over a real listening socket. */
+describe('§5.2 HTTP transport', () => {
+  let app: App;
+  let origin: string;
+
+  const start = async (overrides: Record<string, unknown> = {}) => {
+    app = createApp(testConfig({ 'http.port': 0, ...overrides }), { register: registerTestMethods });
+    const server = await app.buildHttp();
+    origin = await server.listen({ host: '127.0.0.1', port: 0 });
+  };
+  const post = async (path: string, body: string | object, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${origin}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await response.text();
+    const isJson = response.headers.get('content-type')?.includes('application/json') === true;
+    const json = isJson && text !== '' ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+    // Every JSON-RPC answer (HTTP 200) must validate; 404s and the like are Fastify's plain errors.
+    if (json !== undefined && response.status === 200) assertValidFrame(json);
+    return { status: response.status, headers: response.headers, json, text };
+  };
+
+  afterEach(async () => app?.close());
+
+  it('§5.2 the path method must match the body method: -32600 on mismatch, echoing the id', async () => {
+    await start();
+    const { status, json } = await post('/rcp/info', request(1, 'ping'));
+    expect(status).toBe(200);
+    expect(json).toMatchObject({ id: 1, error: { code: -32600 } });
+    expect((await post('/rcp/index/add', request(2, 'index/add', { documents: [] }))).json).toMatchObject({
+      error: { code: -32001 },
+    });
+  });
+
+  it('§5.2 every JSON-RPC answer is HTTP 200, errors included; notifications are 204 with no body', async () => {
+    await start();
+    expect((await post('/rcp/retrieve', request(1, 'retrieve', { query: 'q' }))).status).toBe(200);
+    const notification = await post('/rcp/ping', { jsonrpc: '2.0', method: 'ping' });
+    expect(notification.status).toBe(204);
+    expect(notification.text).toBe('');
+  });
+
+  it('§5.2 unparseable bodies are answered -32700 with id null, whatever the content type', async () => {
+    await start();
+    for (const type of ['application/json', 'text/plain', 'application/x-www-form-urlencoded']) {
+      const { status, json } = await post('/rcp/ping', '{"jsonrpc":', { 'content-type': type });
+      expect(status).toBe(200);
+      expect(json).toMatchObject({ id: null, error: { code: -32700 } });
+    }
+    expect((await post('/rcp/ping', '')).json).toMatchObject({ id: null, error: { code: -32700 } });
+  });
+
+  it('§5.2 unknown paths are 404', async () => {
+    await start();
+    expect((await post('/elsewhere/ping', request(1, 'ping'))).status).toBe(404);
+    expect((await fetch(`${origin}/rcp/ping`)).status).toBe(404);
+  });
+
+  it('§15.5 a body over the limit is -32013, and the server keeps serving', async () => {
+    await start({ 'limits.maxBodyBytes': 4096 });
+    const big = await post('/rcp/ping', request(1, 'ping', { nonce: 'x'.repeat(10_000) }));
+    expect(big.status).toBe(200);
+    expect(big.json).toMatchObject({ id: null, error: { code: -32013, data: { retryable: false } } });
+    expect((await post('/rcp/ping', request(2, 'ping'))).json).toMatchObject({ id: 2, result: {} });
+  });
+
+  it('§11 a batch may be posted to the base path; at a method path, mismatching members get -32600', async () => {
+    await start();
+    const atBase = await post('/rcp', [request(1, 'ping'), request(2, 'info')]);
+    expect(atBase.json).toHaveLength(2);
+    const atMethod = await post('/rcp/ping', [request(1, 'ping'), request(2, 'info')]);
+    const members = atMethod.json as unknown as Record<string, unknown>[];
+    expect(members.find((m) => m.id === 1)).toMatchObject({ result: {} });
+    expect(members.find((m) => m.id === 2)).toMatchObject({ error: { code: -32600 } });
+  });
+
+  it('§5.2 CORS: a configured origin gets preflight and response headers; others get none', async () => {
+    await start({ 'http.corsOrigins': ['https://app.example'] });
+    const preflight = await fetch(`${origin}/rcp/retrieve`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type,rcp-session',
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect(preflight.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('rcp-session');
+    const allowed = await post('/rcp/ping', request(1, 'ping'), { origin: 'https://app.example' });
+    expect(allowed.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    const other = await post('/rcp/ping', request(1, 'ping'), { origin: 'https://evil.example' });
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('§5.2 §9 SSE: progress frames echoing the token, then exactly one final frame; buffered JSON without Accept', async () => {
+    await start();
+    await post('/rcp/initialize', INITIALIZE(0));
+    const body = request(1, 'x-test/progress', { steps: 3, _meta: { progressToken: 'p1' } });
+    const streamed = await post('/rcp/x-test/progress', body, { accept: 'text/event-stream' });
+    expect(streamed.headers.get('content-type')).toContain('text/event-stream');
+    const events = streamed.text.split('\n\n').filter(Boolean);
+    const frames = events.map((event) => {
+      expect(event.startsWith('data: ')).toBe(true);
+      const frame = JSON.parse(event.slice('data: '.length)) as Record<string, unknown>;
+      assertValidFrame(frame);
+      return frame;
+    });
+    expect(frames).toHaveLength(4);
+    expect(frames.slice(0, 3).every((f) => f.method === 'notifications/progress')).toBe(true);
+    expect(frames[3]).toMatchObject({ id: 1, result: { steps: 3 } });
+    const buffered = await post('/rcp/x-test/progress', { ...body, id: 2 });
+    expect(buffered.headers.get('content-type')).toContain('application/json');
+    expect(buffered.json).toMatchObject({ id: 2, result: { steps: 3 } });
+  });
+
+  it('§5.2 sessions: RCP-Session tokens open private sessions beside the caller session', async () => {
+    await start();
+    const opened = await post('/rcp/initialize', INITIALIZE(1), { 'rcp-session': 'new' });
+    const token = ((opened.json?.result as Record<string, unknown>)._meta as Record<string, string>).session;
+    expect(token).toMatch(/^[\w-]{20,}$/);
+    const echo = request(2, 'x-test/echo', { text: 'x' });
+    expect((await post('/rcp/x-test/echo', echo, { 'rcp-session': token! })).json).toMatchObject({ result: { text: 'x' } });
+    // The caller's own session (no header) is a different one, still uninitialized.
+    expect((await post('/rcp/x-test/echo', echo)).json).toMatchObject({ error: { code: -32001 } });
+    // An unknown token is not a session: -32001, telling the client to initialize again.
+    expect((await post('/rcp/x-test/echo', echo, { 'rcp-session': 'forged' })).json).toMatchObject({ error: { code: -32001 } });
+    // §7.12 over HTTP, shutdown ends the session (not the server): its token stops working.
+    await post('/rcp/shutdown', request(3, 'shutdown'), { 'rcp-session': token! });
+    expect((await post('/rcp/x-test/echo', echo, { 'rcp-session': token! })).json).toMatchObject({ error: { code: -32001 } });
+  });
+
+  it('§5.2 stateless mode: every request is implicitly initialized; initialize is idempotent; -32003 still holds', async () => {
+    await start({ 'http.sessions': 'stateless' });
+    expect((await post('/rcp/x-test/echo', request(1, 'x-test/echo', { text: 'x' }))).json).toMatchObject({
+      result: { text: 'x' },
+    });
+    expect((await post('/rcp/initialize', INITIALIZE(2))).json).toMatchObject({ result: { protocolVersion: 1 } });
+    expect((await post('/rcp/initialize', INITIALIZE(3))).json).toMatchObject({ result: { protocolVersion: 1 } });
+    expect((await post('/rcp/retrieve', request(4, 'retrieve', { query: 'q' }))).json).toMatchObject({
+      error: { code: -32003 },
+    });
+  });
+
+  it('§13.1 a client that hangs up cancels its request', async () => {
+    await start({ 'http.sessions': 'stateless' });
+    const aborter = new AbortController();
+    const pending = fetch(`${origin}/rcp/x-test/sleep`, {
+      method: 'POST',
+      body: JSON.stringify(request('hang', 'x-test/sleep', { ms: 5_000 })),
+      signal: aborter.signal,
+    }).catch(() => 'aborted');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    aborter.abort();
+    expect(await pending).toBe('aborted');
+    // The id is free again at once: the abandoned request is no longer in flight.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await post('/rcp/x-test/sleep', request('hang', 'x-test/sleep', { ms: 1 }))).json).toMatchObject({
+      result: { slept: 1 },
+    });
+  });
+});
+
+describe('§5.2 the real binary over HTTP', () => {
+  it('serve --http [HOST:]PORT listens, answers, and exits 0 on SIGTERM', async () => {
+    const server = spawnStdio({ config: { 'log.level': 'info' } }, ['bin/rcp-server.js', 'serve', '--http', '127.0.0.1:0']);
+    let address: string | undefined;
+    for (let i = 0; i < 200 && address === undefined; i++) {
+      address = /"address":"(http:\/\/[^"]+)"/.exec(server.stderr())?.[1];
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(address).toBeDefined();
+    const response = await fetch(`${address}/rcp/ping`, { method: 'POST', body: JSON.stringify(request(1, 'ping', { nonce: 3 })) });
+    expect(await response.json()).toEqual({ jsonrpc: '2.0', id: 1, result: { nonce: 3 } });
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  });
+});
