@@ -17,7 +17,7 @@ export interface App {
   readonly config: Config;
   readonly registry: MethodRegistry;
   /** A new RCP session over this app's methods (one per stdio connection or HTTP session). */
-  createSession(options?: SessionOptions): Session;
+  readonly createSession: (options?: SessionOptions) => Session;
   /** A ready Fastify instance serving the RCP HTTP transport; the caller listens. */
   buildHttp(): Promise<FastifyInstance>;
   close(): Promise<void>;

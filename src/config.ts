@@ -99,7 +99,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
 const validate = new Ajv2020({ allErrors: true, allowUnionTypes: true }).compile(ConfigSchema);
 
 export function validateConfig(candidate: unknown): Config {
-  if (validate(candidate)) return candidate as Config;
+  if (validate(candidate)) return candidate;
   const problems = (validate.errors ?? []).map((e) => {
     const where = e.instancePath.split('/').slice(1).join('.') || '(root)';
     const extra = (e.params as { additionalProperty?: string }).additionalProperty;
@@ -117,8 +117,8 @@ function readConfigFile(file: string): Record<string, unknown> {
   }
   try {
     const parsed = JSON.parse(text) as unknown;
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a JSON object');
-    return parsed as Record<string, unknown>;
+    if (!isPlainObject(parsed)) throw new Error('not a JSON object');
+    return parsed;
   } catch (error) {
     throw new ConfigError(`config file ${file} is not valid JSON: ${(error as Error).message}`);
   }

@@ -19,7 +19,7 @@ export interface MethodDefinition<S extends TSchema = TSchema> {
   method: string;
   params: S;
   options?: readonly OptionRule[];
-  handler(params: Static<S>, ctx: RequestContext): Promise<JsonObject> | JsonObject;
+  handler: (params: Static<S>, ctx: RequestContext) => Promise<JsonObject> | JsonObject;
 }
 
 export interface RegisteredMethod {
@@ -27,7 +27,7 @@ export interface RegisteredMethod {
   capability: string;
   options: readonly OptionRule[];
   validate: ParamsValidator<unknown>;
-  handler(params: unknown, ctx: RequestContext): Promise<JsonObject> | JsonObject;
+  handler: (params: unknown, ctx: RequestContext) => Promise<JsonObject> | JsonObject;
 }
 
 /** Capability keys that describe features rather than gate a method (§6). */
@@ -54,7 +54,8 @@ export class MethodRegistry {
       capability,
       options: definition.options ?? [],
       validate: compileParams(definition.params),
-      handler: definition.handler as RegisteredMethod['handler'],
+      // Sound: `validate` guarantees params of type Static<S> before the handler runs.
+      handler: definition.handler,
     });
     return this;
   }
@@ -74,7 +75,7 @@ export class MethodRegistry {
 
   /** A fresh, deep copy of the advertised capability set. */
   capabilities(): JsonObject {
-    return structuredClone(Object.fromEntries(this.#capabilities)) as JsonObject;
+    return structuredClone(Object.fromEntries(this.#capabilities));
   }
 
   #merge(capability: string, value: JsonObject): void {

@@ -15,7 +15,7 @@ export type ParamsValidator<T> = (params: unknown) => T;
 export function compileParams<S extends TSchema>(schema: S): ParamsValidator<Static<S>> {
   const validate: ValidateFunction = ajv.compile(schema);
   return (params: unknown): Static<S> => {
-    if (validate(params)) return params as Static<S>;
+    if (validate(params)) return params;
     const first = validate.errors?.[0];
     throw first === undefined ? RpcError.invalidParams('params', 'invalid') : toInvalidParams(first);
   };

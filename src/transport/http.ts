@@ -34,13 +34,13 @@ export async function rcpHttp(app: FastifyInstance, options: HttpTransportOption
     exposedHeaders: ['RCP-Session'],
   });
 
-  await app.register(async (scope) => {
+  await app.register((scope, _options, done) => {
     // We parse bodies ourselves so that bad JSON is a JSON-RPC -32700, whatever the Content-Type says.
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_req, body, done) => {
       done(null, body);
     });
-    scope.setErrorHandler(async (error: Error & { code?: string; statusCode?: number }, _request, reply) => {
+    scope.setErrorHandler((error: Error & { code?: string; statusCode?: number }, _request, reply) => {
       if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
         return reply.code(200).send(failure(null, RpcError.payloadTooLarge(`body exceeds ${options.bodyLimit} bytes`)));
       }
@@ -55,6 +55,7 @@ export async function rcpHttp(app: FastifyInstance, options: HttpTransportOption
     };
     scope.post(base === '' ? '/' : base, handler);
     scope.post(`${base}/*`, handler);
+    done();
   });
 }
 

@@ -34,12 +34,17 @@ export function serveStdio(options: StdioOptions): StdioConnection {
   let dead = false;
   const session = options.createSession({ onShutdown: () => stopReading() });
 
+  let draining = false;
   const write = (frame: unknown): void => {
     if (dead) return;
     // Backpressure: while the reader is slow, stop taking new requests rather than buffer without bound.
-    if (!output.write(`${serialize(frame)}\n`)) {
+    if (!output.write(`${serialize(frame)}\n`) && !draining) {
+      draining = true;
       input.pause();
-      output.once('drain', () => accepting && input.resume());
+      output.once('drain', () => {
+        draining = false;
+        if (accepting) input.resume();
+      });
     }
   };
 

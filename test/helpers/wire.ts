@@ -50,7 +50,11 @@ export function testConfig(overrides: ConfigOverrides = {}) {
   return loadConfig({ overrides: { 'log.level': 'silent', ...overrides } });
 }
 
-export async function connect(transport: TransportName, options: ServerOptions = {}): Promise<Connection> {
+export function connect(transport: TransportName, options: ServerOptions = {}): Promise<Connection> {
+  return Promise.resolve(open(transport, options));
+}
+
+function open(transport: TransportName, options: ServerOptions): Connection {
   switch (transport) {
     case 'in-process':
       return inProcess(createApp(testConfig(options.config), { register: registerTestMethods }));
