@@ -1,3 +1,4 @@
+import type { Readable, Writable } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { Config } from './config.js';
@@ -5,6 +6,8 @@ import { MethodRegistry } from './protocol/registry.js';
 import { Session, type SessionOptions } from './protocol/session.js';
 import { HttpSessionStore } from './transport/http-sessions.js';
 import { rcpHttp } from './transport/http.js';
+import type { Logger } from './transport/logger.js';
+import { serveStdio, type StdioConnection } from './transport/stdio.js';
 
 export interface AppOptions {
   /** Extra registrations (tests register test-only methods here). */
@@ -18,6 +21,8 @@ export interface App {
   readonly registry: MethodRegistry;
   /** A new RCP session over this app's methods (one per stdio connection or HTTP session). */
   readonly createSession: (options?: SessionOptions) => Session;
+  /** Serves one stdio connection (§5.1) over the given streams, with this app's limits. */
+  serveStdio(streams: { input: Readable; output: Writable; log: Logger }): StdioConnection;
   /** A ready Fastify instance serving the RCP HTTP transport; the caller listens. */
   buildHttp(): Promise<FastifyInstance>;
   close(): Promise<void>;
@@ -32,7 +37,12 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   // Later issues register embed, rerank, retrieve and index/* here, each only when its backend is configured.
   options.register?.(registry);
 
-  const limits = { maxBatchSize: config.limits.maxBatchSize, requestTimeoutMs: config.limits.requestTimeoutMs };
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const limits = {
+    maxBatchSize: config.limits.maxBatchSize,
+    requestTimeoutMs: config.limits.requestTimeoutMs,
+    onInternalError: (error: unknown, method: string) => logger.error({ err: error, method }, 'method failed'),
+  };
   const createSession = (sessionOptions: SessionOptions = {}): Session =>
     new Session(registry, config.server, limits, sessionOptions);
 
@@ -41,9 +51,10 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     config,
     registry,
     createSession,
+    serveStdio: (streams) => serveStdio({ ...streams, createSession, maxLineBytes: config.limits.maxBodyBytes }),
     async buildHttp() {
       const app: FastifyInstance = Fastify({
-        loggerInstance: options.logger ?? pino({ level: 'silent' }),
+        loggerInstance: logger,
         trustProxy: config.http.trustProxy,
         bodyLimit: config.limits.maxBodyBytes,
         // Let the client hang up rather than the server cut a long retrieve short; deadlines are §13.1's job.

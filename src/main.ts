@@ -2,7 +2,6 @@ import { pino, type Logger } from 'pino';
 import { createApp } from './app.js';
 import { parseCommandLine, UsageError, type ServeCommand } from './cli.js';
 import { ConfigError, loadConfig } from './config.js';
-import { serveStdio } from './transport/stdio.js';
 
 /**
  * Process entry: CLI, logger to stderr, signals, transport choice. On stdio, stdout carries protocol frames
@@ -41,13 +40,7 @@ async function serve(command: ServeCommand): Promise<number> {
   const app = createApp(config, { logger: log });
 
   if (command.transport.kind === 'stdio') {
-    const connection = serveStdio({
-      input: process.stdin,
-      output: process.stdout,
-      createSession: app.createSession,
-      maxLineBytes: config.limits.maxBodyBytes,
-      log,
-    });
+    const connection = app.serveStdio({ input: process.stdin, output: process.stdout, log });
     onSignals(log, () => process.stdin.destroy());
     await connection.closed;
     await app.close();

@@ -32,6 +32,8 @@ export interface SessionLimits {
   maxBatchSize: number;
   /** §13.1: the server's own deadline for a request; `_meta.deadlineMs` may only shorten it. */
   requestTimeoutMs: number;
+  /** Told of every fault that becomes a bare -32603 on the wire, so the operator sees what the client cannot. */
+  onInternalError?: (error: unknown, method: string) => void;
 }
 
 export interface SessionOptions {
@@ -174,6 +176,7 @@ export class Session {
       const validParams = target.validate(params);
       return success(id, await this.#run(request, target, validParams, sink, transport));
     } catch (error) {
+      if (!(error instanceof RpcError)) this.#limits.onInternalError?.(error, method);
       return failure(id, RpcError.from(error));
     }
   }

@@ -76,6 +76,19 @@ describe('§5.1 stdio transport', () => {
     expect(frames[1]).toMatchObject({ id: 2, result: {} });
   });
 
+  it('§12 a handler fault is a bare -32603 on the wire and a full log line on stderr', async () => {
+    start();
+    server.child.stdin.write(line(INITIALIZE(0)) + line(request(1, 'x-test/fail')));
+    await waitFor(2);
+    expect(frames[1]).toMatchObject({ id: 1, error: { code: -32603, message: 'internal error' } });
+    expect(JSON.stringify(frames[1])).not.toContain('secret');
+    for (let i = 0; i < 100 && !server.stderr().includes('secret internal detail'); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(server.stderr()).toContain('method failed');
+    expect(server.stderr()).toContain('secret internal detail');
+  });
+
   it('§5.1 the real binary speaks stdio; stdout carries frames only, logs go to stderr', async () => {
     start({ 'log.level': 'info' }, ['bin/rcp-server.js', 'serve', '--stdio']);
     server.child.stdin.write(line(request(1, 'info')) + 'garbage\n' + line(request(2, 'initialize', { protocolVersion: 1 })));
