@@ -40,13 +40,14 @@ export async function rcpHttp(app: FastifyInstance, options: HttpTransportOption
     scope.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_req, body, done) => {
       done(null, body);
     });
-    scope.setErrorHandler((error: Error & { code?: string; statusCode?: number }, _request, reply) => {
+    scope.setErrorHandler((error: Error & { code?: string; statusCode?: number }, request, reply) => {
       if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
         return reply.code(200).send(failure(null, RpcError.payloadTooLarge(`body exceeds ${options.bodyLimit} bytes`)));
       }
       if (error.statusCode !== undefined && error.statusCode < 500) throw error;
-      // §5.2: a failure that prevented a JSON-RPC answer.
-      return reply.code(500).send(failure(null, RpcError.from(error)));
+      // §5.2: a JSON-RPC answer can still be produced, so it is HTTP 200 carrying -32603.
+      request.log.error({ err: error }, 'HTTP dispatch failed');
+      return reply.code(200).send(failure(null, RpcError.from(error)));
     });
 
     const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
