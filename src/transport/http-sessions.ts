@@ -47,9 +47,12 @@ export class HttpSessionStore {
   /** The session a request runs in, or the RpcError to answer it with. */
   resolve(token: string | undefined, callerKey: string, isInitialize: boolean): Session | RpcError {
     this.#expire();
-    if (token === undefined) return this.#touch(this.#byCaller.get(callerKey) ?? this.#open(callerKey)).session;
-    const entry = this.#byToken.get(token);
+    const entry = token === undefined ? undefined : this.#byToken.get(token);
     if (entry !== undefined) return this.#touch(entry).session;
+    // Stateless mode never answers -32001: a stale token just falls back to the caller's implicit session.
+    if (token === undefined || this.#config.mode === 'stateless') {
+      return this.#touch(this.#byCaller.get(callerKey) ?? this.#open(callerKey)).session;
+    }
     if (isInitialize) return this.#open(undefined).session;
     return RpcError.notInitialized('unknown or expired RCP-Session; send initialize to open a new session');
   }

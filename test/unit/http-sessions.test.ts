@@ -38,9 +38,11 @@ describe('§5.2 HTTP session store', () => {
     expect(store.size).toBe(1);
   });
 
-  it('stateless sessions start initialized', () => {
-    const session = make('stateless').resolve(undefined, 'a', false);
+  it('stateless sessions start initialized; a stale token falls back to the caller session, never -32001', () => {
+    const store = make('stateless');
+    const session = store.resolve(undefined, 'a', false);
     expect(session).toBeInstanceOf(Session);
     expect((session as Session).initialized).toBe(true);
+    expect(store.resolve('expired-token', 'a', false)).toBe(session);
   });
 });
