@@ -38,17 +38,15 @@ export class SentencePieceTokenizer {
     for (let id = options.reserved; id < vocabulary.length; id++) this.#insert(vocabulary[id]![0], id);
   }
 
-  get vocabularySize(): number {
-    return this.#vocabulary.length;
-  }
-
   /** The token ids of `text`, in order. */
   encode(text: string): number[] {
     const chars = Array.from(`${WORD_BOUNDARY}${text.normalize('NFKC').replace(/ /g, WORD_BOUNDARY)}`);
     const n = chars.length;
-    // best[e]: the best total score of a segmentation of chars[0, e); last[e]: the id of its final piece.
+    // best[e]: the best total score of a segmentation of chars[0, e); last[e]: the id of its final piece,
+    // which starts at from[e]. A position no piece reaches keeps the unknown id over one code point.
     const best = new Float64Array(n + 1);
     const last = new Int32Array(n + 1).fill(this.#options.unknownId);
+    const from = Int32Array.from({ length: n + 1 }, (_, e) => e - 1);
     const reached = new Uint8Array(n + 1);
     for (let start = 0; start < n; start++) {
       let node: TrieNode | undefined = this.#root;
@@ -60,16 +58,13 @@ export class SentencePieceTokenizer {
         if (reached[end + 1] === 0 || score >= best[end + 1]!) {
           best[end + 1] = score;
           last[end + 1] = node.id;
+          from[end + 1] = start;
           reached[end + 1] = 1;
         }
       }
     }
     const ids: number[] = [];
-    for (let end = n; end > 0; ) {
-      const id = last[end]!;
-      ids.push(id);
-      end -= reached[end] === 1 ? Array.from(this.#vocabulary[id]![0]).length : 1;
-    }
+    for (let end = n; end > 0; end = from[end]!) ids.push(last[end]!);
     ids.reverse();
     return ids.filter((id, i) => !(id === this.#options.unknownId && ids[i - 1] === this.#options.unknownId));
   }
