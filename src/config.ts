@@ -56,7 +56,7 @@ export function defaultConfig(): Config {
 }
 
 /** RCP_<NAME> environment variables and the setting each one sets. */
-const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) => unknown }> = {
+export const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) => unknown }> = {
   RCP_DATA_DIR: { path: 'dataDir', parse: String },
   RCP_HTTP_HOST: { path: 'http.host', parse: String },
   RCP_HTTP_PORT: { path: 'http.port', parse: Number },

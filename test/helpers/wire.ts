@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createApp, type App } from '../../src/app.js';
-import { loadConfig, type ConfigOverrides } from '../../src/config.js';
+import { ENVIRONMENT, loadConfig, type ConfigOverrides } from '../../src/config.js';
 import { parseFrame, serialize } from '../../src/protocol/frames.js';
 import type { Session } from '../../src/protocol/session.js';
 import { registerTestMethods } from '../fixtures/test-methods.js';
@@ -178,16 +178,10 @@ export function spawnStdio(options: ServerOptions = {}, argv?: string[]): StdioC
   return { child, stderr: () => stderr, exited };
 }
 
-const ENV_NAMES: Record<string, string> = {
-  'limits.maxBatchSize': 'RCP_MAX_BATCH_SIZE',
-  'limits.maxBodyBytes': 'RCP_MAX_BODY_BYTES',
-  'limits.requestTimeoutMs': 'RCP_REQUEST_TIMEOUT_MS',
-  'log.level': 'RCP_LOG_LEVEL',
-};
-
+/** The RCP_* variable that sets a dotted config path, from the server's own table. */
 function envName(path: string): string {
-  const name = ENV_NAMES[path];
-  if (name === undefined) throw new Error(`no environment variable for ${path} in the wire helper`);
+  const name = Object.entries(ENVIRONMENT).find(([, setting]) => setting.path === path)?.[0];
+  if (name === undefined) throw new Error(`no environment variable sets ${path}`);
   return name;
 }
 
