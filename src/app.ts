@@ -1,11 +1,15 @@
 import type { Readable, Writable } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
+import { openModels, type Models } from './backend/models.js';
 import type { Config } from './config.js';
+import { embedMethod } from './methods/embed.js';
+import { rerankMethod, type Reranker } from './methods/rerank.js';
 import { MethodRegistry } from './protocol/registry.js';
 import { Session, type SessionOptions } from './protocol/session.js';
 import { HttpSessionStore } from './transport/http-sessions.js';
 import { rcpHttp } from './transport/http.js';
+import { lateInteractionScores } from './retrieval/late-interaction.js';
 import type { Logger } from './transport/logger.js';
 import { serveStdio, type StdioConnection } from './transport/stdio.js';
 
@@ -19,6 +23,9 @@ export interface AppOptions {
 export interface App {
   readonly config: Config;
   readonly registry: MethodRegistry;
+  readonly models: Models;
+  /** Readiness: every configured model loaded (the HTTP transport serves it at GET /readyz). */
+  health(): ReturnType<Models['health']>;
   /** A new RCP session over this app's methods (one per stdio connection or HTTP session). */
   readonly createSession: (options?: SessionOptions) => Session;
   /** Serves one stdio connection (§5.1) over the given streams, with this app's limits. */
@@ -34,10 +41,12 @@ export interface App {
  */
 export function createApp(config: Config, options: AppOptions = {}): App {
   const registry = new MethodRegistry();
-  // Later issues register embed, rerank, retrieve and index/* here, each only when its backend is configured.
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const models = openModels(config.models, logger);
+  registerModelMethods(registry, config, models);
+  // Later issues register retrieve and index/* here, each only when its backend is configured.
   options.register?.(registry);
 
-  const logger = options.logger ?? pino({ level: 'silent' });
   const limits = {
     maxBatchSize: config.limits.maxBatchSize,
     requestTimeoutMs: config.limits.requestTimeoutMs,
@@ -50,8 +59,15 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   return {
     config,
     registry,
+    models,
+    health: () => models.health(),
     createSession,
-    serveStdio: (streams) => serveStdio({ ...streams, createSession, maxLineBytes: config.limits.maxBodyBytes }),
+    serveStdio: (streams) =>
+      serveStdio({
+        ...streams,
+        createSession,
+        maxLineBytes: config.limits.maxBodyBytes,
+      }),
     async buildHttp() {
       const app: FastifyInstance = Fastify({
         loggerInstance: logger,
@@ -65,6 +81,12 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         idleMs: config.http.sessionIdleMs,
         maxSessions: config.http.maxSessions,
       });
+      // Liveness and readiness for orchestrators: live while the process serves, ready once every model is loaded.
+      app.get('/healthz', () => ({ status: 'ok' }));
+      app.get('/readyz', (_request, reply) => {
+        const health = models.health();
+        return reply.code(health.ready ? 200 : 503).send({ status: health.ready ? 'ready' : 'not ready', ...health });
+      });
       await app.register(rcpHttp, {
         base: config.http.base,
         sessions,
@@ -77,7 +99,36 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     },
     async close() {
       await Promise.all(servers.splice(0).map((server) => server.close()));
+      await models.close();
     },
   };
 }
 
+/** `embed` when an encoder is configured; `rerank` when something can really rerank (§7.6: methods name what runs). */
+function registerModelMethods(registry: MethodRegistry, config: Config, models: Models): void {
+  const { encoder, crossEncoder } = models;
+  if (encoder !== undefined) registry.register(...embedMethod(encoder, { batchLimit: config.models.embedBatchLimit }));
+  const rerankers: Reranker[] = [];
+  if (crossEncoder !== undefined) {
+    rerankers.push({
+      method: 'cross-encoder',
+      model: crossEncoder.info.identity,
+      score: (query, passages, signal) => crossEncoder.score(query, passages, signal),
+    });
+  }
+  const tokens = encoder?.embedTokens?.bind(encoder);
+  if (config.models.colbert && encoder !== undefined && tokens !== undefined) {
+    rerankers.push({
+      method: 'colbert',
+      model: encoder.info.identity,
+      score: (query, passages, signal) => lateInteractionScores(tokens, query, passages, signal),
+    });
+  }
+  if (rerankers.length > 0) {
+    registry.register(
+      ...rerankMethod(rerankers, {
+        maxCandidates: config.models.rerankMaxCandidates,
+      }),
+    );
+  }
+}

@@ -10,6 +10,11 @@ export interface ServeCommand {
   overrides: ConfigOverrides;
 }
 
+export interface ModelsCommand {
+  command: 'models';
+  dir: string | undefined;
+}
+
 export interface HelpCommand {
   command: 'help';
   text: string;
@@ -21,6 +26,11 @@ export class UsageError extends Error {
 
 export const USAGE = `usage:
   rcp-server serve [--stdio | --http [HOST:]PORT] [--data DIR] [--config FILE]
+  rcp-server models [--dir DIR]
+
+  serve              run the server
+  models             build the default encoder (USE-lite, converted to ONNX) into DIR
+                     (default: models/use-lite); a no-op when it is up to date
 
   --stdio            speak RCP over stdin/stdout (NDJSON, spec §5.1)
   --http [HOST:]PORT speak RCP over HTTP (spec §5.2); the default, on 127.0.0.1:8080
@@ -29,11 +39,12 @@ export const USAGE = `usage:
 `;
 
 /** Parses the command line. The `serve` contract is stable: other tools call it. */
-export function parseCommandLine(argv: readonly string[]): ServeCommand | HelpCommand {
+export function parseCommandLine(argv: readonly string[]): ServeCommand | ModelsCommand | HelpCommand {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     return { command: 'help', text: USAGE };
   }
+  if (command === 'models') return parseModels(rest);
   if (command !== 'serve') throw new UsageError(`unknown command '${command}'\n\n${USAGE}`);
   let parsed;
   try {
@@ -54,7 +65,8 @@ export function parseCommandLine(argv: readonly string[]): ServeCommand | HelpCo
   }
   const { values } = parsed;
   if (values.help === true) return { command: 'help', text: USAGE };
-  if (values.stdio === true && values.http !== undefined) throw new UsageError(`--stdio and --http exclude each other\n\n${USAGE}`);
+  if (values.stdio === true && values.http !== undefined)
+    throw new UsageError(`--stdio and --http exclude each other\n\n${USAGE}`);
   const overrides: ConfigOverrides = {};
   if (values.data !== undefined) overrides.dataDir = values.data;
   if (values.http !== undefined) Object.assign(overrides, parseListen(values.http));
@@ -75,4 +87,17 @@ export function parseListen(value: string): ConfigOverrides {
   }
   const host = match[1]?.replace(/^\[|\]$/g, '');
   return host === undefined ? { 'http.port': port } : { 'http.host': host, 'http.port': port };
+}
+
+function parseModels(args: readonly string[]): ModelsCommand {
+  try {
+    const { values } = parseArgs({
+      args: [...args],
+      options: { dir: { type: 'string' } },
+      strict: true,
+    });
+    return { command: 'models', dir: values.dir };
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
+  }
 }

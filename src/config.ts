@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Type, type Static } from '@sinclair/typebox';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 
@@ -10,7 +11,10 @@ const Section = <T extends Parameters<typeof Type.Object>[0]>(properties: T) =>
   Type.Object(properties, { additionalProperties: false });
 
 export const ConfigSchema = Section({
-  server: Section({ name: Type.String({ minLength: 1 }), version: Type.String({ minLength: 1 }) }),
+  server: Section({
+    name: Type.String({ minLength: 1 }),
+    version: Type.String({ minLength: 1 }),
+  }),
   dataDir: Type.String({ minLength: 1 }),
   http: Section({
     host: Type.String({ minLength: 1 }),
@@ -26,6 +30,28 @@ export const ConfigSchema = Section({
     maxBodyBytes: Type.Integer({ minimum: 1024 }),
     maxBatchSize: Type.Integer({ minimum: 1 }),
     requestTimeoutMs: Type.Integer({ minimum: 1 }),
+  }),
+  models: Section({
+    /** Where model directories live; a relative encoder/reranker name is looked up here. */
+    dir: Type.String({ minLength: 1 }),
+    /** The dense encoder: a model directory name under `dir`, or a path; `none` serves no embed. */
+    encoder: Type.String({ minLength: 1 }),
+    /** The cross-encoder for rerank: a directory name or path; `none` (the default) advertises no cross-encoder. */
+    reranker: Type.String({ minLength: 1 }),
+    /** Offer rerank method `colbert` (MaxSim over the encoder's token vectors). */
+    colbert: Type.Boolean(),
+    /** ONNX Runtime intra-op threads per model; 0 lets the runtime choose. */
+    intraOpThreads: Type.Integer({ minimum: 0, maximum: 256 }),
+    embedBatchLimit: Type.Integer({ minimum: 1 }),
+    rerankMaxCandidates: Type.Integer({ minimum: 1 }),
+    batching: Section({
+      /** How long to collect requests before running a batch; 0 runs at once. */
+      maxWaitMs: Type.Integer({ minimum: 0, maximum: 1000 }),
+      maxBatchTokens: Type.Integer({ minimum: 1 }),
+      maxBatchItems: Type.Integer({ minimum: 1 }),
+      /** Texts waiting per model before new work is refused with -32011. */
+      maxQueuedItems: Type.Integer({ minimum: 1 }),
+    }),
   }),
   log: Section({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
@@ -50,7 +76,26 @@ export function defaultConfig(): Config {
       corsOrigins: [],
       trustProxy: false,
     },
-    limits: { maxBodyBytes: 16 * 1024 * 1024, maxBatchSize: 128, requestTimeoutMs: 30_000 },
+    limits: {
+      maxBodyBytes: 16 * 1024 * 1024,
+      maxBatchSize: 128,
+      requestTimeoutMs: 30_000,
+    },
+    models: {
+      dir: fileURLToPath(new URL('../models', import.meta.url)),
+      encoder: 'use-lite',
+      reranker: 'none',
+      colbert: false,
+      intraOpThreads: 0,
+      embedBatchLimit: 256,
+      rerankMaxCandidates: 256,
+      batching: {
+        maxWaitMs: 2,
+        maxBatchTokens: 16_384,
+        maxBatchItems: 64,
+        maxQueuedItems: 4096,
+      },
+    },
     log: { level: 'info' },
   };
 }
@@ -64,11 +109,44 @@ export const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) =>
   RCP_HTTP_SESSIONS: { path: 'http.sessions', parse: String },
   RCP_HTTP_SESSION_IDLE_MS: { path: 'http.sessionIdleMs', parse: Number },
   RCP_HTTP_MAX_SESSIONS: { path: 'http.maxSessions', parse: Number },
-  RCP_CORS_ORIGINS: { path: 'http.corsOrigins', parse: (raw) => raw.split(',').map((o) => o.trim()).filter(Boolean) },
-  RCP_TRUST_PROXY: { path: 'http.trustProxy', parse: (raw) => raw === 'true' || raw === '1' },
+  RCP_CORS_ORIGINS: {
+    path: 'http.corsOrigins',
+    parse: (raw) =>
+      raw
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+  },
+  RCP_TRUST_PROXY: {
+    path: 'http.trustProxy',
+    parse: (raw) => raw === 'true' || raw === '1',
+  },
   RCP_MAX_BODY_BYTES: { path: 'limits.maxBodyBytes', parse: Number },
   RCP_MAX_BATCH_SIZE: { path: 'limits.maxBatchSize', parse: Number },
   RCP_REQUEST_TIMEOUT_MS: { path: 'limits.requestTimeoutMs', parse: Number },
+  RCP_MODELS_DIR: { path: 'models.dir', parse: String },
+  RCP_ENCODER: { path: 'models.encoder', parse: String },
+  RCP_RERANKER: { path: 'models.reranker', parse: String },
+  RCP_COLBERT: {
+    path: 'models.colbert',
+    parse: (raw) => raw === 'true' || raw === '1',
+  },
+  RCP_INTRA_OP_THREADS: { path: 'models.intraOpThreads', parse: Number },
+  RCP_EMBED_BATCH_LIMIT: { path: 'models.embedBatchLimit', parse: Number },
+  RCP_RERANK_MAX_CANDIDATES: {
+    path: 'models.rerankMaxCandidates',
+    parse: Number,
+  },
+  RCP_BATCH_WAIT_MS: { path: 'models.batching.maxWaitMs', parse: Number },
+  RCP_BATCH_MAX_TOKENS: {
+    path: 'models.batching.maxBatchTokens',
+    parse: Number,
+  },
+  RCP_BATCH_MAX_ITEMS: { path: 'models.batching.maxBatchItems', parse: Number },
+  RCP_QUEUE_MAX_ITEMS: {
+    path: 'models.batching.maxQueuedItems',
+    parse: Number,
+  },
   RCP_LOG_LEVEL: { path: 'log.level', parse: String },
 };
 
@@ -96,16 +174,32 @@ export function loadConfig(options: LoadOptions = {}): Config {
   return validateConfig(config);
 }
 
-const validate = new Ajv2020({ allErrors: true, allowUnionTypes: true }).compile(ConfigSchema);
+const validate = new Ajv2020({
+  allErrors: true,
+  allowUnionTypes: true,
+}).compile(ConfigSchema);
 
 export function validateConfig(candidate: unknown): Config {
-  if (validate(candidate)) return candidate;
+  if (validate(candidate)) return checkQueueAdmitsLargestRequest(candidate);
   const problems = (validate.errors ?? []).map((e) => {
     const where = e.instancePath.split('/').slice(1).join('.') || '(root)';
     const extra = (e.params as { additionalProperty?: string }).additionalProperty;
     return extra === undefined ? `${where}: ${e.message ?? 'invalid'}` : `${where}: unknown setting '${extra}'`;
   });
   throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+}
+
+/** A queue smaller than the largest request it must accept would refuse that request forever. */
+function checkQueueAdmitsLargestRequest(config: Config): Config {
+  const { embedBatchLimit, rerankMaxCandidates, batching } = config.models;
+  const largest = Math.max(embedBatchLimit, rerankMaxCandidates + 1);
+  if (batching.maxQueuedItems < largest) {
+    throw new ConfigError(
+      `invalid configuration:\n  models.batching.maxQueuedItems (${batching.maxQueuedItems}) must admit the largest ` +
+        `single request (embedBatchLimit or rerankMaxCandidates + 1 = ${largest})`,
+    );
+  }
+  return config;
 }
 
 function readConfigFile(file: string): Record<string, unknown> {

@@ -1,5 +1,8 @@
 import { pino, type Logger } from 'pino';
 import { createApp } from './app.js';
+import { ManifestError } from './backend/manifest.js';
+import { modelDir, prepareDefaultModel, DEFAULT_ENCODER } from './backend/models.js';
+import { buildDefaultModel } from './backend/onnx/default-model.js';
 import { parseCommandLine, UsageError, type ServeCommand } from './cli.js';
 import { ConfigError, loadConfig } from './config.js';
 
@@ -22,13 +25,29 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(command.text);
     return 0;
   }
+  if (command.command === 'models') return buildModels(command.dir);
   return serve(command);
+}
+
+/** `rcp-server models`: builds the default encoder (a no-op when it is up to date). */
+async function buildModels(dir: string | undefined): Promise<number> {
+  const target = dir ?? modelDir(loadConfig({ env: process.env }).models, DEFAULT_ENCODER);
+  const started = Date.now();
+  const { built } = await buildDefaultModel(target);
+  process.stderr.write(
+    built ? `rcp-server: built ${target} in ${Date.now() - started} ms\n` : `rcp-server: ${target} is up to date\n`,
+  );
+  return 0;
 }
 
 async function serve(command: ServeCommand): Promise<number> {
   let config;
   try {
-    config = loadConfig({ file: command.configFile, env: process.env, overrides: command.overrides });
+    config = loadConfig({
+      file: command.configFile,
+      env: process.env,
+      overrides: command.overrides,
+    });
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`rcp-server: ${error.message}\n`);
@@ -37,10 +56,24 @@ async function serve(command: ServeCommand): Promise<number> {
     throw error;
   }
   const log = pino({ level: config.log.level, base: { service: config.server.name } }, pino.destination(2));
-  const app = createApp(config, { logger: log });
+  await prepareDefaultModel(config.models, log);
+  let app;
+  try {
+    app = createApp(config, { logger: log });
+  } catch (error) {
+    if (error instanceof ManifestError) {
+      process.stderr.write(`rcp-server: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
 
   if (command.transport.kind === 'stdio') {
-    const connection = app.serveStdio({ input: process.stdin, output: process.stdout, log });
+    const connection = app.serveStdio({
+      input: process.stdin,
+      output: process.stdout,
+      log,
+    });
     onSignals(log, () => process.stdin.destroy());
     await connection.closed;
     await app.close();
@@ -49,7 +82,10 @@ async function serve(command: ServeCommand): Promise<number> {
   }
 
   const http = await app.buildHttp();
-  const address = await http.listen({ host: config.http.host, port: config.http.port });
+  const address = await http.listen({
+    host: config.http.host,
+    port: config.http.port,
+  });
   log.info({ address, base: config.http.base }, 'listening');
   await new Promise<void>((resolve) => onSignals(log, resolve));
   // Graceful: stop accepting, let in-flight requests finish, then exit 0.

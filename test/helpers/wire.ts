@@ -46,8 +46,11 @@ export function request(id: Id, method: string, params: object = {}): Frame {
 export const INITIALIZE = (id: Id = 'init'): Frame =>
   request(id, 'initialize', { protocolVersion: 1, client: { name: 'wire-test', version: '1' }, capabilities: {} });
 
+/** Protocol scenarios need no model: servers start without one unless a test configures it. */
+const NO_MODELS: ConfigOverrides = { 'models.encoder': 'none' };
+
 export function testConfig(overrides: ConfigOverrides = {}) {
-  return loadConfig({ overrides: { 'log.level': 'silent', ...overrides } });
+  return loadConfig({ overrides: { 'log.level': 'silent', ...NO_MODELS, ...overrides } });
 }
 
 export function connect(transport: TransportName, options: ServerOptions = {}): Promise<Connection> {
@@ -167,7 +170,7 @@ export interface StdioChild {
 /** Spawns the stdio fixture server (real transport, real process) with RCP_* settings from `config`. */
 export function spawnStdio(options: ServerOptions = {}, argv?: string[]): StdioChild {
   const env: NodeJS.ProcessEnv = { ...process.env, RCP_LOG_LEVEL: 'warn' };
-  for (const [path, value] of Object.entries(options.config ?? {})) env[envName(path)] = String(value);
+  for (const [path, value] of Object.entries({ ...NO_MODELS, ...options.config })) env[envName(path)] = String(value);
   const args = argv ?? ['--import', 'tsx', 'test/fixtures/serve-stdio.ts'];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
   // A test may outlive the child (it exits after shutdown); late writes must not crash the runner.

@@ -1,0 +1,164 @@
+import { RpcError } from '../protocol/errors.js';
+
+/**
+ * The one road to a model (DESIGN §5): requests from every session are collected for up to `maxWaitMs` or until
+ * `maxBatchTokens` fills, then run as few model calls as padding allows: the batch is split into length buckets
+ * (powers of two) so a short text is never padded to a long one's length. One batch runs at a time per model; the
+ * model's own intra-op threads do the parallel work.
+ *
+ * The queue is bounded: a submission that would take it past `maxQueuedItems` is refused at once with -32011 and
+ * a `retryAfterMs` estimated from measured throughput — never queued without limit.
+ */
+export interface QueueOptions {
+  readonly maxWaitMs: number;
+  readonly maxBatchTokens: number;
+  readonly maxBatchItems: number;
+  readonly maxQueuedItems: number;
+}
+
+export interface QueueItem<I> {
+  readonly input: I;
+  /** Token count after truncation: the item's padded cost is its bucket length. */
+  readonly tokens: number;
+}
+
+/** Runs one bucket: same-order outputs for the inputs. */
+export type BatchRunner<I, O> = (inputs: readonly I[]) => Promise<readonly O[]>;
+
+interface Pending<I, O> {
+  readonly item: QueueItem<I>;
+  readonly cost: number;
+  readonly resolve: (output: O) => void;
+  readonly reject: (error: unknown) => void;
+  readonly signal: AbortSignal | undefined;
+  taken: boolean;
+}
+
+const MIN_BUCKET = 8;
+
+export function bucketLength(tokens: number): number {
+  let length = MIN_BUCKET;
+  while (length < tokens) length *= 2;
+  return length;
+}
+
+export class InferenceQueue<I, O> {
+  readonly #pending: Pending<I, O>[] = [];
+  #pendingCost = 0;
+  #running = false;
+  #timer: NodeJS.Timeout | undefined;
+  /** Exponentially weighted milliseconds per item, for retryAfterMs. */
+  #msPerItem = 5;
+
+  constructor(
+    private readonly options: QueueOptions,
+    private readonly run: BatchRunner<I, O>,
+  ) {}
+
+  /** Items waiting (not yet handed to the model). */
+  get depth(): number {
+    return this.#pending.length;
+  }
+
+  submit(items: readonly QueueItem<I>[], signal?: AbortSignal): Promise<O[]> {
+    if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
+    if (this.#pending.length + items.length > this.options.maxQueuedItems) {
+      const ahead = this.#pending.length + items.length;
+      return Promise.reject(
+        RpcError.rateLimited(
+          Math.max(10, ahead * this.#msPerItem),
+          `model queue full (${this.options.maxQueuedItems} items)`,
+        ),
+      );
+    }
+    const outputs = items.map(
+      (item) =>
+        new Promise<O>((resolve, reject) => {
+          const entry: Pending<I, O> = {
+            item,
+            cost: bucketLength(item.tokens),
+            resolve,
+            reject,
+            signal,
+            taken: false,
+          };
+          this.#pending.push(entry);
+          this.#pendingCost += entry.cost;
+        }),
+    );
+    if (signal !== undefined) {
+      signal.addEventListener('abort', () => this.#withdraw(signal), {
+        once: true,
+      });
+    }
+    this.#schedule();
+    return Promise.all(outputs);
+  }
+
+  #withdraw(signal: AbortSignal): void {
+    for (let i = this.#pending.length - 1; i >= 0; i--) {
+      const entry = this.#pending[i];
+      if (entry?.signal !== signal || entry.taken) continue;
+      this.#pending.splice(i, 1);
+      this.#pendingCost -= entry.cost;
+      entry.reject(signal.reason);
+    }
+  }
+
+  #schedule(): void {
+    if (this.#running || this.#pending.length === 0) return;
+    const full = this.#pendingCost >= this.options.maxBatchTokens || this.#pending.length >= this.options.maxBatchItems;
+    if (full || this.options.maxWaitMs === 0) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      void this.#flush();
+    } else {
+      this.#timer ??= setTimeout(() => {
+        this.#timer = undefined;
+        void this.#flush();
+      }, this.options.maxWaitMs);
+    }
+  }
+
+  /** Takes a FIFO batch within the token and item budgets (at least one item). */
+  #take(): Pending<I, O>[] {
+    const batch: Pending<I, O>[] = [];
+    let cost = 0;
+    while (this.#pending.length > 0 && batch.length < this.options.maxBatchItems) {
+      const next = this.#pending[0];
+      if (next === undefined || (batch.length > 0 && cost + next.cost > this.options.maxBatchTokens)) break;
+      this.#pending.shift();
+      this.#pendingCost -= next.cost;
+      next.taken = true;
+      cost += next.cost;
+      batch.push(next);
+    }
+    return batch;
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#running) return;
+    this.#running = true;
+    try {
+      const batch = this.#take();
+      const buckets = new Map<number, Pending<I, O>[]>();
+      for (const entry of batch) buckets.set(entry.cost, [...(buckets.get(entry.cost) ?? []), entry]);
+      for (const bucket of buckets.values()) await this.#runBucket(bucket);
+    } finally {
+      this.#running = false;
+      this.#schedule();
+    }
+  }
+
+  async #runBucket(bucket: readonly Pending<I, O>[]): Promise<void> {
+    const started = performance.now();
+    try {
+      const outputs = await this.run(bucket.map((entry) => entry.item.input));
+      bucket.forEach((entry, i) => entry.resolve(outputs[i] as O));
+      const perItem = (performance.now() - started) / bucket.length;
+      this.#msPerItem = 0.8 * this.#msPerItem + 0.2 * perItem;
+    } catch (error) {
+      for (const entry of bucket) entry.reject(error);
+    }
+  }
+}

@@ -1,0 +1,119 @@
+import { existsSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import type { QueueOptions } from './inference-queue.js';
+import { readManifest, type ModelManifest } from './manifest.js';
+import { BertCrossEncoder, BertEncoder } from './onnx/bert.js';
+import { buildDefaultModel, USE_LITE } from './onnx/default-model.js';
+import type { RuntimeOptions } from './onnx/model-host.js';
+import { UseLiteEncoder } from './onnx/use-lite-encoder.js';
+import type { BackendLogger, CrossEncoder, Encoder, ModelHealth } from './ports.js';
+
+export interface ModelSettings {
+  readonly dir: string;
+  readonly encoder: string;
+  readonly reranker: string;
+  readonly intraOpThreads: number;
+  readonly batching: QueueOptions;
+}
+
+export const DEFAULT_ENCODER = 'use-lite';
+const NONE = 'none';
+
+interface Closable {
+  readonly loaded: Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The configured models, each loading in the background (DESIGN §1: the only place adapters are chosen). */
+export interface Models {
+  readonly encoder: (Encoder & Closable) | undefined;
+  readonly crossEncoder: (CrossEncoder & Closable) | undefined;
+  /** Ready when every configured model is loaded; `reasons` says what is not. */
+  health(): { ready: boolean; models: Record<string, ModelHealth> };
+  /** Settles when every model's first load attempt has finished. */
+  readonly loaded: Promise<void>;
+  close(): Promise<void>;
+}
+
+export function modelDir(settings: Pick<ModelSettings, 'dir'>, name: string): string {
+  return isAbsolute(name) || name.includes('/') ? resolve(name) : join(settings.dir, name);
+}
+
+/**
+ * Builds the default model if it is the configured encoder and its files are missing (first start from a clean
+ * checkout). A failure is logged and left to the model host, which then answers -32010.
+ */
+export async function prepareDefaultModel(settings: ModelSettings, log: BackendLogger): Promise<void> {
+  if (settings.encoder !== DEFAULT_ENCODER) return;
+  const dir = modelDir(settings, DEFAULT_ENCODER);
+  if (existsSync(join(dir, 'manifest.json'))) return;
+  try {
+    log.info({ dir }, 'building the default encoder from its npm package');
+    await buildDefaultModel(dir);
+  } catch (error) {
+    log.error({ dir, reason: (error as Error).message }, 'could not build the default encoder');
+  }
+}
+
+/** The default encoder's manifest when its build is absent: advertised as configured, failing to load (-32010). */
+function unbuiltDefault(): ModelManifest {
+  return {
+    kind: 'encoder',
+    architecture: 'use-lite',
+    identity: USE_LITE.identity,
+    files: { model: 'model.onnx', tokenizer: 'vocab.json' },
+    sha256: {},
+    tokenizer: 'sentencepiece-unigram',
+    maxTokens: USE_LITE.maxTokens,
+    dimension: USE_LITE.dimension,
+    normalize: true,
+  };
+}
+
+function manifestFor(settings: ModelSettings, name: string, dir: string): ModelManifest {
+  if (name === DEFAULT_ENCODER && !existsSync(join(dir, 'manifest.json'))) return unbuiltDefault();
+  return readManifest(dir);
+}
+
+export function openModels(settings: ModelSettings, log: BackendLogger): Models {
+  const runtime: RuntimeOptions = {
+    intraOpThreads: settings.intraOpThreads,
+    log,
+  };
+  let encoder: (Encoder & Closable) | undefined;
+  if (settings.encoder !== NONE) {
+    const dir = modelDir(settings, settings.encoder);
+    const manifest = manifestFor(settings, settings.encoder, dir);
+    if (manifest.kind !== 'encoder') throw new Error(`models.encoder ${dir} is a ${manifest.kind}, not an encoder`);
+    encoder =
+      manifest.architecture === 'use-lite'
+        ? new UseLiteEncoder(dir, manifest, runtime, settings.batching)
+        : new BertEncoder(dir, manifest, runtime, settings.batching);
+  }
+  let crossEncoder: (CrossEncoder & Closable) | undefined;
+  if (settings.reranker !== NONE) {
+    const dir = modelDir(settings, settings.reranker);
+    const manifest = readManifest(dir);
+    if (manifest.kind !== 'cross-encoder' || manifest.architecture !== 'bert') {
+      throw new Error(`models.reranker ${dir} is not a BERT cross-encoder`);
+    }
+    crossEncoder = new BertCrossEncoder(dir, manifest, runtime, settings.batching);
+  }
+  const all = { encoder, reranker: crossEncoder };
+  return {
+    encoder,
+    crossEncoder,
+    loaded: Promise.all([encoder?.loaded, crossEncoder?.loaded]).then(() => undefined),
+    health() {
+      const models: Record<string, ModelHealth> = {};
+      for (const [role, model] of Object.entries(all)) if (model !== undefined) models[role] = model.health();
+      return {
+        ready: Object.values(models).every((health) => health.ready),
+        models,
+      };
+    },
+    async close() {
+      await Promise.all([encoder?.close(), crossEncoder?.close()]);
+    },
+  };
+}

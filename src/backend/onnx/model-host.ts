@@ -1,0 +1,110 @@
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { RpcError } from '../../protocol/errors.js';
+import { verifyFiles, type ModelManifest } from '../manifest.js';
+import type { BackendLogger, ModelHealth } from '../ports.js';
+
+export interface RuntimeOptions {
+  /** ONNX Runtime intra-op threads; 0 lets the runtime choose. */
+  readonly intraOpThreads: number;
+  readonly log: BackendLogger;
+}
+
+export interface Loaded<T> {
+  readonly session: ort.InferenceSession;
+  readonly tokenizer: T;
+}
+
+/** How long a client should wait before retrying a model that failed to load or run. */
+const LOAD_RETRY_MS = 5_000;
+const RUN_RETRY_MS = 250;
+
+/**
+ * One model's life: load in the background at start-up (sha256-checked files, tokenizer, ONNX session), report
+ * health, and turn every failure into -32010 with `retryable` and `retryAfterMs` (§12.2) while the process stays up.
+ * A failed load is retried on the first call after LOAD_RETRY_MS, so replacing a broken file heals the server.
+ */
+export class ModelHost<T> {
+  #state:
+    { status: 'loading' } | { status: 'ready'; model: Loaded<T> } | { status: 'failed'; reason: string; at: number } = {
+    status: 'loading',
+  };
+  #loading: Promise<void>;
+
+  constructor(
+    readonly name: string,
+    private readonly dir: string,
+    private readonly manifest: ModelManifest,
+    private readonly loadTokenizer: (path: string) => Promise<T>,
+    private readonly options: RuntimeOptions,
+  ) {
+    this.#loading = this.#load();
+  }
+
+  /** Settles when the current load attempt has finished, either way. */
+  get loaded(): Promise<void> {
+    return this.#loading;
+  }
+
+  health(): ModelHealth {
+    switch (this.#state.status) {
+      case 'ready':
+        return { ready: true };
+      case 'loading':
+        return { ready: false, reason: `${this.name}: loading` };
+      case 'failed':
+        return { ready: false, reason: `${this.name}: ${this.#state.reason}` };
+    }
+  }
+
+  async #load(): Promise<void> {
+    this.#state = { status: 'loading' };
+    try {
+      await verifyFiles(this.dir, this.manifest);
+      const tokenizer = await this.loadTokenizer(join(this.dir, this.manifest.files.tokenizer));
+      const session = await ort.InferenceSession.create(join(this.dir, this.manifest.files.model), {
+        ...(this.options.intraOpThreads > 0 ? { intraOpNumThreads: this.options.intraOpThreads } : {}),
+        graphOptimizationLevel: 'all',
+      });
+      this.#state = { status: 'ready', model: { session, tokenizer } };
+      this.options.log.info({ model: this.name, dir: this.dir }, 'model loaded');
+    } catch (error) {
+      const reason = (error as Error).message;
+      this.#state = { status: 'failed', reason, at: Date.now() };
+      this.options.log.error({ model: this.name, dir: this.dir, reason }, 'model failed to load; calls answer -32010');
+    }
+  }
+
+  /** The loaded model, waiting for a load in progress; -32010 when it cannot be had. */
+  async acquire(): Promise<Loaded<T>> {
+    await this.#loading;
+    if (this.#state.status === 'failed' && Date.now() - this.#state.at >= LOAD_RETRY_MS) {
+      this.#loading = this.#load();
+      await this.#loading;
+    }
+    const state = this.#state;
+    if (state.status === 'ready') return state.model;
+    const waited = state.status === 'failed' ? Date.now() - state.at : 0;
+    throw RpcError.backendUnavailable(`model ${this.name} is not loaded`, Math.max(100, LOAD_RETRY_MS - waited));
+  }
+
+  /** Runs inference; a runtime failure is logged and becomes -32010, and the session stays usable for the next call. */
+  async run(feeds: Record<string, ort.Tensor>, outputs: readonly string[]): Promise<Record<string, ort.Tensor>> {
+    const { session } = await this.acquire();
+    try {
+      const result = await session.run(feeds, [...outputs]);
+      return Object.fromEntries(outputs.map((name) => [name, result[name] as ort.Tensor]));
+    } catch (error) {
+      this.options.log.error({ model: this.name, reason: (error as Error).message }, 'inference failed');
+      throw RpcError.backendUnavailable(`model ${this.name} failed to run`, RUN_RETRY_MS);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#loading;
+    if (this.#state.status === 'ready') await this.#state.model.session.release();
+    this.#state = { status: 'failed', reason: 'closed', at: Date.now() };
+  }
+}
+
+export { ort };

@@ -1,0 +1,117 @@
+import { readFile } from 'node:fs/promises';
+import { InferenceQueue, type QueueOptions } from '../inference-queue.js';
+import { modelIdentity, type ModelManifest } from '../manifest.js';
+import type { Encoder, EncoderInfo, ModelHealth, TextKind, TokenMatrix } from '../ports.js';
+import { SentencePieceTokenizer, type Vocabulary } from '../tokenizers/sentencepiece.js';
+import { ModelHost, ort, type RuntimeOptions } from './model-host.js';
+
+/** The converted USE-lite graph's own conventions (see default-model.ts). */
+const RESERVED_IDS = 6;
+const UNKNOWN_ID = 0;
+
+interface Job {
+  readonly ids: readonly number[];
+  readonly tokens: boolean;
+}
+
+type Output = Float32Array | TokenMatrix;
+
+/**
+ * The default encoder: the converted USE-lite graph. Its input is a sparse token batch (`indices` = [row, position]
+ * pairs, `values` = token ids), so a batch carries no padding at all; bucketing still groups similar lengths because
+ * the graph densifies to the longest row internally.
+ */
+export class UseLiteEncoder implements Encoder {
+  readonly info: EncoderInfo;
+  readonly #host: ModelHost<SentencePieceTokenizer>;
+  readonly #queue: InferenceQueue<Job, Output>;
+
+  constructor(dir: string, manifest: ModelManifest, runtime: RuntimeOptions, queue: QueueOptions) {
+    this.info = {
+      identity: modelIdentity(manifest),
+      dimension: manifest.dimension ?? 0,
+      normalized: manifest.normalize ?? true,
+      maxTokens: manifest.maxTokens,
+    };
+    this.#host = new ModelHost('use-lite', dir, manifest, loadVocabulary, runtime);
+    this.#queue = new InferenceQueue(queue, (jobs) => this.#run(jobs));
+  }
+
+  get loaded(): Promise<void> {
+    return this.#host.loaded;
+  }
+
+  health(): ModelHealth {
+    return this.#host.health();
+  }
+
+  async embed(texts: readonly string[], _kind: TextKind | undefined, signal?: AbortSignal): Promise<Float32Array[]> {
+    return (await this.#submit(texts, false, signal)) as Float32Array[];
+  }
+
+  async embedTokens(
+    texts: readonly string[],
+    _kind: TextKind | undefined,
+    signal?: AbortSignal,
+  ): Promise<TokenMatrix[]> {
+    return (await this.#submit(texts, true, signal)) as TokenMatrix[];
+  }
+
+  async #submit(texts: readonly string[], tokens: boolean, signal?: AbortSignal): Promise<Output[]> {
+    const { tokenizer } = await this.#host.acquire();
+    // The graph clips to maxTokens itself; truncating first keeps the cost accounting honest.
+    const jobs = texts.map((text) => ({
+      ids: tokenizer.encode(text).slice(0, this.info.maxTokens),
+      tokens,
+    }));
+    return this.#queue.submit(
+      jobs.map((job) => ({ input: job, tokens: job.ids.length })),
+      signal,
+    );
+  }
+
+  async #run(jobs: readonly Job[]): Promise<Output[]> {
+    const count = jobs.reduce((sum, job) => sum + job.ids.length, 0);
+    const indices = new Int32Array(count * 2);
+    const values = new Int32Array(count);
+    let at = 0;
+    jobs.forEach((job, row) => {
+      job.ids.forEach((id, position) => {
+        indices[at * 2] = row;
+        indices[at * 2 + 1] = position;
+        values[at] = id;
+        at += 1;
+      });
+    });
+    const wantTokens = jobs.some((job) => job.tokens);
+    const result = await this.#host.run(
+      {
+        indices: new ort.Tensor('int32', indices, [count, 2]),
+        values: new ort.Tensor('int32', values, [count]),
+      },
+      wantTokens ? ['embeddings', 'token_states'] : ['embeddings'],
+    );
+    const dimension = this.info.dimension;
+    const embeddings = result.embeddings?.data as Float32Array;
+    const states = result.token_states;
+    const time = states?.dims[1] ?? 0;
+    return jobs.map((job, row) => {
+      if (!job.tokens || states === undefined) return embeddings.slice(row * dimension, (row + 1) * dimension);
+      const start = row * time * dimension;
+      const data = (states.data as Float32Array).slice(start, start + job.ids.length * dimension);
+      return { rows: job.ids.length, dimension, data };
+    });
+  }
+
+  close(): Promise<void> {
+    return this.#host.close();
+  }
+}
+
+async function loadVocabulary(path: string): Promise<SentencePieceTokenizer> {
+  const vocabulary = JSON.parse(await readFile(path, 'utf8')) as Vocabulary;
+  return new SentencePieceTokenizer(vocabulary, {
+    reserved: RESERVED_IDS,
+    unknownId: UNKNOWN_ID,
+  });
+}

@@ -1,0 +1,62 @@
+/**
+ * Backend ports (DESIGN §1): what methods and pipeline stages may ask of models and indexes. Adapters under
+ * src/backend/<adapter>/ implement them; nothing above the backend imports an adapter.
+ *
+ * Fault contract: a port method either resolves, or rejects with an RpcError (-32010 when the model cannot run,
+ * -32011 when its queue is full, -32006/-32014 when the caller's signal aborts). Anything else is a bug.
+ */
+
+export type TextKind = 'query' | 'document';
+
+/** The slice of a pino logger the backend uses. */
+export interface BackendLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** Whether a model can serve now; `reason` says why not (logged, and reported by readiness). */
+export interface ModelHealth {
+  readonly ready: boolean;
+  readonly reason?: string;
+}
+
+export interface EncoderInfo {
+  /** Stable across restarts; changes whenever the weights or the tokenizer change. */
+  readonly identity: string;
+  readonly dimension: number;
+  readonly normalized: boolean;
+  readonly maxTokens: number;
+}
+
+/** A dense text encoder (§7.3). */
+export interface Encoder {
+  readonly info: EncoderInfo;
+  health(): ModelHealth;
+  /** One vector per text, in order. */
+  embed(texts: readonly string[], kind: TextKind | undefined, signal?: AbortSignal): Promise<Float32Array[]>;
+  /**
+   * Contextual token vectors per text (rows of `dimension` floats, padding excluded), for late interaction (§7.5).
+   * Absent when the model does not expose them.
+   */
+  embedTokens?(texts: readonly string[], kind: TextKind | undefined, signal?: AbortSignal): Promise<TokenMatrix[]>;
+}
+
+export interface TokenMatrix {
+  readonly rows: number;
+  readonly dimension: number;
+  readonly data: Float32Array;
+}
+
+export interface CrossEncoderInfo {
+  readonly identity: string;
+  readonly maxTokens: number;
+}
+
+/** A (query, passage) → relevance scorer (§7.6 `cross-encoder`). */
+export interface CrossEncoder {
+  readonly info: CrossEncoderInfo;
+  health(): ModelHealth;
+  /** One score per passage, in order; higher is more relevant. */
+  score(query: string, passages: readonly string[], signal?: AbortSignal): Promise<Float32Array>;
+}

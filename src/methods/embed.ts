@@ -1,0 +1,58 @@
+import { Type } from '@sinclair/typebox';
+import type { Encoder } from '../backend/ports.js';
+import { RpcError } from '../protocol/errors.js';
+import type { JsonObject } from '../protocol/messages.js';
+import type { MethodDefinition } from '../protocol/registry.js';
+import { encodeF32Base64 } from '../protocol/vectors.js';
+import { TextInput, textsOf } from './content.js';
+
+export const EMBED_ENCODINGS = ['json', 'f32-base64'] as const;
+
+const EmbedParams = Type.Object({
+  inputs: Type.Optional(Type.Array(TextInput)),
+  /** §7.3: the legacy name, accepted as a synonym. */
+  texts: Type.Optional(Type.Array(TextInput)),
+  kind: Type.Optional(Type.Union([Type.Literal('query'), Type.Literal('document')])),
+  encoding: Type.Optional(Type.String()),
+});
+
+export interface EmbedLimits {
+  /** Most inputs per call; more is -32013 PayloadTooLarge (§12: "batch size, inputs count"). */
+  readonly batchLimit: number;
+}
+
+/** `embed` (§7.3, §7.3.1) over one encoder; returns the definition and the capability it advertises. */
+export function embedMethod(encoder: Encoder, limits: EmbedLimits): [MethodDefinition<typeof EmbedParams>, JsonObject] {
+  const capability = {
+    dimension: encoder.info.dimension,
+    identity: encoder.info.identity,
+    batchLimit: limits.batchLimit,
+    normalized: encoder.info.normalized,
+    encodings: [...EMBED_ENCODINGS],
+  };
+  const definition: MethodDefinition<typeof EmbedParams> = {
+    method: 'embed',
+    params: EmbedParams,
+    // §7.3.1: an unadvertised encoding is -32005.
+    options: [{ path: 'encoding', supported: EMBED_ENCODINGS }],
+    handler: async (params, ctx) => {
+      const field = params.inputs !== undefined ? 'inputs' : 'texts';
+      const inputs = params.inputs ?? params.texts;
+      if (inputs === undefined) throw RpcError.invalidParams('inputs', 'required (or its legacy name texts)');
+      if (inputs.length > limits.batchLimit) {
+        throw RpcError.payloadTooLarge(`${inputs.length} inputs exceed embed.batchLimit ${limits.batchLimit}`, field);
+      }
+      const vectors = await encoder.embed(textsOf(inputs, field), params.kind, ctx.signal);
+      if (params.encoding === 'f32-base64') {
+        // §7.3.1: echo the encoding used, with the dimension each blob decodes to.
+        return {
+          vectors: vectors.map(encodeF32Base64),
+          encoding: 'f32-base64',
+          dimension: encoder.info.dimension,
+        };
+      }
+      return { vectors: vectors.map((vector) => Array.from(vector)) };
+    },
+  };
+  return [definition, capability];
+}

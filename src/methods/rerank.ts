@@ -1,0 +1,88 @@
+import { Type } from '@sinclair/typebox';
+import { RpcError } from '../protocol/errors.js';
+import type { JsonObject } from '../protocol/messages.js';
+import type { MethodDefinition } from '../protocol/registry.js';
+import { ContentBlock, TextInput, textOf, textsOf } from './content.js';
+
+/** §6: `rerank.methods` ⊆ these. */
+export type RerankMethod = 'cross-encoder' | 'colbert' | 'llm';
+
+/** One way to score passages against a query; higher is more relevant. */
+export type PassageScorer = (query: string, passages: readonly string[], signal: AbortSignal) => Promise<Float32Array>;
+
+export interface Reranker {
+  readonly method: RerankMethod;
+  /** Model identity, advertised in `rerank.models`. */
+  readonly model: string;
+  readonly score: PassageScorer;
+}
+
+const RerankParams = Type.Object({
+  query: Type.Union([Type.String(), ContentBlock, Type.Array(ContentBlock)]),
+  passages: Type.Optional(Type.Array(TextInput)),
+  /** Accepted as a synonym of `passages`: the upstream harness and several RAG clients send it. */
+  documents: Type.Optional(Type.Array(TextInput)),
+  method: Type.Optional(Type.String()),
+  model: Type.Optional(Type.String()),
+  topN: Type.Optional(Type.Integer({ minimum: 1 })),
+});
+
+export interface RerankLimits {
+  /** Most passages per call; more is -32013 PayloadTooLarge, like embed.batchLimit. */
+  readonly maxCandidates: number;
+}
+
+/**
+ * `rerank` (§7.6): `scores[i]` belongs to `passages[i]`; `order` is best-first and cut to `topN`; `results` repeats
+ * the ordering as `{index, score}` for clients that expect that shape. The first configured reranker is the default.
+ */
+export function rerankMethod(
+  rerankers: readonly Reranker[],
+  limits: RerankLimits,
+): [MethodDefinition<typeof RerankParams>, JsonObject] {
+  const methods = rerankers.map((reranker) => reranker.method);
+  const capability = {
+    methods,
+    maxCandidates: limits.maxCandidates,
+    models: rerankers.map((reranker) => reranker.model),
+  };
+  const definition: MethodDefinition<typeof RerankParams> = {
+    method: 'rerank',
+    params: RerankParams,
+    // §7.6: `method` MUST be in rerank.methods, else -32005.
+    options: [{ path: 'method', supported: methods }],
+    handler: async (params, ctx) => {
+      const field = params.passages !== undefined ? 'passages' : 'documents';
+      const candidates = params.passages ?? params.documents;
+      if (candidates === undefined) throw RpcError.invalidParams('passages', 'required (or its synonym documents)');
+      if (candidates.length > limits.maxCandidates) {
+        throw RpcError.payloadTooLarge(
+          `${candidates.length} passages exceed rerank.maxCandidates ${limits.maxCandidates}`,
+          field,
+        );
+      }
+      const reranker = rerankers.find((candidate) => candidate.method === (params.method ?? methods[0]));
+      if (reranker === undefined) throw RpcError.optionUnsupported('method', params.method);
+      if (params.model !== undefined && params.model !== reranker.model) {
+        throw RpcError.optionUnsupported('model', params.model);
+      }
+      const query = queryText(params.query);
+      const passages = textsOf(candidates, field);
+      const scores = passages.length === 0 ? new Float32Array(0) : await reranker.score(query, passages, ctx.signal);
+      const order = [...scores.keys()]
+        .sort((a, b) => (scores[b] ?? 0) - (scores[a] ?? 0) || a - b)
+        .slice(0, params.topN);
+      return {
+        scores: Array.from(scores),
+        order,
+        results: order.map((index) => ({ index, score: scores[index] })),
+      };
+    },
+  };
+  return [definition, capability];
+}
+
+function queryText(query: TextInput | readonly TextInput[]): string {
+  if (!Array.isArray(query)) return textOf(query as TextInput, 'query');
+  return textsOf(query, 'query').join('\n');
+}
