@@ -1,0 +1,159 @@
+import { readFileSync, rmSync, unlinkSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createApp, type App } from '../../src/app.js';
+import type { Session } from '../../src/protocol/session.js';
+import { writeFixture } from '../fixtures/bert-models.js';
+import { connect, INITIALIZE, request, testConfig, TRANSPORTS, type Frame } from '../helpers/wire.js';
+
+/**
+ * Issue #3 faults, each by breaking a model file on purpose: the server stays up, keeps advertising the capability
+ * (§13.2), answers -32010 with retryable and retryAfterMs (§12.2), reports not ready, and logs why.
+ */
+const MODELS = mkdtempSync(join(tmpdir(), 'rcp-faults-'));
+afterAll(() => rmSync(MODELS, { recursive: true, force: true }));
+
+const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+function fixture(name: string, options: Parameters<typeof writeFixture>[1] = { kind: 'encoder' }): string {
+  writeFixture(join(MODELS, name), options);
+  return name;
+}
+
+/** Flips bytes in the middle of model.onnx: its sha256 no longer matches the manifest. */
+const corrupt = fixture('corrupt');
+{
+  const path = join(MODELS, corrupt, 'model.onnx');
+  const bytes = readFileSync(path);
+  bytes.fill(0xff, bytes.length >> 1, (bytes.length >> 1) + 64);
+  writeFileSync(path, bytes);
+}
+/** A file the runtime cannot parse, re-hashed into the manifest so only the load itself fails. */
+const garbage = fixture('garbage');
+{
+  writeFileSync(join(MODELS, garbage, 'model.onnx'), 'this is not an ONNX model');
+  const manifestPath = join(MODELS, garbage, 'manifest.json');
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { sha256: Record<string, string> };
+  manifest.sha256['model.onnx'] = sha256(join(MODELS, garbage, 'model.onnx'));
+  writeFileSync(manifestPath, JSON.stringify(manifest));
+}
+const missing = fixture('missing');
+unlinkSync(join(MODELS, missing, 'model.onnx'));
+/** A position table of 8 rows behind a manifest promising 64 tokens: long inputs fail inside the run. */
+const shortPositions = fixture('short-positions', { kind: 'encoder', positions: 8, maxTokens: 64 });
+const brokenReranker = fixture('broken-reranker', { kind: 'cross-encoder' });
+writeFileSync(join(MODELS, brokenReranker, 'model.onnx'), 'not a model either');
+
+const error = (frame: Frame | Frame[]) => (frame as Frame).error as { code: number; data: Record<string, unknown> };
+
+function expectBackendUnavailable(frame: Frame | Frame[]): void {
+  expect(error(frame).code).toBe(-32010);
+  expect(error(frame).data).toMatchObject({ retryable: true });
+  expect(error(frame).data.retryAfterMs).toBeGreaterThan(0);
+}
+
+describe.each(TRANSPORTS)('a model file broken on purpose, over %s', (transport) => {
+  it('§13.2 keeps embed advertised, answers ping, and fails embed with -32010 {retryable, retryAfterMs}', async () => {
+    const client = await connect(transport, { config: { 'models.dir': MODELS, 'models.encoder': corrupt } });
+    const init = (await client.exchange(INITIALIZE())) as {
+      result: { capabilities: { embed?: { dimension: number } } };
+    };
+    expect(init.result.capabilities.embed?.dimension).toBe(32);
+    expectBackendUnavailable(await client.exchange(request(1, 'embed', { inputs: ['the cell'] })));
+    expect(await client.exchange(request(2, 'ping'))).toMatchObject({ result: {} });
+    await client.close();
+  });
+
+  it('fails one run with -32010 and serves the next request', async () => {
+    const client = await connect(transport, { config: { 'models.dir': MODELS, 'models.encoder': shortPositions } });
+    await client.exchange(INITIALIZE());
+    const long = await client.exchange(request(1, 'embed', { inputs: ['the cell '.repeat(10)] }));
+    expectBackendUnavailable(long);
+    expect(error(long).data.detail).toMatch(/failed to run/);
+    const short = (await client.exchange(request(2, 'embed', { inputs: ['the cell'] }))) as Frame;
+    expect((short.result as { vectors: number[][] }).vectors[0]).toHaveLength(32);
+    await client.close();
+  });
+});
+
+/** An app built directly, with a logger we can read, serving HTTP on a real socket for /readyz. */
+async function serve(
+  models: Record<string, unknown>,
+): Promise<{ app: App; origin: string; log: () => string; session: Session }> {
+  let text = '';
+  const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => ((text += chunk.toString()), done()) });
+  const app = createApp(testConfig({ 'models.dir': MODELS, ...models }), { logger: pino({ level: 'info' }, sink) });
+  const origin = await (await app.buildHttp()).listen({ host: '127.0.0.1', port: 0 });
+  await app.models.loaded;
+  const session = app.createSession();
+  await session.handle(INITIALIZE(), () => undefined);
+  return { app, origin, log: () => text, session };
+}
+
+let nextId = 0;
+async function call(session: Session, method: string, params: object): Promise<Frame> {
+  return (await session.handle(request(++nextId, method, params), () => undefined)) as unknown as Frame;
+}
+
+describe('load failures: readiness and logs say why', () => {
+  it.each([
+    ['a corrupted file (sha256 mismatch)', corrupt, /sha256/],
+    ['a file the runtime cannot load', garbage, /protobuf|parse|load|model/i],
+    ['a missing file', missing, /ENOENT|no such file/],
+  ])('%s: -32010, GET /readyz 503 with the reason, an error log line', async (_name, encoder, reason) => {
+    const { app, origin, log, session } = await serve({ 'models.encoder': encoder });
+    expectBackendUnavailable(await call(session, 'embed', { inputs: ['x'] }));
+    const ready = await fetch(`${origin}/readyz`);
+    expect(ready.status).toBe(503);
+    const body = (await ready.json()) as { status: string; models: { encoder: { ready: boolean; reason: string } } };
+    expect(body.status).toBe('not ready');
+    expect(body.models.encoder.reason).toMatch(reason);
+    expect(log()).toMatch(/model failed to load/);
+    expect((await fetch(`${origin}/healthz`)).status).toBe(200);
+    await app.close();
+  });
+
+  it('a broken reranker: rerank -32010 while embed keeps working', async () => {
+    const { app, session } = await serve({ 'models.encoder': shortPositions, 'models.reranker': brokenReranker });
+    expectBackendUnavailable(await call(session, 'rerank', { query: 'q', passages: ['a'] }));
+    expect((await call(session, 'embed', { inputs: ['the cell'] })).result).toBeDefined();
+    await app.close();
+  });
+
+  it('healthy models: GET /readyz 200 once loaded', async () => {
+    const { app, origin } = await serve({ 'models.encoder': shortPositions });
+    const ready = await fetch(`${origin}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ready', models: { encoder: { ready: true } } });
+    await app.close();
+  });
+});
+
+describe('overload', () => {
+  it('§12.2 a full model queue answers -32011 at once with retryAfterMs; admitted work completes', async () => {
+    const { app, session } = await serve({
+      'models.encoder': shortPositions,
+      'models.embedBatchLimit': 8,
+      'models.rerankMaxCandidates': 4,
+      'models.batching.maxQueuedItems': 8,
+      // Collect for a while so the first request is still queued when the second arrives.
+      'models.batching.maxWaitMs': 200,
+      'models.batching.maxBatchItems': 64,
+    });
+    const inputs = Array.from({ length: 8 }, (_, i) => `the cell ${i}`);
+    const started = performance.now();
+    const first = call(session, 'embed', { inputs });
+    const second = await call(session, 'embed', { inputs });
+    const refusedAfter = performance.now() - started;
+    expect(error(second).code).toBe(-32011);
+    expect(error(second).data).toMatchObject({ retryable: true });
+    expect(error(second).data.retryAfterMs).toBeGreaterThan(0);
+    expect(refusedAfter).toBeLessThan(150);
+    expect(((await first).result as { vectors: unknown[] }).vectors).toHaveLength(8);
+    await app.close();
+  });
+});
