@@ -14,7 +14,7 @@ const CONCURRENCY = 32;
 const ping = (id: number): string => serialize({ jsonrpc: '2.0', id, method: 'ping', params: { nonce: id } });
 
 async function inProcess(): Promise<number> {
-  const app = createApp(loadConfig({ overrides: { 'log.level': 'silent' } }));
+  const app = createApp(loadConfig({ overrides: { 'log.level': 'silent', 'models.encoder': 'none' } }));
   const session = app.createSession();
   const started = performance.now();
   for (let i = 0; i < FRAMES; i += CONCURRENCY) {
@@ -29,7 +29,10 @@ async function inProcess(): Promise<number> {
 }
 
 async function stdio(): Promise<number> {
-  const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio'], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: { ...process.env, RCP_ENCODER: 'none' },
+  });
   let answered = 0;
   let buffered = '';
   const done = new Promise<void>((resolve) => {
@@ -51,7 +54,7 @@ async function stdio(): Promise<number> {
 }
 
 async function http(): Promise<number> {
-  const app = createApp(loadConfig({ overrides: { 'log.level': 'silent', 'http.sessions': 'stateless' } }));
+  const app = createApp(loadConfig({ overrides: { 'log.level': 'silent', 'http.sessions': 'stateless', 'models.encoder': 'none' } }));
   const server = await app.buildHttp();
   const origin = await server.listen({ host: '127.0.0.1', port: 0 });
   const frames = FRAMES / 4;

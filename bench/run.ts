@@ -1,7 +1,19 @@
 /**
- * `npm run bench`: every benchmark in bench/, each printing ratios against a baseline measured in the same run
- * (these machines are noisy, so absolute figures mean little on their own).
+ * `npm run bench [-- SUITE...]`: every benchmark in bench/, each printing ratios against a baseline measured in the
+ * same run (these machines are noisy, so absolute figures mean little on their own). Suites: protocol, embed
+ * (default: both), and colbert (the SciFact late-interaction measurement, slow: minutes).
  */
+import { benchEmbed } from './embed.js';
 import { benchProtocol } from './protocol.js';
 
-await benchProtocol();
+const SUITES: Record<string, () => Promise<void>> = {
+  protocol: benchProtocol,
+  embed: benchEmbed,
+  colbert: async () => (await import('./colbert-scifact.js')).benchColbert(),
+};
+const chosen = process.argv.slice(2);
+for (const name of chosen.length > 0 ? chosen : ['protocol', 'embed']) {
+  const suite = SUITES[name];
+  if (suite === undefined) throw new Error(`unknown suite '${name}'; known: ${Object.keys(SUITES).join(', ')}`);
+  await suite();
+}

@@ -10,10 +10,9 @@ export interface ServeCommand {
   overrides: ConfigOverrides;
 }
 
-export interface ModelsCommand {
-  command: 'models';
-  dir: string | undefined;
-}
+export type ModelsCommand =
+  | { command: 'models'; action: 'build'; dir: string | undefined }
+  | { command: 'models'; action: 'fetch'; names: string[]; dir: string | undefined; hub: string; unpinned: boolean };
 
 export interface HelpCommand {
   command: 'help';
@@ -26,11 +25,15 @@ export class UsageError extends Error {
 
 export const USAGE = `usage:
   rcp-server serve [--stdio | --http [HOST:]PORT] [--data DIR] [--config FILE]
-  rcp-server models [--dir DIR]
+  rcp-server models build [--dir DIR]
+  rcp-server models fetch NAME... [--dir DIR] [--hub URL] [--unpinned]
 
   serve              run the server
-  models             build the default encoder (USE-lite, converted to ONNX) into DIR
+  models build       build the default encoder (USE-lite, converted to ONNX) into DIR
                      (default: models/use-lite); a no-op when it is up to date
+  models fetch       download standard models (models/catalog.json) at their pinned revision into
+                     DIR/NAME (default: models/NAME), refusing any file whose sha256 differs;
+                     --hub (or HF_ENDPOINT) sets the hub, default https://huggingface.co
 
   --stdio            speak RCP over stdin/stdout (NDJSON, spec §5.1)
   --http [HOST:]PORT speak RCP over HTTP (spec §5.2); the default, on 127.0.0.1:8080
@@ -90,14 +93,29 @@ export function parseListen(value: string): ConfigOverrides {
 }
 
 function parseModels(args: readonly string[]): ModelsCommand {
+  let parsed;
   try {
-    const { values } = parseArgs({
+    parsed = parseArgs({
       args: [...args],
-      options: { dir: { type: 'string' } },
+      options: { dir: { type: 'string' }, hub: { type: 'string' }, unpinned: { type: 'boolean' } },
       strict: true,
+      allowPositionals: true,
     });
-    return { command: 'models', dir: values.dir };
   } catch (error) {
     throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
   }
+  const [action = 'build', ...names] = parsed.positionals;
+  const { dir, hub, unpinned } = parsed.values;
+  if (action === 'build' && names.length === 0) return { command: 'models', action, dir };
+  if (action === 'fetch' && names.length > 0) {
+    return {
+      command: 'models',
+      action,
+      names,
+      dir,
+      hub: hub ?? process.env.HF_ENDPOINT ?? 'https://huggingface.co',
+      unpinned: unpinned === true,
+    };
+  }
+  throw new UsageError(`models expects 'build' or 'fetch NAME...'\n\n${USAGE}`);
 }

@@ -1,9 +1,12 @@
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { createApp } from './app.js';
 import { ManifestError } from './backend/manifest.js';
-import { modelDir, prepareDefaultModel, DEFAULT_ENCODER } from './backend/models.js';
+import { FetchError, fetchModel, readCatalog } from './backend/model-fetch.js';
+import { DEFAULT_ENCODER, modelDir, prepareDefaultModel } from './backend/models.js';
 import { buildDefaultModel } from './backend/onnx/default-model.js';
-import { parseCommandLine, UsageError, type ServeCommand } from './cli.js';
+import { parseCommandLine, UsageError, type ModelsCommand, type ServeCommand } from './cli.js';
 import { ConfigError, loadConfig } from './config.js';
 
 /**
@@ -25,18 +28,37 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(command.text);
     return 0;
   }
-  if (command.command === 'models') return buildModels(command.dir);
+  if (command.command === 'models') return models(command);
   return serve(command);
 }
 
-/** `rcp-server models`: builds the default encoder (a no-op when it is up to date). */
-async function buildModels(dir: string | undefined): Promise<number> {
-  const target = dir ?? modelDir(loadConfig({ env: process.env }).models, DEFAULT_ENCODER);
-  const started = Date.now();
-  const { built } = await buildDefaultModel(target);
-  process.stderr.write(
-    built ? `rcp-server: built ${target} in ${Date.now() - started} ms\n` : `rcp-server: ${target} is up to date\n`,
-  );
+/** `rcp-server models build|fetch`: prepares model directories; progress and failures go to stderr. */
+async function models(command: ModelsCommand): Promise<number> {
+  const settings = loadConfig({ env: process.env }).models;
+  const say = (line: string) => process.stderr.write(`rcp-server: ${line}\n`);
+  if (command.action === 'build') {
+    const target = command.dir ?? modelDir(settings, DEFAULT_ENCODER);
+    const started = Date.now();
+    const { built } = await buildDefaultModel(target);
+    say(built ? `built ${target} in ${Date.now() - started} ms` : `${target} is up to date`);
+    return 0;
+  }
+  const catalog = await readCatalog(fileURLToPath(new URL('../models/catalog.json', import.meta.url)));
+  for (const name of command.names) {
+    const target = join(command.dir ?? settings.dir, name);
+    try {
+      const manifest = await fetchModel(catalog, name, target, {
+        hub: command.hub,
+        unpinned: command.unpinned,
+        log: say,
+      });
+      say(`fetched ${name} into ${target} (${manifest.identity})`);
+    } catch (error) {
+      if (!(error instanceof FetchError)) throw error;
+      say(error.message);
+      return 1;
+    }
+  }
   return 0;
 }
 

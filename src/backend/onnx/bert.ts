@@ -1,16 +1,9 @@
-import { InferenceQueue, type QueueOptions } from '../inference-queue.js';
+import type { QueueItem, QueueOptions } from '../inference-queue.js';
 import { modelIdentity, type ModelManifest } from '../manifest.js';
-import type {
-  CrossEncoder,
-  CrossEncoderInfo,
-  Encoder,
-  EncoderInfo,
-  ModelHealth,
-  TextKind,
-  TokenMatrix,
-} from '../ports.js';
+import type { CrossEncoder, CrossEncoderInfo, TextKind } from '../ports.js';
 import { HuggingFaceTokenizer, type EncodedText } from '../tokenizers/huggingface.js';
-import { ModelHost, ort, type RuntimeOptions } from './model-host.js';
+import { HostedEncoder, HostedModel, type EncoderOutput } from './hosted-model.js';
+import { ort, type RuntimeOptions } from './model-host.js';
 
 /**
  * BERT-family ONNX models (bge, e5, MiniLM; ms-marco and bge cross-encoders): `input_ids`, `attention_mask` and,
@@ -48,64 +41,27 @@ interface EncodeJob {
   readonly tokens: boolean;
 }
 
-type EncodeOutput = Float32Array | TokenMatrix;
-
-export class BertEncoder implements Encoder {
-  readonly info: EncoderInfo;
-  readonly #host: ModelHost<HuggingFaceTokenizer>;
-  readonly #queue: InferenceQueue<EncodeJob, EncodeOutput>;
-
-  constructor(
-    dir: string,
-    private readonly manifest: ModelManifest,
-    runtime: RuntimeOptions,
-    queue: QueueOptions,
-  ) {
-    this.info = {
-      identity: modelIdentity(manifest),
-      dimension: manifest.dimension ?? 0,
-      normalized: manifest.normalize ?? false,
-      maxTokens: manifest.maxTokens,
-    };
-    this.#host = new ModelHost(manifest.identity, dir, manifest, loadTokenizer, runtime);
-    this.#queue = new InferenceQueue(queue, (jobs) => this.#run(jobs));
+export class BertEncoder extends HostedEncoder<HuggingFaceTokenizer, EncodeJob> {
+  constructor(dir: string, manifest: ModelManifest, runtime: RuntimeOptions, queue: QueueOptions) {
+    super(manifest.identity, dir, manifest, loadTokenizer, runtime, queue);
   }
 
-  get loaded(): Promise<void> {
-    return this.#host.loaded;
-  }
-
-  health(): ModelHealth {
-    return this.#host.health();
-  }
-
-  async embed(texts: readonly string[], kind: TextKind | undefined, signal?: AbortSignal): Promise<Float32Array[]> {
-    return (await this.#submit(texts, kind, false, signal)) as Float32Array[];
-  }
-
-  async embedTokens(
-    texts: readonly string[],
+  protected job(
+    tokenizer: HuggingFaceTokenizer,
+    text: string,
     kind: TextKind | undefined,
-    signal?: AbortSignal,
-  ): Promise<TokenMatrix[]> {
-    return (await this.#submit(texts, kind, true, signal)) as TokenMatrix[];
-  }
-
-  async #submit(texts: readonly string[], kind: TextKind | undefined, tokens: boolean, signal?: AbortSignal) {
-    const { tokenizer } = await this.#host.acquire();
+    tokens: boolean,
+  ): QueueItem<EncodeJob> {
     // §7.3 `kind` selects the asymmetric prefix (e5 "query: " / "passage: "); without it the text goes in as is.
     const prefix = kind === undefined ? '' : (this.manifest.prefixes?.[kind] ?? '');
-    const items = texts.map((text) => {
-      const encoded = tokenizer.encode(prefix + text, this.info.maxTokens);
-      return { input: { encoded, tokens }, tokens: encoded.ids.length };
-    });
-    return this.#queue.submit(items, signal);
+    const encoded = tokenizer.encode(prefix + text, this.info.maxTokens);
+    return { input: { encoded, tokens }, tokens: encoded.ids.length };
   }
 
-  async #run(jobs: readonly EncodeJob[]): Promise<EncodeOutput[]> {
-    const { session } = await this.#host.acquire();
+  protected async runBatch(jobs: readonly EncodeJob[]): Promise<EncoderOutput[]> {
+    const { session } = await this.host.acquire();
     const output = this.manifest.output ?? 'last_hidden_state';
-    const result = await this.#host.run(
+    const result = await this.host.run(
       feeds(
         jobs.map((job) => job.encoded),
         session.inputNames,
@@ -118,12 +74,7 @@ export class BertEncoder implements Encoder {
     return jobs.map((job, row) => {
       const length = job.encoded.ids.length;
       const start = row * time * hidden;
-      if (job.tokens)
-        return {
-          rows: length,
-          dimension: hidden,
-          data: data.slice(start, start + length * hidden),
-        };
+      if (job.tokens) return { rows: length, dimension: hidden, data: data.slice(start, start + length * hidden) };
       return this.#pool(data.subarray(start, start + time * hidden), length, hidden);
     });
   }
@@ -133,8 +84,9 @@ export class BertEncoder implements Encoder {
     const vector = new Float32Array(hidden);
     if (this.manifest.pooling === 'cls') vector.set(states.subarray(0, hidden));
     else {
-      for (let t = 0; t < length; t++)
+      for (let t = 0; t < length; t++) {
         for (let k = 0; k < hidden; k++) vector[k] = (vector[k] ?? 0) + (states[t * hidden + k] ?? 0);
+      }
       for (let k = 0; k < hidden; k++) vector[k] = (vector[k] ?? 0) / Math.max(1, length);
     }
     if (this.manifest.normalize === true) {
@@ -143,60 +95,33 @@ export class BertEncoder implements Encoder {
     }
     return vector;
   }
-
-  close(): Promise<void> {
-    return this.#host.close();
-  }
 }
 
 /** A (query, passage) → logit cross-encoder; a two-logit head scores with its last (positive-class) logit. */
-export class BertCrossEncoder implements CrossEncoder {
+export class BertCrossEncoder extends HostedModel<HuggingFaceTokenizer, EncodedText, number> implements CrossEncoder {
   readonly info: CrossEncoderInfo;
-  readonly #host: ModelHost<HuggingFaceTokenizer>;
-  readonly #queue: InferenceQueue<EncodedText, number>;
 
-  constructor(
-    dir: string,
-    private readonly manifest: ModelManifest,
-    runtime: RuntimeOptions,
-    queue: QueueOptions,
-  ) {
-    this.info = {
-      identity: modelIdentity(manifest),
-      maxTokens: manifest.maxTokens,
-    };
-    this.#host = new ModelHost(manifest.identity, dir, manifest, loadTokenizer, runtime);
-    this.#queue = new InferenceQueue(queue, (pairs) => this.#run(pairs));
-  }
-
-  get loaded(): Promise<void> {
-    return this.#host.loaded;
-  }
-
-  health(): ModelHealth {
-    return this.#host.health();
+  constructor(dir: string, manifest: ModelManifest, runtime: RuntimeOptions, queue: QueueOptions) {
+    super(manifest.identity, dir, manifest, loadTokenizer, runtime, queue);
+    this.info = { identity: modelIdentity(manifest), maxTokens: manifest.maxTokens };
   }
 
   async score(query: string, passages: readonly string[], signal?: AbortSignal): Promise<Float32Array> {
-    const { tokenizer } = await this.#host.acquire();
+    const { tokenizer } = await this.host.acquire();
     const items = passages.map((passage) => {
       const encoded = tokenizer.encodePair(query, passage, this.info.maxTokens);
       return { input: encoded, tokens: encoded.ids.length };
     });
-    return Float32Array.from(await this.#queue.submit(items, signal));
+    return Float32Array.from(await this.queue.submit(items, signal));
   }
 
-  async #run(pairs: readonly EncodedText[]): Promise<number[]> {
-    const { session } = await this.#host.acquire();
+  protected async runBatch(pairs: readonly EncodedText[]): Promise<number[]> {
+    const { session } = await this.host.acquire();
     const output = this.manifest.output ?? 'logits';
-    const result = await this.#host.run(feeds(pairs, session.inputNames), [output]);
+    const result = await this.host.run(feeds(pairs, session.inputNames), [output]);
     const logits = result[output] as ort.Tensor;
     const width = logits.dims.length > 1 ? (logits.dims[logits.dims.length - 1] ?? 1) : 1;
     const data = logits.data as Float32Array;
     return pairs.map((_, row) => data[row * width + width - 1] ?? 0);
-  }
-
-  close(): Promise<void> {
-    return this.#host.close();
   }
 }

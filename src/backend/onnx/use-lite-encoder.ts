@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
-import { InferenceQueue, type QueueOptions } from '../inference-queue.js';
-import { modelIdentity, type ModelManifest } from '../manifest.js';
-import type { Encoder, EncoderInfo, ModelHealth, TextKind, TokenMatrix } from '../ports.js';
+import type { QueueItem, QueueOptions } from '../inference-queue.js';
+import type { ModelManifest } from '../manifest.js';
 import { SentencePieceTokenizer, type Vocabulary } from '../tokenizers/sentencepiece.js';
-import { ModelHost, ort, type RuntimeOptions } from './model-host.js';
+import { HostedEncoder, type EncoderOutput } from './hosted-model.js';
+import { ort, type RuntimeOptions } from './model-host.js';
 
 /** The converted USE-lite graph's own conventions (see default-model.ts). */
 const RESERVED_IDS = 6;
@@ -14,63 +14,23 @@ interface Job {
   readonly tokens: boolean;
 }
 
-type Output = Float32Array | TokenMatrix;
-
 /**
  * The default encoder: the converted USE-lite graph. Its input is a sparse token batch (`indices` = [row, position]
  * pairs, `values` = token ids), so a batch carries no padding at all; bucketing still groups similar lengths because
- * the graph densifies to the longest row internally.
+ * the graph densifies to the longest row internally. It has no query/document prefixes: `kind` changes nothing.
  */
-export class UseLiteEncoder implements Encoder {
-  readonly info: EncoderInfo;
-  readonly #host: ModelHost<SentencePieceTokenizer>;
-  readonly #queue: InferenceQueue<Job, Output>;
-
+export class UseLiteEncoder extends HostedEncoder<SentencePieceTokenizer, Job> {
   constructor(dir: string, manifest: ModelManifest, runtime: RuntimeOptions, queue: QueueOptions) {
-    this.info = {
-      identity: modelIdentity(manifest),
-      dimension: manifest.dimension ?? 0,
-      normalized: manifest.normalize ?? true,
-      maxTokens: manifest.maxTokens,
-    };
-    this.#host = new ModelHost('use-lite', dir, manifest, loadVocabulary, runtime);
-    this.#queue = new InferenceQueue(queue, (jobs) => this.#run(jobs));
+    super('use-lite', dir, manifest, loadVocabulary, runtime, queue);
   }
 
-  get loaded(): Promise<void> {
-    return this.#host.loaded;
-  }
-
-  health(): ModelHealth {
-    return this.#host.health();
-  }
-
-  async embed(texts: readonly string[], _kind: TextKind | undefined, signal?: AbortSignal): Promise<Float32Array[]> {
-    return (await this.#submit(texts, false, signal)) as Float32Array[];
-  }
-
-  async embedTokens(
-    texts: readonly string[],
-    _kind: TextKind | undefined,
-    signal?: AbortSignal,
-  ): Promise<TokenMatrix[]> {
-    return (await this.#submit(texts, true, signal)) as TokenMatrix[];
-  }
-
-  async #submit(texts: readonly string[], tokens: boolean, signal?: AbortSignal): Promise<Output[]> {
-    const { tokenizer } = await this.#host.acquire();
+  protected job(tokenizer: SentencePieceTokenizer, text: string, _kind: unknown, tokens: boolean): QueueItem<Job> {
     // The graph clips to maxTokens itself; truncating first keeps the cost accounting honest.
-    const jobs = texts.map((text) => ({
-      ids: tokenizer.encode(text).slice(0, this.info.maxTokens),
-      tokens,
-    }));
-    return this.#queue.submit(
-      jobs.map((job) => ({ input: job, tokens: job.ids.length })),
-      signal,
-    );
+    const ids = tokenizer.encode(text).slice(0, this.info.maxTokens);
+    return { input: { ids, tokens }, tokens: ids.length };
   }
 
-  async #run(jobs: readonly Job[]): Promise<Output[]> {
+  protected async runBatch(jobs: readonly Job[]): Promise<EncoderOutput[]> {
     const count = jobs.reduce((sum, job) => sum + job.ids.length, 0);
     const indices = new Int32Array(count * 2);
     const values = new Int32Array(count);
@@ -84,11 +44,8 @@ export class UseLiteEncoder implements Encoder {
       });
     });
     const wantTokens = jobs.some((job) => job.tokens);
-    const result = await this.#host.run(
-      {
-        indices: new ort.Tensor('int32', indices, [count, 2]),
-        values: new ort.Tensor('int32', values, [count]),
-      },
+    const result = await this.host.run(
+      { indices: new ort.Tensor('int32', indices, [count, 2]), values: new ort.Tensor('int32', values, [count]) },
       wantTokens ? ['embeddings', 'token_states'] : ['embeddings'],
     );
     const dimension = this.info.dimension;
@@ -102,16 +59,9 @@ export class UseLiteEncoder implements Encoder {
       return { rows: job.ids.length, dimension, data };
     });
   }
-
-  close(): Promise<void> {
-    return this.#host.close();
-  }
 }
 
 async function loadVocabulary(path: string): Promise<SentencePieceTokenizer> {
   const vocabulary = JSON.parse(await readFile(path, 'utf8')) as Vocabulary;
-  return new SentencePieceTokenizer(vocabulary, {
-    reserved: RESERVED_IDS,
-    unknownId: UNKNOWN_ID,
-  });
+  return new SentencePieceTokenizer(vocabulary, { reserved: RESERVED_IDS, unknownId: UNKNOWN_ID });
 }
