@@ -453,7 +453,8 @@ export function convertTfGraph(graph: TfGraph, options: ConvertOptions): Uint8Ar
     attribute: [attribute('to', INT64)],
   }));
   const outputs = options.outputs.map((output) => {
-    b.node('Identity', [tensorName(output.tensor)], [output.name]);
+    // An output named after the tensor that feeds it needs no Identity (and a second producer would be invalid).
+    if (output.name !== tensorName(output.tensor)) b.node('Identity', [tensorName(output.tensor)], [output.name]);
     return valueInfo(output.name, FLOAT, output.dims);
   });
   const read = new Set(b.nodes.flatMap((node) => node.input ?? []));
