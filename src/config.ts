@@ -85,7 +85,7 @@ export function defaultConfig(): Config {
       dir: fileURLToPath(new URL('../models', import.meta.url)),
       encoder: 'use-lite',
       reranker: 'none',
-      colbert: false,
+      colbert: true,
       intraOpThreads: 0,
       embedBatchLimit: 256,
       rerankMaxCandidates: 256,

@@ -110,8 +110,22 @@ describe.each(TRANSPORTS)('rerank over %s, with a generated cross-encoder (§7.6
 });
 
 describe('rerank is advertised only when something can rerank', () => {
-  it('§6 a server with an encoder but no reranker and colbert off answers rerank with -32003', async () => {
-    const client = await connect('in-process', { config: { 'models.encoder': 'use-lite' } });
+  it('§6 by default: colbert over the default encoder (it helps on SciFact), no cross-encoder', async () => {
+    const client = await connect('in-process', { config: { 'models.encoder': DEFAULT_ENCODER_DIR } });
+    const init = (await client.exchange(INITIALIZE())) as { result: { capabilities: Record<string, unknown> } };
+    expect(init.result.capabilities.rerank).toMatchObject({ methods: ['colbert'] });
+    await client.close();
+  });
+
+  it('§6 no encoder and no reranker: nothing to advertise', async () => {
+    const client = await connect('in-process', { config: { 'models.encoder': 'none', 'models.colbert': true } });
+    const init = (await client.exchange(INITIALIZE())) as { result: { capabilities: Record<string, unknown> } };
+    expect(init.result.capabilities.rerank).toBeUndefined();
+    await client.close();
+  });
+
+  it('§6 a server with an encoder but no reranker and colbert turned off answers rerank with -32003', async () => {
+    const client = await connect('in-process', { config: { 'models.encoder': 'use-lite', 'models.colbert': false } });
     const init = (await client.exchange(INITIALIZE())) as { result: { capabilities: Record<string, unknown> } };
     expect(init.result.capabilities.rerank).toBeUndefined();
     const frame = (await client.exchange(request(1, 'rerank', { query: 'q', passages: ['a'] }))) as Frame;
