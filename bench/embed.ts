@@ -50,7 +50,10 @@ async function rawSession(texts: string[]): Promise<number> {
         values[at++] = id;
       }),
     );
-    feeds.push({ indices: new ort.Tensor('int32', indices, [count, 2]), values: new ort.Tensor('int32', values, [count]) });
+    feeds.push({
+      indices: new ort.Tensor('int32', indices, [count, 2]),
+      values: new ort.Tensor('int32', values, [count]),
+    });
   }
   await session.run(feeds[0]!); // warm-up
   const started = performance.now();
@@ -89,7 +92,9 @@ async function httpServer(texts: string[], encoding: string): Promise<number> {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, RCP_LOG_LEVEL: 'info', RCP_HTTP_SESSIONS: 'stateless' },
   });
-  await new Promise<void>((resolve) => child.stderr.on('data', (chunk: Buffer) => chunk.includes('listening') && resolve()));
+  await new Promise<void>((resolve) =>
+    child.stderr.on('data', (chunk: Buffer) => chunk.includes('listening') && resolve()),
+  );
   const call = async (method: string, params: object) => {
     const response = await fetch(`http://127.0.0.1:${port}/rcp/${method}`, {
       method: 'POST',
@@ -117,7 +122,12 @@ async function concurrentSingles(texts: string[], batching: ConfigOverrides): Pr
   const loop = async (session: (typeof sessions)[number]) => {
     while (next < SINGLE_REQUESTS) {
       const i = next++;
-      const reply = (await session.handle({ jsonrpc: '2.0', id: i + 1, method: 'embed', params: { inputs: [texts[i % texts.length]] } })) as {
+      const reply = (await session.handle({
+        jsonrpc: '2.0',
+        id: i + 1,
+        method: 'embed',
+        params: { inputs: [texts[i % texts.length]] },
+      })) as {
         error?: unknown;
       };
       if (reply.error !== undefined) throw new Error(JSON.stringify(reply.error));
@@ -142,14 +152,18 @@ export async function benchEmbed(): Promise<void> {
     ['http, f32-base64', await httpServer(texts, 'f32-base64')],
     ['http, json', await httpServer(texts, 'json')],
   ];
-  console.log(`embed throughput at batch ${BATCH}, SciFact abstracts (ratio to the raw session, same run; target ≥ 0.80)`);
+  console.log(
+    `embed throughput at batch ${BATCH}, SciFact abstracts (ratio to the raw session, same run; target ≥ 0.80)`,
+  );
   for (const [name, rate] of rows) {
     console.log(`  ${name.padEnd(20)} ${rate.toFixed(1).padStart(8)} texts/s   ratio ${(rate / raw).toFixed(3)}`);
   }
   const short = corpus(SINGLE_REQUESTS).map((text) => text.split(' ').slice(0, 24).join(' '));
   const off = await concurrentSingles(short, { 'models.batching.maxWaitMs': 0, 'models.batching.maxBatchItems': 1 });
   const on = await concurrentSingles(short, {});
-  console.log(`batching: ${CLIENTS} concurrent clients, one ~24-word text per request (ratio to batching off, same run)`);
+  console.log(
+    `batching: ${CLIENTS} concurrent clients, one ~24-word text per request (ratio to batching off, same run)`,
+  );
   console.log(`  batching off         ${off.toFixed(1).padStart(8)} texts/s   ratio 1.000`);
   console.log(`  batching on          ${on.toFixed(1).padStart(8)} texts/s   ratio ${(on / off).toFixed(3)}`);
 }

@@ -54,7 +54,9 @@ async function stdio(): Promise<number> {
 }
 
 async function http(): Promise<number> {
-  const app = createApp(loadConfig({ overrides: { 'log.level': 'silent', 'http.sessions': 'stateless', 'models.encoder': 'none' } }));
+  const app = createApp(
+    loadConfig({ overrides: { 'log.level': 'silent', 'http.sessions': 'stateless', 'models.encoder': 'none' } }),
+  );
   const server = await app.buildHttp();
   const origin = await server.listen({ host: '127.0.0.1', port: 0 });
   const frames = FRAMES / 4;
@@ -64,7 +66,11 @@ async function http(): Promise<number> {
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < frames) {
         const id = next++;
-        const response = await fetch(`${origin}/rcp/ping`, { method: 'POST', body: ping(id), headers: { 'content-type': 'application/json' } });
+        const response = await fetch(`${origin}/rcp/ping`, {
+          method: 'POST',
+          body: ping(id),
+          headers: { 'content-type': 'application/json' },
+        });
         await response.text();
       }
     }),

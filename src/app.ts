@@ -117,11 +117,12 @@ function registerModelMethods(registry: MethodRegistry, config: Config, models: 
     });
   }
   const tokens = encoder?.embedTokens?.bind(encoder);
-  if (config.models.colbert && encoder !== undefined && tokens !== undefined) {
+  const kernel = models.lateInteraction;
+  if (kernel !== undefined && tokens !== undefined && encoder !== undefined) {
     rerankers.push({
       method: 'colbert',
       model: encoder.info.identity,
-      score: (query, passages, signal) => lateInteractionScores(tokens, query, passages, signal),
+      score: (query, passages, signal) => lateInteractionScores(tokens, kernel, query, passages, signal),
     });
   }
   if (rerankers.length > 0) {

@@ -31,6 +31,7 @@ interface Pending<I, O> {
   readonly resolve: (output: O) => void;
   readonly reject: (error: unknown) => void;
   readonly signal: AbortSignal | undefined;
+  readonly enqueuedAt: number;
   taken: boolean;
 }
 
@@ -80,6 +81,7 @@ export class InferenceQueue<I, O> {
             resolve,
             reject,
             signal,
+            enqueuedAt: performance.now(),
             taken: false,
           };
           this.#pending.push(entry);
@@ -108,7 +110,9 @@ export class InferenceQueue<I, O> {
   #schedule(): void {
     if (this.#running || this.#pending.length === 0) return;
     const full = this.#pendingCost >= this.options.maxBatchTokens || this.#pending.length >= this.options.maxBatchItems;
-    if (full || this.options.maxWaitMs === 0) {
+    // The oldest waiting item bounds the wait: work that queued behind a running batch has waited already.
+    const waited = performance.now() - (this.#pending[0]?.enqueuedAt ?? 0);
+    if (full || waited >= this.options.maxWaitMs) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
       void this.#flush();
@@ -116,7 +120,7 @@ export class InferenceQueue<I, O> {
       this.#timer ??= setTimeout(() => {
         this.#timer = undefined;
         void this.#flush();
-      }, this.options.maxWaitMs);
+      }, this.options.maxWaitMs - waited);
     }
   }
 

@@ -6,12 +6,14 @@ import { BertCrossEncoder, BertEncoder } from './onnx/bert.js';
 import { buildDefaultModel, USE_LITE } from './onnx/default-model.js';
 import type { RuntimeOptions } from './onnx/model-host.js';
 import { UseLiteEncoder } from './onnx/use-lite-encoder.js';
-import type { BackendLogger, CrossEncoder, Encoder, ModelHealth } from './ports.js';
+import { OnnxMaxSim } from './onnx/maxsim.js';
+import type { BackendLogger, CrossEncoder, Encoder, LateInteractionKernel, ModelHealth } from './ports.js';
 
 export interface ModelSettings {
   readonly dir: string;
   readonly encoder: string;
   readonly reranker: string;
+  readonly colbert: boolean;
   readonly intraOpThreads: number;
   readonly batching: QueueOptions;
 }
@@ -28,6 +30,8 @@ interface Closable {
 export interface Models {
   readonly encoder: (Encoder & Closable) | undefined;
   readonly crossEncoder: (CrossEncoder & Closable) | undefined;
+  /** MaxSim for `colbert` rerank: present when `colbert` is on and the encoder exposes token vectors. */
+  readonly lateInteraction: LateInteractionKernel | undefined;
   /** Ready when every configured model is loaded; `reasons` says what is not. */
   health(): { ready: boolean; models: Record<string, ModelHealth> };
   /** Settles when every model's first load attempt has finished. */
@@ -99,10 +103,13 @@ export function openModels(settings: ModelSettings, log: BackendLogger): Models 
     }
     crossEncoder = new BertCrossEncoder(dir, manifest, runtime, settings.batching);
   }
+  const lateInteraction =
+    settings.colbert && encoder?.embedTokens !== undefined ? new OnnxMaxSim(settings.intraOpThreads) : undefined;
   const all = { encoder, reranker: crossEncoder };
   return {
     encoder,
     crossEncoder,
+    lateInteraction,
     loaded: Promise.all([encoder?.loaded, crossEncoder?.loaded]).then(() => undefined),
     health() {
       const models: Record<string, ModelHealth> = {};
@@ -113,7 +120,7 @@ export function openModels(settings: ModelSettings, log: BackendLogger): Models 
       };
     },
     async close() {
-      await Promise.all([encoder?.close(), crossEncoder?.close()]);
+      await Promise.all([encoder?.close(), crossEncoder?.close(), lateInteraction?.close()]);
     },
   };
 }

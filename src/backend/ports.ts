@@ -60,3 +60,11 @@ export interface CrossEncoder {
   /** One score per passage, in order; higher is more relevant. */
   score(query: string, passages: readonly string[], signal?: AbortSignal): Promise<Float32Array>;
 }
+
+/**
+ * §7.5 MaxSim: for each document, Σ over query tokens of the best cosine against any document token. A port so the
+ * arithmetic runs in the model runtime's threads (vectorised, off the event loop) rather than in JavaScript.
+ */
+export interface LateInteractionKernel {
+  maxSim(query: TokenMatrix, documents: readonly TokenMatrix[], signal?: AbortSignal): Promise<Float32Array>;
+}

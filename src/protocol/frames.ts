@@ -8,7 +8,10 @@ export function parseFrame(text: string): ParsedFrame {
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch (error) {
-    return { ok: false, reply: failure(null, RpcError.parseError(error instanceof Error ? error.message : 'invalid JSON')) };
+    return {
+      ok: false,
+      reply: failure(null, RpcError.parseError(error instanceof Error ? error.message : 'invalid JSON')),
+    };
   }
 }
 

@@ -65,7 +65,7 @@ export function classify(value: unknown): IncomingMessage {
   }
   const hasId = Object.hasOwn(value, 'id');
   const id = hasId && isRequestId(value.id) ? value.id : null;
-  if (value.jsonrpc !== '2.0') return invalid(id, "'jsonrpc' must be \"2.0\"");
+  if (value.jsonrpc !== '2.0') return invalid(id, '\'jsonrpc\' must be "2.0"');
   if (typeof value.method !== 'string') return invalid(id, "'method' must be a string");
   if (hasId && id === null) return invalid(null, "'id' must be a string or a number (null is reserved for responses)");
   const params = value.params ?? {};

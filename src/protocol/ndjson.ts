@@ -51,7 +51,10 @@ export class LineSplitter {
       this.#discarding = false;
       return event;
     }
-    const text = Buffer.concat(this.#pending, this.#pendingBytes).toString('utf8').replace(/^\uFEFF/, '').replace(/\r$/, '');
+    const text = Buffer.concat(this.#pending, this.#pendingBytes)
+      .toString('utf8')
+      .replace(/^\uFEFF/, '')
+      .replace(/\r$/, '');
     this.#reset();
     return text.trim() === '' ? undefined : { kind: 'line', text };
   }

@@ -103,7 +103,10 @@ export class Session {
     // §11: an empty array is one non-array -32600 with id null.
     if (value.length === 0) return failure(null, RpcError.invalidRequest('empty batch'));
     if (value.length > this.#limits.maxBatchSize) {
-      return failure(null, RpcError.payloadTooLarge(`batch of ${value.length} exceeds the limit of ${this.#limits.maxBatchSize}`));
+      return failure(
+        null,
+        RpcError.payloadTooLarge(`batch of ${value.length} exceeds the limit of ${this.#limits.maxBatchSize}`),
+      );
     }
     // §11: members run concurrently; one member's error never fails the others.
     const replies = await Promise.all(value.map((member) => this.#handleOne(member, sink, transport)));
@@ -258,7 +261,10 @@ export class Session {
       progress: this.#progress(meta.progressToken, controller.signal, sink),
     };
     try {
-      return await raceAbort(Promise.resolve().then(() => target.handler(params, ctx)), controller.signal);
+      return await raceAbort(
+        Promise.resolve().then(() => target.handler(params, ctx)),
+        controller.signal,
+      );
     } finally {
       clearTimeout(timer);
       transport?.removeEventListener('abort', onTransportDeath);

@@ -24,7 +24,8 @@ export function compileParams<S extends TSchema>(schema: S): ParamsValidator<Sta
 /** The first ajv error becomes `data.field`, in the spec's dotted form: `/filter/year` -> `filter.year` (§12.1). */
 export function fieldOf(error: AjvError): string {
   const segments = error.instancePath.split('/').slice(1).map(unescapePointer);
-  const missing = error.keyword === 'required' ? (error.params as { missingProperty?: string }).missingProperty : undefined;
+  const missing =
+    error.keyword === 'required' ? (error.params as { missingProperty?: string }).missingProperty : undefined;
   if (missing !== undefined) segments.push(missing);
   return segments.length === 0 ? 'params' : segments.join('.');
 }

@@ -65,7 +65,10 @@ export function serveStdio(options: StdioOptions): StdioConnection {
     for (const event of splitter.push(bytes)) {
       if (!accepting) return;
       if (event.kind === 'line') dispatch(event.text);
-      else write(failure(null, RpcError.payloadTooLarge(`frame of ${event.bytes}+ bytes exceeds ${options.maxLineBytes}`)));
+      else
+        write(
+          failure(null, RpcError.payloadTooLarge(`frame of ${event.bytes}+ bytes exceeds ${options.maxLineBytes}`)),
+        );
     }
   };
 
