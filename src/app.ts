@@ -7,9 +7,9 @@ import { embedMethod } from './methods/embed.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
 import { MethodRegistry } from './protocol/registry.js';
 import { Session, type SessionOptions } from './protocol/session.js';
+import { lateInteractionScores } from './retrieval/late-interaction.js';
 import { HttpSessionStore } from './transport/http-sessions.js';
 import { rcpHttp } from './transport/http.js';
-import { lateInteractionScores } from './retrieval/late-interaction.js';
 import type { Logger } from './transport/logger.js';
 import { serveStdio, type StdioConnection } from './transport/stdio.js';
 
@@ -126,10 +126,6 @@ function registerModelMethods(registry: MethodRegistry, config: Config, models: 
     });
   }
   if (rerankers.length > 0) {
-    registry.register(
-      ...rerankMethod(rerankers, {
-        maxCandidates: config.models.rerankMaxCandidates,
-      }),
-    );
+    registry.register(...rerankMethod(rerankers, { maxCandidates: config.models.rerankMaxCandidates }));
   }
 }

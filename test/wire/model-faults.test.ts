@@ -1,4 +1,5 @@
 import { readFileSync, rmSync, unlinkSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import type { Session } from '../../src/protocol/session.js';
 import { writeFixture } from '../fixtures/bert-models.js';
-import { connect, INITIALIZE, request, testConfig, TRANSPORTS, type Frame } from '../helpers/wire.js';
+import { connect, INITIALIZE, request, ROOT, testConfig, TRANSPORTS, type Frame } from '../helpers/wire.js';
 
 /**
  * Issue #3 faults, each by breaking a model file on purpose: the server stays up, keeps advertising the capability
@@ -130,6 +131,20 @@ describe('load failures: readiness and logs say why', () => {
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ status: 'ready', models: { encoder: { ready: true } } });
     await app.close();
+  });
+});
+
+describe('configuration mistakes stop start-up with clear text (DESIGN §2: not wire codes)', () => {
+  it('an encoder directory without a readable manifest: exit 2, the path named on stderr', async () => {
+    const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio'], {
+      cwd: ROOT,
+      env: { ...process.env, RCP_ENCODER: join(MODELS, 'no-such-model') },
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise((resolve) => child.once('close', resolve));
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/cannot read model manifest .*no-such-model/);
   });
 });
 
