@@ -1,7 +1,8 @@
 /**
  * `npm run bench [-- SUITE...]`: every benchmark in bench/, each printing ratios against a baseline measured in the
  * same run (these machines are noisy, so absolute figures mean little on their own). Suites: protocol, embed
- * (default: both), and colbert (the SciFact late-interaction measurement, slow: minutes).
+ * (default: both), colbert (the SciFact late-interaction measurement, slow: minutes) and lexical (BM25 analyzer
+ * choices on SciFact).
  */
 import { benchEmbed } from './embed.js';
 import { benchProtocol } from './protocol.js';
@@ -10,6 +11,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   protocol: benchProtocol,
   embed: benchEmbed,
   colbert: async () => (await import('./colbert-scifact.js')).benchColbert(),
+  lexical: async () => (await import('./lexical-scifact.js')).benchLexical(),
 };
 const chosen = process.argv.slice(2);
 for (const name of chosen.length > 0 ? chosen : ['protocol', 'embed']) {

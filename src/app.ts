@@ -1,9 +1,11 @@
 import type { Readable, Writable } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
+import { Corpus } from './backend/corpus/corpus.js';
 import { openModels, type Models } from './backend/models.js';
 import type { Config } from './config.js';
 import { embedMethod } from './methods/embed.js';
+import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
 import { MethodRegistry } from './protocol/registry.js';
 import { Session, type SessionOptions } from './protocol/session.js';
@@ -24,7 +26,9 @@ export interface App {
   readonly config: Config;
   readonly registry: MethodRegistry;
   readonly models: Models;
-  /** Readiness: every configured model loaded (the HTTP transport serves it at GET /readyz). */
+  /** The corpus (store + dense + lexical indexes); present when an encoder is configured. */
+  readonly corpus: Corpus | undefined;
+  /** Readiness: every configured model loaded and the corpus open (the HTTP transport serves it at GET /readyz). */
   health(): ReturnType<Models['health']>;
   /** A new RCP session over this app's methods (one per stdio connection or HTTP session). */
   readonly createSession: (options?: SessionOptions) => Session;
@@ -44,6 +48,18 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   const logger = options.logger ?? pino({ level: 'silent' });
   const models = openModels(config.models, logger);
   registerModelMethods(registry, config, models);
+  const corpus = models.encoder === undefined ? undefined : openCorpus(config, models, logger);
+  if (corpus !== undefined) {
+    const limits = { writable: config.index.writable, maxDocuments: config.index.maxDocumentsPerAdd };
+    const [add, remove] = indexMethods(corpus, limits);
+    registry.register(...add).register(...remove);
+  }
+  const health = () => {
+    const state = models.health();
+    if (corpus === undefined) return state;
+    const corpusHealth = corpus.health();
+    return { ready: state.ready && corpusHealth.ready, models: { ...state.models, corpus: corpusHealth } };
+  };
   // Later issues register retrieve and index/* here, each only when its backend is configured.
   options.register?.(registry);
 
@@ -60,7 +76,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     config,
     registry,
     models,
-    health: () => models.health(),
+    corpus,
+    health,
     createSession,
     serveStdio: (streams) =>
       serveStdio({
@@ -84,8 +101,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       // Liveness and readiness for orchestrators: live while the process serves, ready once every model is loaded.
       app.get('/healthz', () => ({ status: 'ok' }));
       app.get('/readyz', (_request, reply) => {
-        const health = models.health();
-        return reply.code(health.ready ? 200 : 503).send({ status: health.ready ? 'ready' : 'not ready', ...health });
+        const state = health();
+        return reply.code(state.ready ? 200 : 503).send({ status: state.ready ? 'ready' : 'not ready', ...state });
       });
       await app.register(rcpHttp, {
         base: config.http.base,
@@ -99,6 +116,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     },
     async close() {
       await Promise.all(servers.splice(0).map((server) => server.close()));
+      await corpus?.close();
       await models.close();
     },
   };
@@ -128,4 +146,22 @@ function registerModelMethods(registry: MethodRegistry, config: Config, models: 
   if (rerankers.length > 0) {
     registry.register(...rerankMethod(rerankers, { maxCandidates: config.models.rerankMaxCandidates }));
   }
+}
+
+function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): Corpus | undefined {
+  const encoder = models.encoder;
+  if (encoder === undefined) return undefined;
+  const { space, m, efConstruction, efSearch, saveIntervalMs, maxDocumentBytes, fields, bm25 } = config.index;
+  const settings = {
+    dir: config.dataDir,
+    space,
+    m,
+    efConstruction,
+    efSearch,
+    saveIntervalMs,
+    maxDocumentBytes,
+    fields,
+    bm25,
+  };
+  return new Corpus(settings, encoder, logger);
 }

@@ -53,6 +53,28 @@ export const ConfigSchema = Section({
       maxQueuedItems: Type.Integer({ minimum: 1 }),
     }),
   }),
+  index: Section({
+    /** false makes the corpus read-only: index/add and index/delete are refused (§15.3). */
+    writable: Type.Boolean(),
+    space: Type.Union([Type.Literal('cosine'), Type.Literal('ip')]),
+    m: Type.Integer({ minimum: 2, maximum: 128 }),
+    efConstruction: Type.Integer({ minimum: 8 }),
+    efSearch: Type.Integer({ minimum: 1 }),
+    /** How often a changed dense index is saved (also on shutdown). */
+    saveIntervalMs: Type.Integer({ minimum: 1000 }),
+    maxDocumentBytes: Type.Integer({ minimum: 1 }),
+    maxDocumentsPerAdd: Type.Integer({ minimum: 1 }),
+    /** Typed metadata fields, validated on write; undeclared fields are stored untyped. */
+    fields: Type.Record(
+      Type.String(),
+      Type.Union((['keyword', 'text', 'int', 'float', 'bool', 'date'] as const).map((type) => Type.Literal(type))),
+    ),
+    bm25: Section({
+      k1: Type.Number({ minimum: 0 }),
+      b: Type.Number({ minimum: 0, maximum: 1 }),
+      stem: Type.Boolean(),
+    }),
+  }),
   log: Section({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   }),
@@ -95,6 +117,18 @@ export function defaultConfig(): Config {
         maxBatchItems: 64,
         maxQueuedItems: 4096,
       },
+    },
+    index: {
+      writable: true,
+      space: 'cosine',
+      m: 16,
+      efConstruction: 200,
+      efSearch: 64,
+      saveIntervalMs: 60_000,
+      maxDocumentBytes: 1024 * 1024,
+      maxDocumentsPerAdd: 1000,
+      fields: {},
+      bm25: { k1: 1.2, b: 0.75, stem: true },
     },
     log: { level: 'info' },
   };
@@ -147,6 +181,14 @@ export const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) =>
     path: 'models.batching.maxQueuedItems',
     parse: Number,
   },
+  RCP_INDEX_WRITABLE: { path: 'index.writable', parse: (raw) => raw === 'true' || raw === '1' },
+  RCP_INDEX_SPACE: { path: 'index.space', parse: String },
+  RCP_HNSW_M: { path: 'index.m', parse: Number },
+  RCP_HNSW_EF_CONSTRUCTION: { path: 'index.efConstruction', parse: Number },
+  RCP_HNSW_EF_SEARCH: { path: 'index.efSearch', parse: Number },
+  RCP_INDEX_SAVE_INTERVAL_MS: { path: 'index.saveIntervalMs', parse: Number },
+  RCP_MAX_DOCUMENT_BYTES: { path: 'index.maxDocumentBytes', parse: Number },
+  RCP_MAX_DOCUMENTS_PER_ADD: { path: 'index.maxDocumentsPerAdd', parse: Number },
   RCP_LOG_LEVEL: { path: 'log.level', parse: String },
 };
 

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { createApp } from './app.js';
+import { CorpusError } from './backend/corpus/corpus.js';
 import { ManifestError } from './backend/manifest.js';
 import { FetchError, fetchModel, readCatalog } from './backend/model-fetch.js';
 import { DEFAULT_ENCODER, modelDir, prepareDefaultModel } from './backend/models.js';
@@ -83,7 +84,7 @@ async function serve(command: ServeCommand): Promise<number> {
   try {
     app = createApp(config, { logger: log });
   } catch (error) {
-    if (error instanceof ManifestError) {
+    if (error instanceof ManifestError || error instanceof CorpusError) {
       process.stderr.write(`rcp-server: ${error.message}\n`);
       return 2;
     }

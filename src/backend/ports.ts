@@ -33,6 +33,8 @@ export interface EncoderInfo {
 export interface Encoder {
   readonly info: EncoderInfo;
   health(): ModelHealth;
+  /** A synchronous token counter over the encoder's own tokenizer (for chunking to its limit). */
+  tokenCounter(): Promise<(text: string) => number>;
   /** One vector per text, in order. */
   embed(texts: readonly string[], kind: TextKind | undefined, signal?: AbortSignal): Promise<Float32Array[]>;
   /**
@@ -67,4 +69,19 @@ export interface CrossEncoder {
  */
 export interface LateInteractionKernel {
   maxSim(query: TokenMatrix, documents: readonly TokenMatrix[], signal?: AbortSignal): Promise<Float32Array>;
+}
+
+export interface CorpusDocument {
+  readonly id?: string | undefined;
+  readonly text: string;
+  readonly meta?: Record<string, unknown> | undefined;
+}
+
+/** The write side of the corpus (§7.10, §7.11): durable when the promise resolves. */
+export interface CorpusWriter {
+  add(
+    documents: readonly CorpusDocument[],
+    options: { chunk: boolean; contextual: boolean; idempotencyKey?: string | undefined; signal?: AbortSignal },
+  ): Promise<{ ids: string[]; chunks: number; indexVersion: string }>;
+  delete(ids: readonly string[]): Promise<{ deleted: number; indexVersion: string }>;
 }

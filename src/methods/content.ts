@@ -16,7 +16,7 @@ export const ContentBlock = Type.Object({
 export const TextInput = Type.Union([Type.String(), ContentBlock]);
 export type TextInput = Static<typeof TextInput>;
 
-/** The text of one input; `field` names it in errors (`inputs[2]`). */
+/** The text of one input; `field` names it in errors (`inputs.2`, the validator's dotted style). */
 export function textOf(input: TextInput, field: string): string {
   if (typeof input === 'string') return input;
   if (input.type !== 'text') throw RpcError.optionUnsupported(`${field}.type`, input.type);
@@ -25,5 +25,5 @@ export function textOf(input: TextInput, field: string): string {
 }
 
 export function textsOf(inputs: readonly TextInput[], field: string): string[] {
-  return inputs.map((input, i) => textOf(input, `${field}[${i}]`));
+  return inputs.map((input, i) => textOf(input, `${field}.${i}`));
 }

@@ -1,4 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createApp, type App } from '../../src/app.js';
 import { ENVIRONMENT, loadConfig, type ConfigOverrides } from '../../src/config.js';
@@ -46,11 +49,17 @@ export function request(id: Id, method: string, params: object = {}): Frame {
 export const INITIALIZE = (id: Id = 'init'): Frame =>
   request(id, 'initialize', { protocolVersion: 1, client: { name: 'wire-test', version: '1' }, capabilities: {} });
 
-/** Protocol scenarios need no model: servers start without one unless a test configures it. */
-const NO_MODELS: ConfigOverrides = { 'models.encoder': 'none' };
+/**
+ * Protocol scenarios need no model: servers start without one unless a test configures it. Each server gets its
+ * own fresh data directory, so no test ever writes into the repository's indexes/.
+ */
+const defaults = (): ConfigOverrides => ({
+  'models.encoder': 'none',
+  dataDir: mkdtempSync(join(tmpdir(), 'rcp-data-')),
+});
 
 export function testConfig(overrides: ConfigOverrides = {}) {
-  return loadConfig({ overrides: { 'log.level': 'silent', ...NO_MODELS, ...overrides } });
+  return loadConfig({ overrides: { 'log.level': 'silent', ...defaults(), ...overrides } });
 }
 
 export function connect(transport: TransportName, options: ServerOptions = {}): Promise<Connection> {
@@ -121,7 +130,12 @@ class Inbox {
   }
 }
 
-function streamConnection(transport: TransportName, write: (text: string) => void, inbox: Inbox, close: () => Promise<void>): Connection {
+function streamConnection(
+  transport: TransportName,
+  write: (text: string) => void,
+  inbox: Inbox,
+  close: () => Promise<void>,
+): Connection {
   const send = (frame: object | string): void => {
     inbox.expectMethod(frame);
     write(typeof frame === 'string' ? frame : serialize(frame));
@@ -130,7 +144,8 @@ function streamConnection(transport: TransportName, write: (text: string) => voi
     transport,
     notifications: inbox.notifications,
     send,
-    reply: async (id) => (await inbox.take((f) => !Array.isArray(f) && f.id === id, `reply to ${JSON.stringify(id)}`)) as Frame,
+    reply: async (id) =>
+      (await inbox.take((f) => !Array.isArray(f) && f.id === id, `reply to ${JSON.stringify(id)}`)) as Frame,
     exchange: async (frame) => {
       send(frame);
       return inbox.take(() => true, `answer to ${typeof frame === 'string' ? frame.slice(0, 80) : serialize(frame)}`);
@@ -170,7 +185,7 @@ export interface StdioChild {
 /** Spawns the stdio fixture server (real transport, real process) with RCP_* settings from `config`. */
 export function spawnStdio(options: ServerOptions = {}, argv?: string[]): StdioChild {
   const env: NodeJS.ProcessEnv = { ...process.env, RCP_LOG_LEVEL: 'warn' };
-  for (const [path, value] of Object.entries({ ...NO_MODELS, ...options.config })) env[envName(path)] = String(value);
+  for (const [path, value] of Object.entries({ ...defaults(), ...options.config })) env[envName(path)] = String(value);
   const args = argv ?? ['--import', 'tsx', 'test/fixtures/serve-stdio.ts'];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
   // A test may outlive the child (it exits after shutdown); late writes must not crash the runner.
@@ -213,13 +228,18 @@ function stdio(options: ServerOptions): Connection {
       failures.push(error);
     }
   });
-  const connection = streamConnection('stdio', (text) => server.child.stdin.write(`${text}\n`), inbox, async () => {
-    server.child.stdin.end();
-    const code = await Promise.race([server.exited, new Promise((resolve) => setTimeout(resolve, 5_000, 'timeout'))]);
-    if (code === 'timeout') server.child.kill('SIGKILL');
-    if (failures.length > 0) throw failures[0];
-    if (code !== 0) throw new Error(`stdio server exited with ${String(code)}: ${server.stderr()}`);
-  });
+  const connection = streamConnection(
+    'stdio',
+    (text) => server.child.stdin.write(`${text}\n`),
+    inbox,
+    async () => {
+      server.child.stdin.end();
+      const code = await Promise.race([server.exited, new Promise((resolve) => setTimeout(resolve, 5_000, 'timeout'))]);
+      if (code === 'timeout') server.child.kill('SIGKILL');
+      if (failures.length > 0) throw failures[0];
+      if (code !== 0) throw new Error(`stdio server exited with ${String(code)}: ${server.stderr()}`);
+    },
+  );
   return connection;
 }
 
@@ -229,7 +249,9 @@ function http(app: App): Connection {
   const inFlight = new Map<Id, Promise<Frame>>();
   let origin: Promise<string> | undefined;
   const base = (): Promise<string> =>
-    (origin ??= app.buildHttp().then((server) => server.listen({ host: '127.0.0.1', port: 0 }))).then((o) => `${o}/rcp`);
+    (origin ??= app.buildHttp().then((server) => server.listen({ host: '127.0.0.1', port: 0 }))).then(
+      (o) => `${o}/rcp`,
+    );
 
   const post = async (frame: object | string): Promise<{ status: number; body: unknown }> => {
     const method = methodOf(frame);
@@ -271,7 +293,8 @@ function http(app: App): Connection {
     silent: async (frame) => {
       const { status, body } = await post(frame);
       // §5.2: a notification is answered 204 with no body.
-      if (status !== 204 || body !== undefined) throw new Error(`expected 204 and no body, got ${status} ${serialize(body)}`);
+      if (status !== 204 || body !== undefined)
+        throw new Error(`expected 204 and no body, got ${status} ${serialize(body)}`);
     },
     close: () => app.close(),
   };

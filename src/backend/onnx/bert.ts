@@ -58,6 +58,10 @@ export class BertEncoder extends HostedEncoder<HuggingFaceTokenizer, EncodeJob> 
     return { input: { encoded, tokens }, tokens: encoded.ids.length };
   }
 
+  protected countTokens(tokenizer: HuggingFaceTokenizer, text: string): number {
+    return tokenizer.encode(text, Number.MAX_SAFE_INTEGER).ids.length;
+  }
+
   protected async runBatch(jobs: readonly EncodeJob[]): Promise<EncoderOutput[]> {
     const { session } = await this.host.acquire();
     const output = this.manifest.output ?? 'last_hidden_state';

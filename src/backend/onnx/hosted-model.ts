@@ -64,6 +64,14 @@ export abstract class HostedEncoder<Tokenizer, Job>
     tokens: boolean,
   ): QueueItem<Job>;
 
+  /** Tokens the model would see for `text` (before truncation, special tokens included). */
+  protected abstract countTokens(tokenizer: Tokenizer, text: string): number;
+
+  async tokenCounter(): Promise<(text: string) => number> {
+    const { tokenizer } = await this.host.acquire();
+    return (text) => this.countTokens(tokenizer, text);
+  }
+
   async embed(texts: readonly string[], kind: TextKind | undefined, signal?: AbortSignal): Promise<Float32Array[]> {
     return (await this.#submit(texts, kind, false, signal)) as Float32Array[];
   }

@@ -30,6 +30,10 @@ export class UseLiteEncoder extends HostedEncoder<SentencePieceTokenizer, Job> {
     return { input: { ids, tokens }, tokens: ids.length };
   }
 
+  protected countTokens(tokenizer: SentencePieceTokenizer, text: string): number {
+    return tokenizer.encode(text).length;
+  }
+
   protected async runBatch(jobs: readonly Job[]): Promise<EncoderOutput[]> {
     const count = jobs.reduce((sum, job) => sum + job.ids.length, 0);
     const indices = new Int32Array(count * 2);

@@ -1,0 +1,323 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { RpcError } from '../../protocol/errors.js';
+import { DenseIndex, type DenseIndexOptions } from '../hnsw/dense-index.js';
+import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
+import type { BackendLogger, CorpusWriter, Encoder, ModelHealth } from '../ports.js';
+import { CorpusStore, type NewDocument, type StoredDocument, type WriteResult } from '../store/corpus-store.js';
+import { chunkText } from './chunking.js';
+import { validateMetadata, type FieldType } from './metadata.js';
+
+export interface CorpusSettings {
+  readonly dir: string;
+  readonly space: DenseIndexOptions['space'];
+  readonly m: number;
+  readonly efConstruction: number;
+  readonly efSearch: number;
+  readonly saveIntervalMs: number;
+  readonly maxDocumentBytes: number;
+  readonly fields: Readonly<Record<string, FieldType>>;
+  readonly bm25: Bm25Options;
+}
+
+export interface InputDocument {
+  readonly id?: string | undefined;
+  readonly text: string;
+  readonly meta?: Record<string, unknown> | undefined;
+}
+
+export interface AddOptions {
+  readonly chunk: boolean;
+  readonly contextual: boolean;
+  readonly idempotencyKey?: string | undefined;
+  readonly signal?: AbortSignal | undefined;
+}
+
+export interface AddResult {
+  readonly ids: string[];
+  readonly chunks: number;
+  readonly indexVersion: string;
+}
+
+export interface CorpusStats {
+  readonly documents: number;
+  readonly chunks: number;
+  readonly dense: number;
+  readonly lexical: number;
+  readonly indexVersion: string;
+}
+
+/** Texts embedded per encoder call: keeps one large write within the model queue's bound. */
+const EMBED_SLICE = 64;
+/** Chunks per dense-index message while rebuilding or replaying. */
+const REPLAY_BATCH = 1024;
+
+/**
+ * The corpus: the durable store of record plus the two derived indexes, kept in step. A write is validated whole,
+ * chunked and embedded outside the write lock, then committed in one SQLite transaction (durable on return) and
+ * applied to the dense and lexical indexes before it is acknowledged — all or nothing, in commit order.
+ *
+ * Start-up (in the background; not ready until done): the newest saved dense index is loaded and the writes after its
+ * sequence number are replayed from the store (stored vectors, never re-embedded); a missing or corrupt file means a
+ * rebuild from the store, logged. The lexical index is rebuilt from the store's text every start: it is derived,
+ * cheap to rebuild (~0.5 s per 5k SciFact abstracts), and one persisted structure fewer to keep crash-consistent.
+ */
+/** A data dir that cannot serve this configuration: a start-up error with clear text, never a wire code. */
+export class CorpusError extends Error {
+  override name = 'CorpusError';
+}
+
+export class Corpus implements CorpusWriter {
+  readonly store: CorpusStore;
+  readonly #dense = new DenseIndex();
+  readonly #lexical: Bm25Index;
+  readonly #ready: Promise<void>;
+  #state: { status: 'loading' } | { status: 'ready' } | { status: 'failed'; reason: string } = { status: 'loading' };
+  #writes: Promise<unknown> = Promise.resolve();
+  #savedSeq = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly settings: CorpusSettings,
+    private readonly encoder: Encoder,
+    private readonly log: BackendLogger,
+  ) {
+    this.store = new CorpusStore(settings.dir);
+    const built = this.store.getMeta('encoder');
+    if (built !== undefined && built !== encoder.info.identity && this.store.counts().chunks > 0) {
+      this.store.close();
+      throw new CorpusError(
+        `data dir ${settings.dir} was embedded with ${built}, but the configured encoder is ${encoder.info.identity}; ` +
+          're-ingest into a new data dir (or configure the original encoder)',
+      );
+    }
+    this.store.setMeta('encoder', encoder.info.identity);
+    this.#lexical = new Bm25Index(settings.bm25);
+    this.#ready = this.#open().then(
+      () => {
+        this.#state = { status: 'ready' };
+        this.#timer = setInterval(() => void this.save(), settings.saveIntervalMs);
+        this.#timer.unref();
+      },
+      (error: unknown) => {
+        const reason = (error as Error).message;
+        this.#state = { status: 'failed', reason };
+        log.error({ dir: settings.dir, reason }, 'corpus failed to open; index calls answer -32010');
+      },
+    );
+  }
+
+  get ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  get dimension(): number {
+    return this.encoder.info.dimension;
+  }
+
+  health(): ModelHealth {
+    if (this.#state.status === 'ready') return { ready: true };
+    return {
+      ready: false,
+      reason: this.#state.status === 'loading' ? 'corpus: loading' : `corpus: ${this.#state.reason}`,
+    };
+  }
+
+  async #open(): Promise<void> {
+    const started = performance.now();
+    const { seq: savedSeq } = await this.#dense.open(this.settings.dir, this.#denseOptions(), this.store.seq);
+    const loaded = savedSeq > 0;
+    if (!loaded && this.store.counts().chunks > 0) {
+      this.log.warn({ dir: this.settings.dir }, 'no usable saved dense index; rebuilding it from the store');
+    }
+    // Replay: chunks written after the save (all of them on a rebuild), then removals after the save.
+    let labels: number[] = [];
+    let vectors: Float32Array[] = [];
+    for (const chunk of this.store.chunks(savedSeq)) {
+      labels.push(chunk.label);
+      vectors.push(chunk.vector);
+      if (labels.length === REPLAY_BATCH) {
+        await this.#dense.add(labels, vectors, this.dimension);
+        [labels, vectors] = [[], []];
+      }
+    }
+    if (labels.length > 0) await this.#dense.add(labels, vectors, this.dimension);
+    await this.#dense.remove(this.store.tombstonesAfter(savedSeq));
+    let rebuilt = 0;
+    for (const { label, text, context } of this.store.chunkTexts()) {
+      this.#lexical.add(label, lexicalText(text, context));
+      if (++rebuilt % 2000 === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.#savedSeq = savedSeq;
+    const stats = await this.stats();
+    this.log.info(
+      {
+        ...stats,
+        denseIndex: loaded ? `loaded at seq ${savedSeq}` : 'rebuilt',
+        ms: Math.round(performance.now() - started),
+      },
+      'corpus ready',
+    );
+  }
+
+  #denseOptions(): DenseIndexOptions {
+    const { space, m, efConstruction, efSearch } = this.settings;
+    return { space, dimension: this.dimension, m, efConstruction, efSearch, initialCapacity: 1024 };
+  }
+
+  async #whenReady(): Promise<void> {
+    await this.#ready;
+    if (this.#state.status !== 'ready') {
+      throw RpcError.backendUnavailable(this.health().reason ?? 'corpus unavailable', 5_000);
+    }
+  }
+
+  /** Runs `write` after every earlier write: commits and index updates happen in sequence order. */
+  #serialized<T>(write: () => Promise<T>): Promise<T> {
+    const next = this.#writes.then(write, write);
+    this.#writes = next.catch(() => undefined);
+    return next;
+  }
+
+  async add(documents: readonly InputDocument[], options: AddOptions): Promise<AddResult> {
+    await this.#whenReady();
+    const key = options.idempotencyKey;
+    const previous = key === undefined ? undefined : this.store.idempotentResult(key);
+    if (previous !== undefined) return previous as AddResult;
+    const prepared = await this.#prepare(documents, options);
+    return this.#serialized(async () => {
+      const repeated = key === undefined ? undefined : this.store.idempotentResult(key);
+      if (repeated !== undefined) return repeated as AddResult;
+      const ids = prepared.map((document) => document.id);
+      const chunks = prepared.reduce((sum, document) => sum + document.chunks.length, 0);
+      const result = (seq: number): AddResult => ({ ids, chunks, indexVersion: String(seq) });
+      const write = this.store.upsert(prepared, key === undefined ? undefined : { key, result });
+      await this.#apply(write);
+      return result(write.seq);
+    });
+  }
+
+  async delete(ids: readonly string[]): Promise<{ deleted: number; indexVersion: string }> {
+    await this.#whenReady();
+    return this.#serialized(async () => {
+      const write = this.store.delete(ids);
+      await this.#apply(write);
+      return { deleted: write.deletedDocuments, indexVersion: String(write.seq) };
+    });
+  }
+
+  /** Validates every document (all or nothing), chunks and embeds them; nothing is written here. */
+  async #prepare(documents: readonly InputDocument[], options: AddOptions): Promise<NewDocument[]> {
+    const count = options.chunk ? await this.encoder.tokenCounter() : undefined;
+    const staged = documents.map((document, i) => {
+      const field = `documents.${i}`;
+      if (document.text.trim() === '') throw RpcError.invalidParams(`${field}.text`, 'a document needs text');
+      const bytes = Buffer.byteLength(document.text);
+      if (bytes > this.settings.maxDocumentBytes) {
+        throw RpcError.invalidParams(
+          `${field}.text`,
+          `${bytes} bytes exceed the ${this.settings.maxDocumentBytes}-byte limit`,
+        );
+      }
+      const meta = document.meta ?? {};
+      validateMetadata(meta, this.settings.fields, `${field}.meta`);
+      const id = document.id ?? randomUUID();
+      const pieces =
+        count === undefined
+          ? [{ text: document.text, heading: undefined }]
+          : chunkText(document.text, count, this.encoder.info.maxTokens);
+      const title = typeof meta.title === 'string' ? meta.title : undefined;
+      const chunks = pieces.map((piece) => ({
+        text: piece.text,
+        context: options.contextual
+          ? [title, piece.heading].filter((s) => s !== undefined && s !== '').join(' — ')
+          : '',
+      }));
+      return { id, text: document.text, meta, hash: contentHash(document.text, meta, options), chunks };
+    });
+    const texts = staged.flatMap((document) => document.chunks.map((chunk) => lexicalText(chunk.text, chunk.context)));
+    const vectors: Float32Array[] = [];
+    for (let start = 0; start < texts.length; start += EMBED_SLICE) {
+      vectors.push(...(await this.encoder.embed(texts.slice(start, start + EMBED_SLICE), 'document', options.signal)));
+    }
+    let next = 0;
+    return staged.map((document) => ({
+      ...document,
+      chunks: document.chunks.map((chunk) => ({
+        ...chunk,
+        vector: vectors[next++] ?? new Float32Array(this.dimension),
+      })),
+    }));
+  }
+
+  /** Applies a committed write to both derived indexes. */
+  async #apply(write: WriteResult): Promise<void> {
+    const removed = new Set(write.removed);
+    // A document given twice in one batch: its first chunks were replaced inside the same transaction.
+    const added = write.added.filter((chunk) => !removed.has(chunk.label));
+    if (added.length > 0) {
+      await this.#dense.add(
+        added.map((chunk) => chunk.label),
+        added.map((chunk) => chunk.vector),
+        this.dimension,
+      );
+    }
+    if (removed.size > 0) await this.#dense.remove([...removed]);
+    for (const label of removed) this.#lexical.remove(label);
+    for (const chunk of added) this.#lexical.add(chunk.label, lexicalText(chunk.text, chunk.context));
+  }
+
+  /** Saves the dense index if it changed since the last save; tombstones it covers are pruned. */
+  async save(): Promise<void> {
+    if (this.#state.status !== 'ready') return;
+    await this.#serialized(async () => {
+      const seq = this.store.seq;
+      if (seq === this.#savedSeq) return;
+      await this.#dense.save(this.settings.dir, seq);
+      this.store.pruneTombstones(seq);
+      this.#savedSeq = seq;
+    });
+  }
+
+  getDocument(id: string): StoredDocument | undefined {
+    return this.store.getDocument(id);
+  }
+
+  async stats(): Promise<CorpusStats> {
+    const { documents, chunks } = this.store.counts();
+    return {
+      documents,
+      chunks,
+      dense: await this.#dense.count(),
+      lexical: this.#lexical.size,
+      indexVersion: String(this.store.seq),
+    };
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#ready;
+    try {
+      await this.save();
+    } catch (error) {
+      this.log.error({ reason: (error as Error).message }, 'could not save the dense index on close');
+    }
+    await this.#writes;
+    await this.#dense.close();
+    this.store.close();
+  }
+}
+
+function lexicalText(text: string, context: string): string {
+  return context === '' ? text : `${context}\n\n${text}`;
+}
+
+/** What ingest compares to skip unchanged documents. */
+export function contentHash(
+  text: string,
+  meta: Record<string, unknown>,
+  options: Pick<AddOptions, 'chunk' | 'contextual'>,
+): string {
+  return createHash('sha256')
+    .update(JSON.stringify([text, meta, options.chunk, options.contextual]))
+    .digest('hex');
+}

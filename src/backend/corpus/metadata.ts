@@ -1,0 +1,30 @@
+import { RpcError } from '../../protocol/errors.js';
+
+/** Declared metadata field types (configuration `index.fields`). Undeclared fields are stored as given, untyped. */
+export type FieldType = 'keyword' | 'text' | 'int' | 'float' | 'bool' | 'date';
+
+const CHECKS: Record<FieldType, (value: unknown) => boolean> = {
+  keyword: (v) => typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string')),
+  text: (v) => typeof v === 'string',
+  int: (v) => Number.isSafeInteger(v),
+  float: (v) => typeof v === 'number' && Number.isFinite(v),
+  bool: (v) => typeof v === 'boolean',
+  // ISO 8601 date or date-time.
+  date: (v) =>
+    typeof v === 'string' &&
+    /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) &&
+    !Number.isNaN(Date.parse(v)),
+};
+
+/** -32602 with `data.field` (`documents.3.meta.year`) for a declared field of the wrong type. */
+export function validateMetadata(
+  meta: Record<string, unknown>,
+  fields: Readonly<Record<string, FieldType>>,
+  field: string,
+): void {
+  for (const [name, value] of Object.entries(meta)) {
+    const type = fields[name];
+    if (type === undefined || value === null) continue;
+    if (!CHECKS[type](value)) throw RpcError.invalidParams(`${field}.${name}`, `must be a ${type}`);
+  }
+}

@@ -1,0 +1,21 @@
+/** Messages between the dense index and its worker thread (hnswlib-node runs synchronously: keep it off the loop). */
+export interface DenseIndexOptions {
+  readonly space: 'cosine' | 'ip';
+  readonly dimension: number;
+  readonly m: number;
+  readonly efConstruction: number;
+  readonly efSearch: number;
+  readonly initialCapacity: number;
+}
+
+export type DenseRequest =
+  | { op: 'open'; options: DenseIndexOptions; file: string | undefined }
+  | { op: 'add'; labels: Float64Array; vectors: Float32Array }
+  | { op: 'remove'; labels: Float64Array }
+  | { op: 'search'; vector: Float32Array; k: number; ef: number; allow: Float64Array | undefined }
+  | { op: 'save'; file: string }
+  | { op: 'count' };
+
+export type DenseReply =
+  | { ok: true; loaded?: boolean; count?: number; labels?: Float64Array; distances?: Float32Array }
+  | { ok: false; error: string };

@@ -1,0 +1,100 @@
+/**
+ * The HNSW worker thread: owns one hnswlib-node index. Every request is answered in order with a DenseReply.
+ * Conversions from typed arrays use a plain loop (hnswlib-node accepts arrays only; Array.from is ~14x slower).
+ */
+import { parentPort } from 'node:worker_threads';
+import hnswlib from 'hnswlib-node';
+import type { DenseIndexOptions, DenseReply, DenseRequest } from './protocol.js';
+
+let index: hnswlib.HierarchicalNSW | undefined;
+let options: DenseIndexOptions | undefined;
+/** Live labels: hnswlib's own count includes deleted ones. */
+const live = new Set<number>();
+
+function toArray(data: Float32Array, start: number, length: number): number[] {
+  const out = new Array<number>(length);
+  for (let i = 0; i < length; i++) out[i] = data[start + i] ?? 0;
+  return out;
+}
+
+function ensureCapacity(extra: number): void {
+  if (index === undefined) return;
+  const needed = index.getCurrentCount() + extra;
+  if (needed <= index.getMaxElements()) return;
+  index.resizeIndex(Math.max(needed, index.getMaxElements() * 2));
+}
+
+function handle(request: DenseRequest): DenseReply {
+  switch (request.op) {
+    case 'open': {
+      options = request.options;
+      live.clear();
+      index = new hnswlib.HierarchicalNSW(options.space, options.dimension);
+      let loaded = false;
+      if (request.file !== undefined) {
+        // allowReplaceDeleted: fresh labels may reuse the slots of deleted ones.
+        index.readIndexSync(request.file, true);
+        loaded = true;
+        for (const label of index.getIdsList()) live.add(label);
+      } else {
+        index.initIndex({
+          maxElements: options.initialCapacity,
+          m: options.m,
+          efConstruction: options.efConstruction,
+          allowReplaceDeleted: true,
+        });
+      }
+      index.setEf(options.efSearch);
+      return { ok: true, loaded, count: live.size };
+    }
+    case 'add': {
+      if (index === undefined || options === undefined) throw new Error('index not open');
+      const { dimension } = options;
+      ensureCapacity(request.labels.length);
+      request.labels.forEach((label, i) => {
+        if (live.has(label)) index?.markDelete(label);
+        index?.addPoint(toArray(request.vectors, i * dimension, dimension), label, true);
+        live.add(label);
+      });
+      return { ok: true, count: live.size };
+    }
+    case 'remove': {
+      for (const label of request.labels) {
+        if (!live.has(label)) continue; // never added, or already removed: replay and retries are idempotent
+        index?.markDelete(label);
+        live.delete(label);
+      }
+      return { ok: true, count: live.size };
+    }
+    case 'search': {
+      if (index === undefined || options === undefined) throw new Error('index not open');
+      const k = Math.min(request.k, live.size);
+      if (k === 0) return { ok: true, labels: new Float64Array(0), distances: new Float32Array(0) };
+      index.setEf(Math.max(options.efSearch, request.ef, k));
+      const allow = request.allow === undefined ? undefined : new Set(request.allow);
+      if (allow?.size === 0) return { ok: true, labels: new Float64Array(0), distances: new Float32Array(0) };
+      const result = index.searchKnn(
+        toArray(request.vector, 0, options.dimension),
+        allow === undefined ? k : Math.min(k, allow.size),
+        allow === undefined ? undefined : (label: number) => allow.has(label),
+      );
+      return { ok: true, labels: Float64Array.from(result.neighbors), distances: Float32Array.from(result.distances) };
+    }
+    case 'save': {
+      index?.writeIndexSync(request.file);
+      return { ok: true, count: live.size };
+    }
+    case 'count':
+      return { ok: true, count: live.size };
+  }
+}
+
+parentPort?.on('message', (request: DenseRequest) => {
+  let reply: DenseReply;
+  try {
+    reply = handle(request);
+  } catch (error) {
+    reply = { ok: false, error: (error as Error).message };
+  }
+  parentPort?.postMessage(reply);
+});

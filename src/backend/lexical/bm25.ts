@@ -1,0 +1,82 @@
+import { analyze, type AnalyzerOptions } from './analyzer.js';
+
+export interface Bm25Options extends AnalyzerOptions {
+  readonly k1: number;
+  readonly b: number;
+}
+
+export interface LexicalHit {
+  readonly label: number;
+  readonly score: number;
+}
+
+/**
+ * Okapi BM25 over an in-memory inverted index with incremental add and delete. Postings map a term to
+ * (label → term frequency); document lengths and the running total give avgdl. Rebuilt from the store at start
+ * (it is derived data; see the corpus).
+ *   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5));  score = Σ idf · tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl))
+ */
+export class Bm25Index {
+  readonly #postings = new Map<string, Map<number, number>>();
+  readonly #lengths = new Map<number, number>();
+  readonly #terms = new Map<number, string[]>();
+  #totalLength = 0;
+
+  constructor(private readonly options: Bm25Options) {}
+
+  get size(): number {
+    return this.#lengths.size;
+  }
+
+  add(label: number, text: string): void {
+    if (this.#lengths.has(label)) this.remove(label);
+    const terms = analyze(text, this.options);
+    const counts = new Map<string, number>();
+    for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
+    for (const [term, tf] of counts) {
+      let posting = this.#postings.get(term);
+      if (posting === undefined) this.#postings.set(term, (posting = new Map<number, number>()));
+      posting.set(label, tf);
+    }
+    this.#lengths.set(label, terms.length);
+    this.#terms.set(label, [...counts.keys()]);
+    this.#totalLength += terms.length;
+  }
+
+  /** Removes a label; an unknown one is ignored (replay and retries are idempotent). */
+  remove(label: number): void {
+    const length = this.#lengths.get(label);
+    if (length === undefined) return;
+    for (const term of this.#terms.get(label) ?? []) {
+      const posting = this.#postings.get(term);
+      posting?.delete(label);
+      if (posting?.size === 0) this.#postings.delete(term);
+    }
+    this.#lengths.delete(label);
+    this.#terms.delete(label);
+    this.#totalLength -= length;
+  }
+
+  search(query: string, k: number, allow?: ReadonlySet<number>): LexicalHit[] {
+    const n = this.#lengths.size;
+    if (n === 0 || k <= 0) return [];
+    const { k1, b } = this.options;
+    const average = this.#totalLength / n;
+    const scores = new Map<number, number>();
+    for (const term of new Set(analyze(query, this.options))) {
+      const posting = this.#postings.get(term);
+      if (posting === undefined) continue;
+      const idf = Math.log(1 + (n - posting.size + 0.5) / (posting.size + 0.5));
+      for (const [label, tf] of posting) {
+        if (allow !== undefined && !allow.has(label)) continue;
+        const length = this.#lengths.get(label) ?? 0;
+        const score = (idf * tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * length) / average));
+        scores.set(label, (scores.get(label) ?? 0) + score);
+      }
+    }
+    return [...scores]
+      .map(([label, score]) => ({ label, score }))
+      .sort((x, y) => y.score - x.score || x.label - y.label)
+      .slice(0, k);
+  }
+}

@@ -1,0 +1,256 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+
+/**
+ * The corpus of record (DESIGN §1: the only importer of the database driver): documents, their chunks with the
+ * chunks' vectors, and a tombstone per removed chunk. SQLite in WAL mode with `synchronous = FULL`: a write
+ * transaction is on disk when `commit` returns, and only then is a write acknowledged. The dense and lexical indexes
+ * are derived from this store and can always be rebuilt from it.
+ *
+ * Every committed write gets the next sequence number (`seq`), which is the corpus `indexVersion` (§7.7.1) and lets
+ * a saved index replay exactly the writes it has not seen: chunks with a higher `seq` are added, tombstones with a
+ * higher `seq` are removed. Chunk labels come from AUTOINCREMENT, so a label is never reused.
+ */
+export interface StoredChunk {
+  readonly label: number;
+  readonly docId: string;
+  readonly ordinal: number;
+  readonly text: string;
+  /** Situating context prepended for embedding and lexical matching (`contextual: true`), or ''. */
+  readonly context: string;
+  readonly vector: Float32Array;
+}
+
+export interface StoredDocument {
+  readonly id: string;
+  readonly text: string;
+  readonly meta: Record<string, unknown>;
+  readonly hash: string;
+}
+
+export interface NewChunk {
+  readonly text: string;
+  readonly context: string;
+  readonly vector: Float32Array;
+}
+
+export interface NewDocument extends StoredDocument {
+  readonly chunks: readonly NewChunk[];
+}
+
+export interface WriteResult {
+  readonly seq: number;
+  /** Labels of chunks added, and of chunks removed (replaced or deleted), for the derived indexes. */
+  readonly added: StoredChunk[];
+  readonly removed: number[];
+  /** Documents actually removed (index/delete). */
+  readonly deletedDocuments: number;
+}
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT NOT NULL, hash TEXT NOT NULL, seq INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS chunks (
+    label INTEGER PRIMARY KEY AUTOINCREMENT, doc_id TEXT NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL,
+    context TEXT NOT NULL, vector BLOB NOT NULL, seq INTEGER NOT NULL);
+  CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
+  CREATE INDEX IF NOT EXISTS chunks_seq ON chunks (seq);
+  CREATE TABLE IF NOT EXISTS tombstones (label INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
+  CREATE INDEX IF NOT EXISTS tombstones_seq ON tombstones (seq);
+  CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, result TEXT NOT NULL, seq INTEGER NOT NULL);
+`;
+
+interface ChunkRow {
+  label: number;
+  doc_id: string;
+  ordinal: number;
+  text: string;
+  context: string;
+  vector: Buffer;
+}
+
+function chunkOf(row: ChunkRow): StoredChunk {
+  const bytes = new Uint8Array(row.vector);
+  return {
+    label: row.label,
+    docId: row.doc_id,
+    ordinal: row.ordinal,
+    text: row.text,
+    context: row.context,
+    vector: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4),
+  };
+}
+
+const blob = (vector: Float32Array) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
+
+export class CorpusStore {
+  readonly #db: Database.Database;
+
+  constructor(dir: string) {
+    mkdirSync(dir, { recursive: true });
+    this.#db = new Database(join(dir, 'corpus.sqlite'));
+    this.#db.pragma('journal_mode = WAL');
+    this.#db.pragma('synchronous = FULL');
+    this.#db.pragma('foreign_keys = ON');
+    this.#db.exec(SCHEMA);
+  }
+
+  /** The sequence number of the last committed write: the corpus indexVersion. */
+  get seq(): number {
+    return Number(this.getMeta('seq') ?? 0);
+  }
+
+  getMeta(key: string): string | undefined {
+    const row = this.#db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined;
+    return row?.value;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.#db
+      .prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
+      .run(key, value);
+  }
+
+  /** The result a previous write with this idempotency key returned, if any (§7.10). */
+  idempotentResult(key: string): unknown {
+    const row = this.#db.prepare('SELECT result FROM idempotency WHERE key = ?').get(key) as
+      { result: string } | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.result) as unknown);
+  }
+
+  /**
+   * Upserts documents in one durable transaction: each document replaces any previous one with its id (its old
+   * chunks become tombstones). `result` (with `seq` filled in by the caller's function) is stored under `key`.
+   */
+  upsert(
+    documents: readonly NewDocument[],
+    idempotency?: { key: string; result: (seq: number) => unknown },
+  ): WriteResult {
+    return this.#db.transaction(() => {
+      const seq = this.seq + 1;
+      const removed: number[] = [];
+      const added: StoredChunk[] = [];
+      const oldLabels = this.#db.prepare('SELECT label FROM chunks WHERE doc_id = ?').pluck();
+      const deleteChunks = this.#db.prepare('DELETE FROM chunks WHERE doc_id = ?');
+      const tombstone = this.#db.prepare('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
+      const putDocument = this.#db.prepare(
+        `INSERT INTO documents (id, text, meta, hash, seq) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET text = excluded.text, meta = excluded.meta, hash = excluded.hash, seq = excluded.seq`,
+      );
+      const putChunk = this.#db.prepare(
+        'INSERT INTO chunks (doc_id, ordinal, text, context, vector, seq) VALUES (?, ?, ?, ?, ?, ?) RETURNING label',
+      );
+      for (const document of documents) {
+        for (const label of oldLabels.all(document.id) as number[]) {
+          tombstone.run(label, seq);
+          removed.push(label);
+        }
+        deleteChunks.run(document.id);
+        putDocument.run(document.id, document.text, JSON.stringify(document.meta), document.hash, seq);
+        document.chunks.forEach((chunk, ordinal) => {
+          const row = putChunk.get(document.id, ordinal, chunk.text, chunk.context, blob(chunk.vector), seq);
+          const { label } = row as { label: number };
+          added.push({
+            label,
+            docId: document.id,
+            ordinal,
+            text: chunk.text,
+            context: chunk.context,
+            vector: chunk.vector,
+          });
+        });
+      }
+      this.setMeta('seq', String(seq));
+      if (idempotency !== undefined) {
+        this.#db
+          .prepare('INSERT INTO idempotency (key, result, seq) VALUES (?, ?, ?)')
+          .run(idempotency.key, JSON.stringify(idempotency.result(seq)), seq);
+      }
+      return { seq, added, removed, deletedDocuments: 0 };
+    })();
+  }
+
+  /** Deletes documents and their chunks in one durable transaction; absent ids are not an error (§7.11). */
+  delete(ids: readonly string[]): WriteResult {
+    return this.#db.transaction(() => {
+      const present = ids.filter(
+        (id) => this.#db.prepare('SELECT 1 FROM documents WHERE id = ?').get(id) !== undefined,
+      );
+      const unique = [...new Set(present)];
+      if (unique.length === 0) return { seq: this.seq, added: [], removed: [], deletedDocuments: 0 };
+      const seq = this.seq + 1;
+      const removed: number[] = [];
+      const tombstone = this.#db.prepare('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
+      for (const id of unique) {
+        for (const label of this.#db.prepare('SELECT label FROM chunks WHERE doc_id = ?').pluck().all(id) as number[]) {
+          tombstone.run(label, seq);
+          removed.push(label);
+        }
+        this.#db.prepare('DELETE FROM chunks WHERE doc_id = ?').run(id);
+        this.#db.prepare('DELETE FROM documents WHERE id = ?').run(id);
+      }
+      this.setMeta('seq', String(seq));
+      return { seq, added: [], removed, deletedDocuments: unique.length };
+    })();
+  }
+
+  getDocument(id: string): StoredDocument | undefined {
+    const row = this.#db.prepare('SELECT id, text, meta, hash FROM documents WHERE id = ?').get(id) as
+      { id: string; text: string; meta: string; hash: string } | undefined;
+    return row === undefined ? undefined : { ...row, meta: JSON.parse(row.meta) as Record<string, unknown> };
+  }
+
+  /** Content hash of a stored document (ingest skips documents stored with the same hash). */
+  hashOf(id: string): string | undefined {
+    return this.#db.prepare('SELECT hash FROM documents WHERE id = ?').pluck().get(id) as string | undefined;
+  }
+
+  getChunk(label: number): StoredChunk | undefined {
+    const row = this.#db.prepare('SELECT * FROM chunks WHERE label = ?').get(label) as ChunkRow | undefined;
+    return row === undefined ? undefined : chunkOf(row);
+  }
+
+  /** Every chunk (or those written after `afterSeq`), in label order, streamed. */
+  *chunks(afterSeq = 0): Generator<StoredChunk> {
+    const rows = this.#db
+      .prepare('SELECT * FROM chunks WHERE seq > ? ORDER BY label')
+      .iterate(afterSeq) as IterableIterator<ChunkRow>;
+    for (const row of rows) yield chunkOf(row);
+  }
+
+  /** Every chunk's label and lexical text (no vectors), streamed: what the lexical index is rebuilt from. */
+  *chunkTexts(): Generator<{ label: number; text: string; context: string }> {
+    yield* this.#db.prepare('SELECT label, text, context FROM chunks ORDER BY label').iterate() as IterableIterator<{
+      label: number;
+      text: string;
+      context: string;
+    }>;
+  }
+
+  /** Labels removed after `afterSeq`. */
+  tombstonesAfter(afterSeq: number): number[] {
+    return this.#db.prepare('SELECT label FROM tombstones WHERE seq > ?').pluck().all(afterSeq) as number[];
+  }
+
+  /** Tombstones at or below a saved index's seq are no longer needed to replay anything. */
+  pruneTombstones(throughSeq: number): void {
+    this.#db.prepare('DELETE FROM tombstones WHERE seq <= ?').run(throughSeq);
+  }
+
+  counts(): { documents: number; chunks: number } {
+    return {
+      documents: this.#db.prepare('SELECT count(*) FROM documents').pluck().get() as number,
+      chunks: this.#db.prepare('SELECT count(*) FROM chunks').pluck().get() as number,
+    };
+  }
+
+  documentIds(): string[] {
+    return this.#db.prepare('SELECT id FROM documents ORDER BY id').pluck().all() as string[];
+  }
+
+  close(): void {
+    this.#db.close();
+  }
+}

@@ -1,0 +1,75 @@
+import { Type } from '@sinclair/typebox';
+import type { CorpusWriter } from '../backend/ports.js';
+import { RpcError } from '../protocol/errors.js';
+import type { JsonObject } from '../protocol/messages.js';
+import type { MethodDefinition } from '../protocol/registry.js';
+
+const IndexAddParams = Type.Object({
+  documents: Type.Array(
+    Type.Object({
+      id: Type.Optional(Type.String({ minLength: 1 })),
+      text: Type.String(),
+      meta: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    }),
+  ),
+  chunk: Type.Optional(Type.Boolean()),
+  contextual: Type.Optional(Type.Boolean()),
+});
+
+const IndexDeleteParams = Type.Object({ ids: Type.Array(Type.String()) });
+
+export interface IndexLimits {
+  readonly writable: boolean;
+  /** Most documents per index/add (and ids per index/delete); more is -32013. */
+  readonly maxDocuments: number;
+}
+
+/** §15.3: writes are authorised apart from reads; a read-only corpus refuses them as the capability says. */
+function requireWritable(limits: IndexLimits, method: string): void {
+  if (!limits.writable) throw RpcError.capabilityMissing(method, 'index.writable');
+}
+
+/**
+ * `index/add` (§7.10) and `index/delete` (§7.11) over the corpus, and the `index` capability they share:
+ * `{writable, chunking: true, contextual: true}`.
+ */
+export function indexMethods(
+  corpus: CorpusWriter,
+  limits: IndexLimits,
+): [[MethodDefinition<typeof IndexAddParams>, JsonObject], [MethodDefinition<typeof IndexDeleteParams>, JsonObject]] {
+  const capability = { writable: limits.writable, chunking: true, contextual: true };
+  const add: MethodDefinition<typeof IndexAddParams> = {
+    method: 'index/add',
+    params: IndexAddParams,
+    handler: async (params, ctx) => {
+      requireWritable(limits, 'index/add');
+      if (params.documents.length > limits.maxDocuments) {
+        throw RpcError.payloadTooLarge(`${params.documents.length} documents exceed ${limits.maxDocuments} per call`, 'documents');
+      }
+      const key = ctx.meta.idempotencyKey;
+      if (key !== undefined && typeof key !== 'string') throw RpcError.invalidParams('_meta.idempotencyKey', 'must be a string');
+      const result = await corpus.add(params.documents, {
+        chunk: params.chunk === true,
+        contextual: params.contextual === true,
+        idempotencyKey: key,
+        signal: ctx.signal,
+      });
+      return { ...result };
+    },
+  };
+  const remove: MethodDefinition<typeof IndexDeleteParams> = {
+    method: 'index/delete',
+    params: IndexDeleteParams,
+    handler: async (params) => {
+      requireWritable(limits, 'index/delete');
+      if (params.ids.length > limits.maxDocuments) {
+        throw RpcError.payloadTooLarge(`${params.ids.length} ids exceed ${limits.maxDocuments} per call`, 'ids');
+      }
+      return { ...(await corpus.delete(params.ids)) };
+    },
+  };
+  return [
+    [add, capability],
+    [remove, capability],
+  ];
+}

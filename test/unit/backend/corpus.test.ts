@@ -1,0 +1,223 @@
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { chunkText } from '../../../src/backend/corpus/chunking.js';
+import { Corpus, CorpusError, type CorpusSettings } from '../../../src/backend/corpus/corpus.js';
+import { readManifest } from '../../../src/backend/manifest.js';
+import { BertEncoder } from '../../../src/backend/onnx/bert.js';
+import { writeFixture } from '../../fixtures/bert-models.js';
+
+const ROOT = mkdtempSync(join(tmpdir(), 'rcp-corpus-'));
+afterAll(() => rmSync(ROOT, { recursive: true, force: true }));
+
+const lines: { msg: string; obj: object }[] = [];
+const log = {
+  info: (obj: object, msg = '') => lines.push({ obj, msg }),
+  warn: (obj: object, msg = '') => lines.push({ obj, msg }),
+  error: (obj: object, msg = '') => lines.push({ obj, msg }),
+};
+writeFixture(join(ROOT, 'encoder'), { kind: 'encoder', maxTokens: 32 });
+const encoder = new BertEncoder(
+  join(ROOT, 'encoder'),
+  readManifest(join(ROOT, 'encoder')),
+  { intraOpThreads: 1, log },
+  {
+    maxWaitMs: 0,
+    maxBatchTokens: 8192,
+    maxBatchItems: 64,
+    maxQueuedItems: 1024,
+  },
+);
+afterAll(() => encoder.close());
+
+function settings(dir: string, overrides: Partial<CorpusSettings> = {}): CorpusSettings {
+  return {
+    dir: join(ROOT, dir),
+    space: 'cosine',
+    m: 16,
+    efConstruction: 100,
+    efSearch: 32,
+    saveIntervalMs: 60_000,
+    maxDocumentBytes: 10_000,
+    fields: { year: 'int', source: 'keyword' },
+    bm25: { k1: 1.2, b: 0.75, stem: true },
+    ...overrides,
+  };
+}
+
+async function open(dir: string, overrides: Partial<CorpusSettings> = {}): Promise<Corpus> {
+  const corpus = new Corpus(settings(dir, overrides), encoder, log);
+  await corpus.ready;
+  return corpus;
+}
+
+const docs = (n: number, prefix = 'doc') =>
+  Array.from({ length: n }, (_, i) => ({
+    id: `${prefix}-${i}`,
+    text: `the protein ${i} and cell ${i % 7} in the study of blood`,
+  }));
+
+describe('corpus: store + dense + lexical in step', () => {
+  it('upserts by id: re-adding replaces, never duplicates, in every index', async () => {
+    const corpus = await open('upsert');
+    await corpus.add(docs(5), { chunk: false, contextual: false });
+    await corpus.add([{ id: 'doc-1', text: 'replaced text about the brain' }], { chunk: false, contextual: false });
+    expect(await corpus.stats()).toMatchObject({ documents: 5, chunks: 5, dense: 5, lexical: 5 });
+    expect(corpus.getDocument('doc-1')?.text).toBe('replaced text about the brain');
+    await corpus.close();
+  });
+
+  it('deletes idempotently, removing the chunks from every index', async () => {
+    const corpus = await open('delete');
+    await corpus.add(docs(4), { chunk: false, contextual: false });
+    expect(await corpus.delete(['doc-0', 'doc-0', 'nope'])).toMatchObject({ deleted: 1 });
+    expect(await corpus.delete(['doc-0'])).toMatchObject({ deleted: 0 });
+    expect(await corpus.stats()).toMatchObject({ documents: 3, chunks: 3, dense: 3, lexical: 3 });
+    await corpus.close();
+  });
+
+  it('§7.10 is all or nothing: one bad document leaves the corpus exactly as it was', async () => {
+    const corpus = await open('atomic');
+    await corpus.add(docs(2), { chunk: false, contextual: false });
+    const before = await corpus.stats();
+    const bad = [
+      [{ text: '   ' }, 'documents.1.text'],
+      [{ text: 'x'.repeat(10_001) }, 'documents.1.text'],
+      [{ text: 'ok', meta: { year: '2020' } }, 'documents.1.meta.year'],
+      [{ text: 'ok', meta: { year: 2020.5 } }, 'documents.1.meta.year'],
+      [{ text: 'ok', meta: { source: 7 } }, 'documents.1.meta.source'],
+    ] as const;
+    for (const [document, field] of bad) {
+      await expect(
+        corpus.add([{ id: 'fine', text: 'a fine document' }, document], { chunk: false, contextual: false }),
+      ).rejects.toMatchObject({ code: -32602, data: { field } });
+    }
+    expect(await corpus.stats()).toEqual(before);
+    expect(corpus.getDocument('fine')).toBeUndefined();
+    await corpus.close();
+  });
+
+  it('§7.10 _meta.idempotencyKey returns the original result for a repeat, without writing again', async () => {
+    const corpus = await open('idempotent');
+    const first = await corpus.add([{ text: 'minted id document' }], {
+      chunk: false,
+      contextual: false,
+      idempotencyKey: 'k1',
+    });
+    const again = await corpus.add([{ text: 'minted id document' }], {
+      chunk: false,
+      contextual: false,
+      idempotencyKey: 'k1',
+    });
+    expect(again).toEqual(first);
+    expect((await corpus.stats()).documents).toBe(1);
+    await corpus.close();
+  });
+
+  it('restart loads the saved dense index and replays later writes from the store (no re-embedding)', async () => {
+    const crashed = await open('restart');
+    await crashed.add(docs(20), { chunk: false, contextual: false });
+    await crashed.save();
+    await crashed.add(docs(5, 'late'), { chunk: false, contextual: false });
+    await crashed.delete(['doc-3']);
+    // The first process "dies" here: never closed, so never saved again. A second one opens the same directory.
+    expect(readdirSync(join(ROOT, 'restart')).filter((name) => name.endsWith('.hnsw'))).toEqual(['dense-1.hnsw']);
+    lines.length = 0;
+    const restarted = await open('restart');
+    expect(lines.find((line) => line.msg === 'corpus ready')?.obj).toMatchObject({ denseIndex: 'loaded at seq 1' });
+    expect(await restarted.stats()).toMatchObject({ documents: 24, chunks: 24, dense: 24, lexical: 24 });
+    await restarted.close();
+  });
+
+  it('no saved file: the dense index is rebuilt from the stored vectors, with a log line', async () => {
+    let corpus = await open('rebuild');
+    await corpus.add(docs(6), { chunk: false, contextual: false });
+    await corpus.close();
+    for (const name of readdirSync(join(ROOT, 'rebuild')))
+      if (name.endsWith('.hnsw')) rmSync(join(ROOT, 'rebuild', name));
+    lines.length = 0;
+    corpus = await open('rebuild');
+    expect(await corpus.stats()).toMatchObject({ documents: 6, chunks: 6, dense: 6, lexical: 6 });
+    expect(lines.some((line) => line.msg.includes('rebuilding it from the store'))).toBe(true);
+    await corpus.close();
+  });
+
+  it('uses the saved file when present: a restart after a save rebuilds nothing', async () => {
+    let corpus = await open('reload');
+    await corpus.add(docs(10), { chunk: false, contextual: false });
+    await corpus.close();
+    lines.length = 0;
+    corpus = await open('reload');
+    expect(lines.find((line) => line.msg === 'corpus ready')?.obj).toMatchObject({
+      denseIndex: 'loaded at seq 1',
+      dense: 10,
+    });
+    await corpus.close();
+  });
+
+  it('a corrupt index file is rebuilt from the store, with a log line', async () => {
+    let corpus = await open('corrupt');
+    await corpus.add(docs(8), { chunk: false, contextual: false });
+    await corpus.close();
+    const file = readdirSync(join(ROOT, 'corrupt')).find((name) => name.endsWith('.hnsw'))!;
+    writeFileSync(join(ROOT, 'corrupt', file), 'garbage');
+    lines.length = 0;
+    corpus = await open('corrupt');
+    expect(await corpus.stats()).toMatchObject({ documents: 8, dense: 8, lexical: 8 });
+    expect(lines.some((line) => line.msg.includes('rebuilding it from the store'))).toBe(true);
+    await corpus.close();
+  });
+
+  it('refuses to open a data dir embedded with another encoder (a start-up error, not silent garbage)', async () => {
+    const corpus = await open('identity');
+    await corpus.add(docs(1), { chunk: false, contextual: false });
+    await corpus.close();
+    const other = { ...encoder, info: { ...encoder.info, identity: 'someone/else#000000000000' } };
+    expect(() => new Corpus(settings('identity'), other as unknown as BertEncoder, log)).toThrow(CorpusError);
+  });
+
+  it('chunk + contextual: long documents become overlapping chunks; context is title and heading', async () => {
+    const corpus = await open('chunks');
+    const text = `# Blood\n\n${'The protein level in blood rises. '.repeat(12)}\n\n# Brain\n\nThe brain cells decrease.`;
+    const result = await corpus.add([{ id: 'long', text, meta: { title: 'A study' } }], {
+      chunk: true,
+      contextual: true,
+    });
+    expect(result.chunks).toBeGreaterThan(2);
+    expect(await corpus.stats()).toMatchObject({ chunks: result.chunks, dense: result.chunks, lexical: result.chunks });
+    await corpus.close();
+  });
+});
+
+describe('chunking', () => {
+  const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
+
+  it('ends chunks on sentence boundaries within the limit, overlapping by one sentence', () => {
+    const sentences = Array.from({ length: 10 }, (_, i) => `Sentence number ${i} has six words.`);
+    const chunks = chunkText(sentences.join(' '), words, 20);
+    for (const chunk of chunks) {
+      expect(words(chunk.text)).toBeLessThanOrEqual(20);
+      expect(chunk.text.endsWith('.')).toBe(true);
+    }
+    for (let i = 1; i < chunks.length; i++) {
+      const previousLast = chunks[i - 1]!.text.split('. ').at(-1)!;
+      expect(chunks[i]!.text.startsWith(previousLast.replace(/\.$/, ''))).toBe(true);
+    }
+    expect(sentences.every((s) => chunks.some((chunk) => chunk.text.includes(s)))).toBe(true);
+  });
+
+  it('cuts a sentence longer than the limit at word boundaries', () => {
+    const chunks = chunkText(`${'word '.repeat(50)}end.`, words, 12);
+    expect(chunks.length).toBeGreaterThan(4);
+    for (const chunk of chunks) expect(words(chunk.text)).toBeLessThanOrEqual(12);
+  });
+
+  it('starts a new chunk at each markdown heading and records it', () => {
+    const chunks = chunkText('# Intro\nFirst part.\n\n## Methods\nSecond part.', words, 100);
+    expect(chunks).toEqual([
+      { text: 'First part.', heading: 'Intro' },
+      { text: 'Second part.', heading: 'Methods' },
+    ]);
+  });
+});

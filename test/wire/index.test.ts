@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, INITIALIZE, request, ROOT, TRANSPORTS, type Connection, type Frame } from '../helpers/wire.js';
+
+const ENCODER = `${ROOT}/models/use-lite`;
+type AddResult = { ids: string[]; chunks: number; indexVersion: string };
+const result = <T>(frame: Frame | Frame[]) => (frame as Frame).result as T;
+const error = (frame: Frame | Frame[]) => (frame as Frame).error as { code: number; data: Record<string, unknown> };
+
+describe.each(TRANSPORTS)('index/add and index/delete over %s (§7.10, §7.11)', (transport) => {
+  let client: Connection;
+  let capabilities: Record<string, unknown>;
+  let id = 0;
+  const call = (method: string, params: object) => client.exchange(request(++id, method, params));
+  const add = async (params: object) => result<AddResult>(await call('index/add', params));
+
+  beforeAll(async () => {
+    client = await connect(transport, {
+      config: { 'models.encoder': ENCODER, 'index.maxDocumentBytes': 4096, 'index.maxDocumentsPerAdd': 8 },
+    });
+    capabilities = result<{ capabilities: Record<string, unknown> }>(await client.exchange(INITIALIZE())).capabilities;
+  });
+  afterAll(() => client.close());
+
+  it('§6 advertises index {writable, chunking, contextual}', () => {
+    expect(capabilities.index).toEqual({ writable: true, chunking: true, contextual: true });
+  });
+
+  it('§7.10 returns ids in input order, minting ids for documents without one', async () => {
+    const { ids, chunks } = await add({
+      documents: [{ id: 'b', text: 'second' }, { text: 'minted' }, { id: 'a', text: 'first' }],
+    });
+    expect(ids[0]).toBe('b');
+    expect(ids[1]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(ids[2]).toBe('a');
+    expect(chunks).toBe(3);
+  });
+
+  it('§7.10 upserts by id: re-adding is observationally one write, and each write moves indexVersion on', async () => {
+    const first = await add({ documents: [{ id: 'up', text: 'conformance upsert probe one' }] });
+    const second = await add({ documents: [{ id: 'up', text: 'conformance upsert probe two' }] });
+    expect(second.ids).toEqual(['up']);
+    expect(Number(second.indexVersion)).toBe(Number(first.indexVersion) + 1);
+  });
+
+  it('§7.10 _meta.idempotencyKey: a repeat returns the original result and writes nothing', async () => {
+    const params = {
+      documents: [{ text: 'no id, so only the key protects it' }],
+      _meta: { idempotencyKey: `key-${transport}` },
+    };
+    const first = await add(params);
+    const repeat = await add(params);
+    expect(repeat).toEqual(first);
+  });
+
+  it('§7.11 delete is idempotent: deleted counts only what this call removed', async () => {
+    await add({ documents: [{ id: 'gone', text: 'to be deleted' }] });
+    expect(result(await call('index/delete', { ids: ['gone', 'never-there'] }))).toMatchObject({ deleted: 1 });
+    expect(result(await call('index/delete', { ids: ['gone'] }))).toMatchObject({ deleted: 0 });
+  });
+
+  it('chunk: true splits a long document and reports the chunk count', async () => {
+    const text = Array.from({ length: 60 }, (_, i) => `Sentence ${i} talks about proteins in the blood of mice.`).join(
+      ' ',
+    );
+    expect(text.length).toBeLessThan(4096);
+    const { chunks } = await add({
+      documents: [{ id: 'long', text, meta: { title: 'Mice' } }],
+      chunk: true,
+      contextual: true,
+    });
+    expect(chunks).toBeGreaterThan(2);
+  });
+
+  const half = { id: 'half', text: 'a good document beside a bad one' };
+  it.each([
+    ['a document without text', { documents: [half, { id: 'x', text: '  ' }] }, -32602, 'documents.1.text'],
+    [
+      'a text over index.maxDocumentBytes',
+      { documents: [half, { id: 'x', text: 'y'.repeat(5000) }] },
+      -32602,
+      'documents.1.text',
+    ],
+    [
+      'metadata of the wrong shape',
+      { documents: [half, { id: 'x', text: 'x', meta: 'year=2020' }] },
+      -32602,
+      'documents.1.meta',
+    ],
+    ['a non-string id', { documents: [half, { id: 7, text: 'x' }] }, -32602, 'documents.1.id'],
+    ['a missing documents array', {}, -32602, 'documents'],
+    [
+      'more documents than index.maxDocumentsPerAdd',
+      { documents: Array.from({ length: 9 }, () => half) },
+      -32013,
+      'documents',
+    ],
+  ])('bad input, %s: a precise error, and the corpus exactly as it was', async (_name, params, code, field) => {
+    const before = await add({ documents: [{ id: 'probe', text: 'probe' }] });
+    const failed = await call('index/add', params);
+    expect(error(failed).code).toBe(code);
+    expect(error(failed).data.field).toBe(field);
+    // Nothing was committed: the next write is the very next version, and the good half of the batch is absent.
+    const after = await add({ documents: [{ id: 'probe', text: 'probe' }] });
+    expect(Number(after.indexVersion)).toBe(Number(before.indexVersion) + 1);
+    expect(result(await call('index/delete', { ids: ['half'] }))).toMatchObject({ deleted: 0 });
+  });
+});
+
+describe('a read-only corpus (index.writable: false, §15.3)', () => {
+  it('advertises writable: false and refuses writes with -32003', async () => {
+    const client = await connect('in-process', { config: { 'models.encoder': ENCODER, 'index.writable': false } });
+    const init = result<{ capabilities: { index: object } }>(await client.exchange(INITIALIZE()));
+    expect(init.capabilities.index).toMatchObject({ writable: false });
+    const frame = await client.exchange(request(1, 'index/add', { documents: [{ text: 'x' }] }));
+    expect(error(frame).code).toBe(-32003);
+    expect(error(await client.exchange(request(2, 'index/delete', { ids: ['x'] }))).code).toBe(-32003);
+    await client.close();
+  });
+});
