@@ -35,7 +35,15 @@ function handle(request: DenseRequest): DenseReply {
         // allowReplaceDeleted: fresh labels may reuse the slots of deleted ones.
         index.readIndexSync(request.file, true);
         loaded = true;
-        for (const label of index.getIdsList()) live.add(label);
+        // getIdsList includes labels marked deleted; getPoint throws for exactly those.
+        for (const label of index.getIdsList()) {
+          try {
+            index.getPoint(label);
+            live.add(label);
+          } catch {
+            // deleted before the save
+          }
+        }
       } else {
         index.initIndex({
           maxElements: options.initialCapacity,

@@ -143,16 +143,16 @@ describe('corpus: store + dense + lexical in step', () => {
     await corpus.close();
   });
 
-  it('uses the saved file when present: a restart after a save rebuilds nothing', async () => {
+  it('uses the saved file when present: a restart after a save rebuilds nothing, and deleted points stay deleted', async () => {
     let corpus = await open('reload');
     await corpus.add(docs(10), { chunk: false, contextual: false });
+    await corpus.delete(['doc-1', 'doc-2']);
+    await corpus.add([{ id: 'doc-3', text: 'replaced' }], { chunk: false, contextual: false });
     await corpus.close();
     lines.length = 0;
     corpus = await open('reload');
-    expect(lines.find((line) => line.msg === 'corpus ready')?.obj).toMatchObject({
-      denseIndex: 'loaded at seq 1',
-      dense: 10,
-    });
+    expect(lines.find((line) => line.msg === 'corpus ready')?.obj).toMatchObject({ denseIndex: 'loaded at seq 3' });
+    expect(await corpus.stats()).toMatchObject({ documents: 8, chunks: 8, dense: 8, lexical: 8 });
     await corpus.close();
   });
 
