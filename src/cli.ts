@@ -14,6 +14,15 @@ export type ModelsCommand =
   | { command: 'models'; action: 'build'; dir: string | undefined }
   | { command: 'models'; action: 'fetch'; names: string[]; dir: string | undefined; hub: string; unpinned: boolean };
 
+export interface IngestCommand {
+  command: 'ingest';
+  paths: string[];
+  configFile: string | undefined;
+  overrides: ConfigOverrides;
+  chunk: boolean;
+  contextual: boolean;
+}
+
 export interface HelpCommand {
   command: 'help';
   text: string;
@@ -25,10 +34,14 @@ export class UsageError extends Error {
 
 export const USAGE = `usage:
   rcp-server serve [--stdio | --http [HOST:]PORT] [--data DIR] [--config FILE]
+  rcp-server ingest [--data DIR] [--config FILE] [--chunk] [--contextual] PATH...
   rcp-server models build [--dir DIR]
   rcp-server models fetch NAME... [--dir DIR] [--hub URL] [--unpinned]
 
   serve              run the server
+  ingest             add documents to the corpus in DIR: BEIR-style JSON Lines ({"_id", "title", "text",
+                     "metadata"}) and folders of .txt/.md files; resumable (unchanged documents are
+                     skipped); --chunk splits long documents, --contextual adds title/heading context
   models build       build the default encoder (USE-lite, converted to ONNX) into DIR
                      (default: models/use-lite); a no-op when it is up to date
   models fetch       download standard models (models/catalog.json) at their pinned revision into
@@ -42,12 +55,13 @@ export const USAGE = `usage:
 `;
 
 /** Parses the command line. The `serve` contract is stable: other tools call it. */
-export function parseCommandLine(argv: readonly string[]): ServeCommand | ModelsCommand | HelpCommand {
+export function parseCommandLine(argv: readonly string[]): ServeCommand | IngestCommand | ModelsCommand | HelpCommand {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     return { command: 'help', text: USAGE };
   }
   if (command === 'models') return parseModels(rest);
+  if (command === 'ingest') return parseIngest(rest);
   if (command !== 'serve') throw new UsageError(`unknown command '${command}'\n\n${USAGE}`);
   let parsed;
   try {
@@ -118,4 +132,33 @@ function parseModels(args: readonly string[]): ModelsCommand {
     };
   }
   throw new UsageError(`models expects 'build' or 'fetch NAME...'\n\n${USAGE}`);
+}
+
+function parseIngest(args: readonly string[]): IngestCommand {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...args],
+      options: {
+        data: { type: 'string' },
+        config: { type: 'string' },
+        chunk: { type: 'boolean' },
+        contextual: { type: 'boolean' },
+      },
+      strict: true,
+      allowPositionals: true,
+    });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
+  }
+  if (parsed.positionals.length === 0) throw new UsageError(`ingest needs at least one PATH\n\n${USAGE}`);
+  const { data, config, chunk, contextual } = parsed.values;
+  return {
+    command: 'ingest',
+    paths: parsed.positionals,
+    configFile: config,
+    overrides: data === undefined ? {} : { dataDir: data },
+    chunk: chunk === true,
+    contextual: contextual === true,
+  };
 }

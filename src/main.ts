@@ -1,14 +1,16 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
-import { createApp } from './app.js';
+import { createApp, type App } from './app.js';
 import { CorpusError } from './backend/corpus/corpus.js';
 import { ManifestError } from './backend/manifest.js';
 import { FetchError, fetchModel, readCatalog } from './backend/model-fetch.js';
 import { DEFAULT_ENCODER, modelDir, prepareDefaultModel } from './backend/models.js';
 import { buildDefaultModel } from './backend/onnx/default-model.js';
-import { parseCommandLine, UsageError, type ModelsCommand, type ServeCommand } from './cli.js';
-import { ConfigError, loadConfig } from './config.js';
+import { parseCommandLine, UsageError, type IngestCommand, type ModelsCommand, type ServeCommand } from './cli.js';
+import { ConfigError, loadConfig, type Config, type ConfigOverrides } from './config.js';
+import { ingest } from './ingest/ingest.js';
+import { SourceError } from './ingest/sources.js';
 
 /**
  * Process entry: CLI, logger to stderr, signals, transport choice. On stdio, stdout carries protocol frames
@@ -30,7 +32,44 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (command.command === 'models') return models(command);
+  if (command.command === 'ingest') return ingestCommand(command);
   return serve(command);
+}
+
+/** `rcp-server ingest`: the app's own corpus and encoder, so documents take exactly the index/add path. */
+async function ingestCommand(command: IngestCommand): Promise<number> {
+  const config = loadOrReport(command.configFile, command.overrides);
+  if (config === undefined) return 2;
+  const log = pino({ level: 'warn', base: { service: config.server.name } }, pino.destination(2));
+  await prepareDefaultModel(config.models, log);
+  const app = createOrReport(config, log);
+  if (app === undefined) return 2;
+  if (app.corpus === undefined) {
+    process.stderr.write('rcp-server: ingest needs an encoder (models.encoder is none)\n');
+    return 2;
+  }
+  await app.corpus.ready;
+  try {
+    const summary = await ingest(
+      app.corpus,
+      command.paths,
+      { chunk: command.chunk, contextual: command.contextual, batchSize: 64 },
+      process.stderr,
+    );
+    const rate = summary.added / Math.max(summary.seconds, 1e-3);
+    process.stdout.write(
+      `ingested ${summary.added} documents (${summary.chunks} chunks) into ${config.dataDir} in ${summary.seconds.toFixed(1)} s ` +
+        `(${rate.toFixed(1)} docs/s); ${summary.unchanged} unchanged, ${summary.rejected.length} rejected\n`,
+    );
+    for (const { origin, reason } of summary.rejected) process.stdout.write(`  rejected ${origin}: ${reason}\n`);
+    return summary.rejected.length === 0 ? 0 : 1;
+  } catch (error) {
+    if (!(error instanceof SourceError)) throw error;
+    process.stderr.write(`rcp-server: ${error.message}\n`);
+    return 2;
+  } finally {
+    await app.close();
+  }
 }
 
 /** `rcp-server models build|fetch`: prepares model directories; progress and failures go to stderr. */
@@ -63,33 +102,34 @@ async function models(command: ModelsCommand): Promise<number> {
   return 0;
 }
 
-async function serve(command: ServeCommand): Promise<number> {
-  let config;
+/** Configuration errors are printed as text and exit 2; they are never wire codes. */
+function loadOrReport(file: string | undefined, overrides: ConfigOverrides): Config | undefined {
   try {
-    config = loadConfig({
-      file: command.configFile,
-      env: process.env,
-      overrides: command.overrides,
-    });
+    return loadConfig({ file, env: process.env, overrides });
   } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`rcp-server: ${error.message}\n`);
-      return 2;
-    }
-    throw error;
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`rcp-server: ${error.message}\n`);
+    return undefined;
   }
+}
+
+function createOrReport(config: Config, log: Logger): App | undefined {
+  try {
+    return createApp(config, { logger: log });
+  } catch (error) {
+    if (!(error instanceof ManifestError || error instanceof CorpusError)) throw error;
+    process.stderr.write(`rcp-server: ${error.message}\n`);
+    return undefined;
+  }
+}
+
+async function serve(command: ServeCommand): Promise<number> {
+  const config = loadOrReport(command.configFile, command.overrides);
+  if (config === undefined) return 2;
   const log = pino({ level: config.log.level, base: { service: config.server.name } }, pino.destination(2));
   await prepareDefaultModel(config.models, log);
-  let app;
-  try {
-    app = createApp(config, { logger: log });
-  } catch (error) {
-    if (error instanceof ManifestError || error instanceof CorpusError) {
-      process.stderr.write(`rcp-server: ${error.message}\n`);
-      return 2;
-    }
-    throw error;
-  }
+  const app = createOrReport(config, log);
+  if (app === undefined) return 2;
 
   if (command.transport.kind === 'stdio') {
     const connection = app.serveStdio({

@@ -1,0 +1,80 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers/wire.js';
+
+/** `rcp-server ingest` as a real process, then `rcp-server serve` finding what it wrote (issue #4). */
+const WORK = mkdtempSync(join(tmpdir(), 'rcp-ingest-'));
+const DATA = join(WORK, 'data');
+afterAll(() => rmSync(WORK, { recursive: true, force: true }));
+
+const beir = [
+  { _id: '1', title: 'Protein folding', text: 'Proteins fold into shapes.', metadata: { year: 2020 } },
+  { id: '2', title: '', text: 'Cells divide by mitosis.' },
+  { _id: 3, text: 'Blood carries oxygen.' },
+  { _id: '4', text: '   ' },
+];
+writeFileSync(join(WORK, 'corpus.jsonl'), `${beir.map((line) => JSON.stringify(line)).join('\n')}\n`);
+mkdirSync(join(WORK, 'notes', 'sub'), { recursive: true });
+writeFileSync(join(WORK, 'notes', 'a.md'), '# Mitochondria\n\nThe powerhouse of the cell.\n');
+writeFileSync(join(WORK, 'notes', 'sub', 'b.txt'), 'Plain text note about neurons.');
+writeFileSync(join(WORK, 'notes', 'ignored.pdf'), 'not text');
+
+function run(args: string[], input?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['bin/rcp-server.js', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, RCP_LOG_LEVEL: 'warn' },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  if (input !== undefined) child.stdin.end(input);
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+describe('rcp-server ingest', () => {
+  it('ingests BEIR JSON Lines and folders of .txt/.md, reports progress and rejects, then resumes', async () => {
+    const first = await run(['ingest', '--data', DATA, join(WORK, 'corpus.jsonl'), join(WORK, 'notes')]);
+    expect(first.stdout).toMatch(/ingested 5 documents \(5 chunks\) .*; 0 unchanged, 1 rejected/);
+    expect(first.stdout).toMatch(/rejected corpus\.jsonl:4: .*documents\.\d+\.text/);
+    expect(first.stderr).toMatch(/ingest: 6\/6 documents/); // not a TTY: plain progress lines
+    expect(first.code).toBe(1); // some documents were rejected
+    const again = await run(['ingest', '--data', DATA, join(WORK, 'corpus.jsonl'), join(WORK, 'notes')]);
+    expect(again.stdout).toMatch(/ingested 0 documents .*; 5 unchanged, 1 rejected/);
+  });
+
+  it('serve finds the ingested corpus: ids from both kinds of source are there', async () => {
+    const frames = [
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: 1, client: { name: 't', version: '1' }, capabilities: {} },
+      },
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'index/delete',
+        params: { ids: ['1', '3', 'notes-missing', 'a.md', 'sub/b.txt'] },
+      },
+    ];
+    const { stdout } = await run(
+      ['serve', '--stdio', '--data', DATA],
+      frames.map((f) => JSON.stringify(f)).join('\n') + '\n',
+    );
+    const replies = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { id: number; result: { deleted?: number } });
+    expect(replies.find((reply) => reply.id === 2)?.result.deleted).toBe(4);
+  });
+
+  it('names a path it cannot read, with exit 2', async () => {
+    const result = await run(['ingest', '--data', DATA, join(WORK, 'nope.jsonl')]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/nope\.jsonl: no such file or directory/);
+  });
+});
