@@ -8,7 +8,9 @@
  *    off (maxWaitMs 0, one item per model call).
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import * as ort from 'onnxruntime-node';
 import { createApp } from '../src/app.js';
@@ -16,6 +18,8 @@ import { loadConfig, type ConfigOverrides } from '../src/config.js';
 import { SentencePieceTokenizer, type Vocabulary } from '../src/backend/tokenizers/sentencepiece.js';
 
 const MODEL_DIR = new URL('../models/use-lite/', import.meta.url);
+/** Servers started here keep their (empty) corpus out of the repository's indexes/. */
+const scratch = () => mkdtempSync(join(tmpdir(), 'rcp-bench-'));
 const BATCH = 32;
 const BATCHES = 12;
 const CLIENTS = 16;
@@ -68,7 +72,7 @@ const initialize = { protocolVersion: 1, client: { name: 'bench', version: '1' }
 async function stdioServer(texts: string[], encoding: string): Promise<number> {
   const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio'], {
     stdio: ['pipe', 'pipe', 'inherit'],
-    env: { ...process.env, RCP_LOG_LEVEL: 'warn' },
+    env: { ...process.env, RCP_LOG_LEVEL: 'warn', RCP_DATA_DIR: scratch() },
   });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   let id = 0;
@@ -90,7 +94,7 @@ async function httpServer(texts: string[], encoding: string): Promise<number> {
   const port = 18_000 + Math.floor(Math.random() * 1000);
   const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--http', `127.0.0.1:${port}`], {
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, RCP_LOG_LEVEL: 'info', RCP_HTTP_SESSIONS: 'stateless' },
+    env: { ...process.env, RCP_LOG_LEVEL: 'info', RCP_HTTP_SESSIONS: 'stateless', RCP_DATA_DIR: scratch() },
   });
   await new Promise<void>((resolve) =>
     child.stderr.on('data', (chunk: Buffer) => chunk.includes('listening') && resolve()),
@@ -114,7 +118,7 @@ async function httpServer(texts: string[], encoding: string): Promise<number> {
 
 /** 16 in-process sessions, each a closed loop of single-text embeds. */
 async function concurrentSingles(texts: string[], batching: ConfigOverrides): Promise<number> {
-  const app = createApp(loadConfig({ overrides: { 'log.level': 'silent', ...batching } }));
+  const app = createApp(loadConfig({ overrides: { 'log.level': 'silent', dataDir: scratch(), ...batching } }));
   await app.models.loaded;
   const sessions = Array.from({ length: CLIENTS }, () => app.createSession());
   await Promise.all(sessions.map((s) => s.handle({ jsonrpc: '2.0', id: 0, method: 'initialize', params: initialize })));

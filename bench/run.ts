@@ -1,8 +1,8 @@
 /**
  * `npm run bench [-- SUITE...]`: every benchmark in bench/, each printing ratios against a baseline measured in the
  * same run (these machines are noisy, so absolute figures mean little on their own). Suites: protocol, embed
- * (default: both), colbert (the SciFact late-interaction measurement, slow: minutes) and lexical (BM25 analyzer
- * choices on SciFact).
+ * (default: both), colbert (the SciFact late-interaction measurement, slow: minutes) lexical (BM25 analyzer
+ * choices on SciFact) and corpus (100k-chunk restart vs rebuild, ingest rate; minutes).
  */
 import { benchEmbed } from './embed.js';
 import { benchProtocol } from './protocol.js';
@@ -12,6 +12,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   embed: benchEmbed,
   colbert: async () => (await import('./colbert-scifact.js')).benchColbert(),
   lexical: async () => (await import('./lexical-scifact.js')).benchLexical(),
+  corpus: async () => (await import('./corpus.js')).benchCorpus(),
 };
 const chosen = process.argv.slice(2);
 for (const name of chosen.length > 0 ? chosen : ['protocol', 'embed']) {

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { RpcErrorCode } from '../../protocol/codes.js';
 import { RpcError } from '../../protocol/errors.js';
 import { DenseIndex, type DenseIndexOptions } from '../hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
@@ -275,6 +276,21 @@ export class Corpus implements CorpusWriter {
       await this.#dense.save(this.settings.dir, seq);
       this.store.pruneTombstones(seq);
       this.#savedSeq = seq;
+    });
+  }
+
+  /**
+   * §7.7.1 snapshots: this server serves only the current indexVersion (the dense index has no older states), so a
+   * request pinned to any other version fails with -32010 rather than silently reading a different corpus, and
+   * `retrieve.snapshots` is not advertised.
+   */
+  assertVersion(pinned: string | undefined): void {
+    const current = String(this.store.seq);
+    if (pinned === undefined || pinned === current) return;
+    // Retrying cannot bring an old snapshot back: say so (§12.2 lets data.retryable narrow the code's default).
+    throw new RpcError(RpcErrorCode.BackendUnavailable, 'snapshot unavailable', {
+      detail: `indexVersion ${pinned} is not retained; the current version is ${current}`,
+      retryable: false,
     });
   }
 

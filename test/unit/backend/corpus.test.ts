@@ -177,6 +177,16 @@ describe('corpus: store + dense + lexical in step', () => {
     expect(() => new Corpus(settings('identity'), other as unknown as BertEncoder, log)).toThrow(CorpusError);
   });
 
+  it('§7.7.1 serves only the current indexVersion: a pin to another fails with -32010, never a different corpus', async () => {
+    const corpus = await open('versions');
+    const { indexVersion } = await corpus.add(docs(1), { chunk: false, contextual: false });
+    expect(() => corpus.assertVersion(undefined)).not.toThrow();
+    expect(() => corpus.assertVersion(indexVersion)).not.toThrow();
+    await corpus.add(docs(1, 'next'), { chunk: false, contextual: false });
+    expect(() => corpus.assertVersion(indexVersion)).toThrow(expect.objectContaining({ code: -32010 }));
+    await corpus.close();
+  });
+
   it('chunk + contextual: long documents become overlapping chunks; context is title and heading', async () => {
     const corpus = await open('chunks');
     const text = `# Blood\n\n${'The protein level in blood rises. '.repeat(12)}\n\n# Brain\n\nThe brain cells decrease.`;
