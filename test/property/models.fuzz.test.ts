@@ -93,6 +93,67 @@ describe('fuzzed embed and rerank params (§14.1 item 5)', () => {
   });
 });
 
+const indexAddParams = fc.record(
+  {
+    documents: fc.oneof(
+      fc.array(
+        fc.record(
+          {
+            id: fc.oneof(fc.string({ maxLength: 8 }), fc.jsonValue()),
+            text: fc.oneof(text, fc.jsonValue()),
+            meta: fc.oneof(
+              fc.record({ year: fc.jsonValue(), source: fc.jsonValue() }, { requiredKeys: [] }),
+              fc.jsonValue(),
+            ),
+          },
+          { requiredKeys: [] },
+        ),
+        { maxLength: 5 },
+      ),
+      fc.jsonValue(),
+    ),
+    chunk: fc.oneof(fc.boolean(), fc.jsonValue()),
+    contextual: fc.oneof(fc.boolean(), fc.jsonValue()),
+  },
+  { requiredKeys: [] },
+);
+
+describe('fuzzed index/add and index/delete (bad input never leaves the corpus half-written)', () => {
+  let app: App;
+  let session: Session;
+  let id = 0;
+  beforeAll(async () => {
+    app = createApp(
+      testConfig({
+        'models.dir': MODELS,
+        'models.encoder': 'encoder',
+        'index.fields': { year: 'int', source: 'keyword' },
+        'index.maxDocumentsPerAdd': 4,
+      }),
+    );
+    session = app.createSession();
+    await session.handle(INITIALIZE());
+  });
+  afterAll(() => app.close());
+
+  it('answers a result or -32602/-32013, and store, dense and lexical counts always agree', async () => {
+    await fc.assert(
+      fc.asyncProperty(indexAddParams, fc.array(fc.string({ maxLength: 8 }), { maxLength: 3 }), async (params, ids) => {
+        const reply = (await session.handle(request(++id, 'index/add', params as object))) as {
+          error?: { code: number };
+        };
+        assertValidFrame(JSON.parse(JSON.stringify(reply)), 'index/add');
+        if (reply.error !== undefined) expect(EXPECTED, JSON.stringify(reply.error)).toContain(reply.error.code);
+        await session.handle(request(++id, 'index/delete', { ids }));
+        const stats = await app.corpus!.stats();
+        expect(stats.dense).toBe(stats.chunks);
+        expect(stats.lexical).toBe(stats.chunks);
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
+
 describe('fuzzed tokenizers', () => {
   it('SentencePiece (USE-lite vocabulary): any string gives at least one in-range id', () => {
     const vocabulary = JSON.parse(readFileSync(join(ROOT, 'models/use-lite/vocab.json'), 'utf8')) as Vocabulary;
