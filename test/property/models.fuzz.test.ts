@@ -139,7 +139,7 @@ describe('fuzzed index/add and index/delete (bad input never leaves the corpus h
   it('answers a result or -32602/-32013, and store, dense and lexical counts always agree', async () => {
     await fc.assert(
       fc.asyncProperty(indexAddParams, fc.array(fc.string({ maxLength: 8 }), { maxLength: 3 }), async (params, ids) => {
-        const reply = (await session.handle(request(++id, 'index/add', params as object))) as {
+        const reply = (await session.handle(request(++id, 'index/add', params))) as {
           error?: { code: number };
         };
         assertValidFrame(JSON.parse(JSON.stringify(reply)), 'index/add');
