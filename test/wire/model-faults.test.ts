@@ -90,6 +90,7 @@ async function serve(
   const app = createApp(testConfig({ 'models.dir': MODELS, ...models }), { logger: pino({ level: 'info' }, sink) });
   const origin = await (await app.buildHttp()).listen({ host: '127.0.0.1', port: 0 });
   await app.models.loaded;
+  await app.corpus?.ready;
   const session = app.createSession();
   await session.handle(INITIALIZE(), () => undefined);
   return { app, origin, log: () => text, session };
