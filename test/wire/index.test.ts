@@ -106,6 +106,25 @@ describe.each(TRANSPORTS)('index/add and index/delete over %s (§7.10, §7.11)',
   });
 });
 
+describe.each(TRANSPORTS)('a 50 MB text over %s', (transport) => {
+  it('is -32602 on documents.0.text when the body limit admits it, and -32013 (body bytes) when it does not', async () => {
+    const text = 'x'.repeat(50 * 1024 * 1024);
+    const roomy = await connect(transport, {
+      config: { 'models.encoder': ENCODER, 'limits.maxBodyBytes': 64 * 1024 * 1024 },
+    });
+    await roomy.exchange(INITIALIZE());
+    const frame = await roomy.exchange(request(1, 'index/add', { documents: [{ id: 'big', text }] }));
+    expect(error(frame)).toMatchObject({ code: -32602, data: { field: 'documents.0.text' } });
+    await roomy.close();
+    const strict = await connect(transport, { config: { 'models.encoder': ENCODER } });
+    await strict.exchange(INITIALIZE());
+    const refused = await strict.exchange(request(1, 'index/add', { documents: [{ id: 'big', text }] }));
+    // In-process has no body to limit; the transports refuse the frame before it is parsed.
+    expect(error(refused).code).toBe(transport === 'in-process' ? -32602 : -32013);
+    await strict.close();
+  });
+});
+
 describe('a read-only corpus (index.writable: false, §15.3)', () => {
   it('advertises writable: false and refuses writes with -32003', async () => {
     const client = await connect('in-process', { config: { 'models.encoder': ENCODER, 'index.writable': false } });
