@@ -9,6 +9,7 @@ import { HuggingFaceTokenizer } from '../../src/backend/tokenizers/huggingface.j
 import { SentencePieceTokenizer, type Vocabulary } from '../../src/backend/tokenizers/sentencepiece.js';
 import { writeFixture } from '../fixtures/bert-models.js';
 import { assertValidFrame } from '../helpers/schema.js';
+import type { ConfigOverrides } from '../../src/config.js';
 import { INITIALIZE, ROOT, request, testConfig } from '../helpers/wire.js';
 
 /** Bad input gets a precise error and leaves nothing broken: embed and rerank params, and both tokenizers. */
@@ -49,27 +50,28 @@ const rerankParams = fc.record(
   { requiredKeys: [] },
 );
 
-describe('fuzzed embed and rerank params (§14.1 item 5)', () => {
-  let app: App;
-  let session: Session;
+/** One in-process server per describe block, over the generated models in MODELS. */
+function fuzzedServer(overrides: ConfigOverrides): { app: App; session: Session; nextId: () => number } {
   let id = 0;
+  const server = { app: undefined as unknown as App, session: undefined as unknown as Session, nextId: () => ++id };
   beforeAll(async () => {
-    app = createApp(
-      testConfig({
-        'models.dir': MODELS,
-        'models.encoder': 'encoder',
-        'models.reranker': 'cross',
-        'models.embedBatchLimit': 4,
-        'models.rerankMaxCandidates': 4,
-      }),
-    );
-    session = app.createSession();
-    await session.handle(INITIALIZE());
+    server.app = createApp(testConfig({ 'models.dir': MODELS, 'models.encoder': 'encoder', ...overrides }));
+    server.session = server.app.createSession();
+    await server.session.handle(INITIALIZE());
   });
-  afterAll(() => app.close());
+  afterAll(() => server.app.close());
+  return server;
+}
+
+describe('fuzzed embed and rerank params (§14.1 item 5)', () => {
+  const server = fuzzedServer({
+    'models.reranker': 'cross',
+    'models.embedBatchLimit': 4,
+    'models.rerankMaxCandidates': 4,
+  });
 
   const answersPrecisely = (method: string) => async (params: unknown) => {
-    const reply = (await session.handle(request(++id, method, params as object))) as {
+    const reply = (await server.session.handle(request(server.nextId(), method, params as object))) as {
       result?: unknown;
       error?: { code: number };
     };
@@ -86,7 +88,9 @@ describe('fuzzed embed and rerank params (§14.1 item 5)', () => {
   });
 
   it('still embeds afterwards', async () => {
-    const reply = (await session.handle(request(++id, 'embed', { inputs: ['the cell'] }))) as unknown as {
+    const reply = (await server.session.handle(
+      request(server.nextId(), 'embed', { inputs: ['the cell'] }),
+    )) as unknown as {
       result: { vectors: number[][] };
     };
     expect(reply.result.vectors[0]).toHaveLength(32);
@@ -119,33 +123,18 @@ const indexAddParams = fc.record(
 );
 
 describe('fuzzed index/add and index/delete (bad input never leaves the corpus half-written)', () => {
-  let app: App;
-  let session: Session;
-  let id = 0;
-  beforeAll(async () => {
-    app = createApp(
-      testConfig({
-        'models.dir': MODELS,
-        'models.encoder': 'encoder',
-        'index.fields': { year: 'int', source: 'keyword' },
-        'index.maxDocumentsPerAdd': 4,
-      }),
-    );
-    session = app.createSession();
-    await session.handle(INITIALIZE());
-  });
-  afterAll(() => app.close());
+  const server = fuzzedServer({ 'index.fields': { year: 'int', source: 'keyword' }, 'index.maxDocumentsPerAdd': 4 });
 
   it('answers a result or -32602/-32013, and store, dense and lexical counts always agree', async () => {
     await fc.assert(
       fc.asyncProperty(indexAddParams, fc.array(fc.string({ maxLength: 8 }), { maxLength: 3 }), async (params, ids) => {
-        const reply = (await session.handle(request(++id, 'index/add', params))) as {
+        const reply = (await server.session.handle(request(server.nextId(), 'index/add', params))) as {
           error?: { code: number };
         };
         assertValidFrame(JSON.parse(JSON.stringify(reply)), 'index/add');
         if (reply.error !== undefined) expect(EXPECTED, JSON.stringify(reply.error)).toContain(reply.error.code);
-        await session.handle(request(++id, 'index/delete', { ids }));
-        const stats = await app.corpus!.stats();
+        await server.session.handle(request(server.nextId(), 'index/delete', { ids }));
+        const stats = await server.app.corpus!.stats();
         expect(stats.dense).toBe(stats.chunks);
         expect(stats.lexical).toBe(stats.chunks);
       }),
