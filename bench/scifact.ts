@@ -34,15 +34,4 @@ export function trainQueries(): { id: string; text: string; relevant: Set<string
   return [...relevant].map(([id, docs]) => ({ id, text: texts.get(id) ?? '', relevant: docs }));
 }
 
-/** nDCG@k with binary gains. */
-export function ndcg(ranked: readonly string[], relevant: ReadonlySet<string>, k = 10): number {
-  let dcg = 0;
-  ranked.slice(0, k).forEach((id, i) => (dcg += relevant.has(id) ? 1 / Math.log2(i + 2) : 0));
-  let ideal = 0;
-  for (let i = 0; i < Math.min(k, relevant.size); i++) ideal += 1 / Math.log2(i + 2);
-  return ideal === 0 ? 0 : dcg / ideal;
-}
-
-export function recall(ranked: readonly string[], relevant: ReadonlySet<string>, k: number): number {
-  return ranked.slice(0, k).filter((id) => relevant.has(id)).length / relevant.size;
-}
+export { ndcg, recall } from '../src/retrieval/metrics.js';

@@ -7,6 +7,9 @@ import type { Config } from './config.js';
 import { embedMethod } from './methods/embed.js';
 import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
+import { retrieveMethod } from './methods/retrieve.js';
+import type { FieldType } from './backend/ports.js';
+import { OPERATORS } from './retrieval/filter.js';
 import { MethodRegistry } from './protocol/registry.js';
 import { Session, type SessionOptions } from './protocol/session.js';
 import { lateInteractionScores } from './retrieval/late-interaction.js';
@@ -47,12 +50,13 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   const registry = new MethodRegistry();
   const logger = options.logger ?? pino({ level: 'silent' });
   const models = openModels(config.models, logger);
-  registerModelMethods(registry, config, models);
+  const rerankers = registerModelMethods(registry, config, models);
   const corpus = models.encoder === undefined ? undefined : openCorpus(config, models, logger);
   if (corpus !== undefined) {
     const limits = { writable: config.index.writable, maxDocuments: config.index.maxDocumentsPerAdd };
     const [add, remove] = indexMethods(corpus, limits);
     registry.register(...add).register(...remove);
+    registerRetrieve(registry, config, models, corpus, rerankers);
   }
   const health = () => {
     const state = models.health();
@@ -123,7 +127,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
 }
 
 /** `embed` when an encoder is configured; `rerank` when something can really rerank (§7.6: methods name what runs). */
-function registerModelMethods(registry: MethodRegistry, config: Config, models: Models): void {
+function registerModelMethods(registry: MethodRegistry, config: Config, models: Models): Reranker[] {
   const { encoder, crossEncoder } = models;
   if (encoder !== undefined) registry.register(...embedMethod(encoder, { batchLimit: config.models.embedBatchLimit }));
   const rerankers: Reranker[] = [];
@@ -146,6 +150,26 @@ function registerModelMethods(registry: MethodRegistry, config: Config, models: 
   if (rerankers.length > 0) {
     registry.register(...rerankMethod(rerankers, { maxCandidates: config.models.rerankMaxCandidates }));
   }
+  return rerankers;
+}
+
+/** `retrieve` over the corpus, with the feature capabilities it honours (§6, §8, §9, §10, §7.7.3). */
+function registerRetrieve(
+  registry: MethodRegistry,
+  config: Config,
+  models: Models,
+  corpus: Corpus,
+  rerankers: Reranker[],
+): void {
+  if (models.encoder === undefined) return;
+  const fields = config.index.fields as Record<string, FieldType>;
+  registry.register(...retrieveMethod(corpus, models.encoder, rerankers, { ...config.retrieve, fields }));
+  registry
+    .advertise('filter', { fields: { ...fields }, operators: [...OPERATORS] })
+    .advertise('citations', {})
+    .advertise('pagination', {})
+    .advertise('streaming', {})
+    .advertise('session', { dedup: true, ttlSeconds: config.retrieve.sessionTtlSeconds });
 }
 
 function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): Corpus | undefined {

@@ -23,6 +23,17 @@ export interface IngestCommand {
   contextual: boolean;
 }
 
+export interface EvalCommand {
+  command: 'eval';
+  configFile: string | undefined;
+  overrides: ConfigOverrides;
+  queries: string;
+  qrels: string;
+  report: string | undefined;
+  /** retrieve params from flags (`--mode`, `--fusion`, ...) merged over `--params JSON`. */
+  params: Record<string, unknown>;
+}
+
 export interface HelpCommand {
   command: 'help';
   text: string;
@@ -35,6 +46,9 @@ export class UsageError extends Error {
 export const USAGE = `usage:
   rcp-server serve [--stdio | --http [HOST:]PORT] [--data DIR] [--config FILE]
   rcp-server ingest [--data DIR] [--config FILE] [--chunk] [--contextual] PATH...
+  rcp-server eval --queries FILE --qrels FILE [--data DIR] [--config FILE] [--report FILE]
+                  [--mode M] [--fusion F] [--alpha A] [--rrf-k N] [--candidate-k N] [--rerank METHOD]
+                  [--unit U] [--params JSON]
   rcp-server models build [--dir DIR]
   rcp-server models fetch NAME... [--dir DIR] [--hub URL] [--unpinned]
 
@@ -42,6 +56,7 @@ export const USAGE = `usage:
   ingest             add documents to the corpus in DIR: BEIR-style JSON Lines ({"_id", "title", "text",
                      "metadata"}) and folders of .txt/.md files; resumable (unchanged documents are
                      skipped); --chunk splits long documents, --contextual adds title/heading context
+  eval               run judged queries through retrieve; print nDCG@10, Recall@100, MRR@10
   models build       build the default encoder (USE-lite, converted to ONNX) into DIR
                      (default: models/use-lite); a no-op when it is up to date
   models fetch       download standard models (models/catalog.json) at their pinned revision into
@@ -55,13 +70,16 @@ export const USAGE = `usage:
 `;
 
 /** Parses the command line. The `serve` contract is stable: other tools call it. */
-export function parseCommandLine(argv: readonly string[]): ServeCommand | IngestCommand | ModelsCommand | HelpCommand {
+export function parseCommandLine(
+  argv: readonly string[],
+): ServeCommand | IngestCommand | EvalCommand | ModelsCommand | HelpCommand {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     return { command: 'help', text: USAGE };
   }
   if (command === 'models') return parseModels(rest);
   if (command === 'ingest') return parseIngest(rest);
+  if (command === 'eval') return parseEval(rest);
   if (command !== 'serve') throw new UsageError(`unknown command '${command}'\n\n${USAGE}`);
   let parsed;
   try {
@@ -160,5 +178,64 @@ function parseIngest(args: readonly string[]): IngestCommand {
     overrides: data === undefined ? {} : { dataDir: data },
     chunk: chunk === true,
     contextual: contextual === true,
+  };
+}
+
+function parseEval(args: readonly string[]): EvalCommand {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...args],
+      options: {
+        data: { type: 'string' },
+        config: { type: 'string' },
+        queries: { type: 'string' },
+        qrels: { type: 'string' },
+        report: { type: 'string' },
+        mode: { type: 'string' },
+        fusion: { type: 'string' },
+        alpha: { type: 'string' },
+        'rrf-k': { type: 'string' },
+        'candidate-k': { type: 'string' },
+        rerank: { type: 'string' },
+        unit: { type: 'string' },
+        params: { type: 'string' },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
+  }
+  if (values.queries === undefined || values.qrels === undefined)
+    throw new UsageError(`eval needs --queries and --qrels\n\n${USAGE}`);
+  let params: Record<string, unknown> = {};
+  try {
+    params = values.params === undefined ? {} : (JSON.parse(values.params) as Record<string, unknown>);
+  } catch {
+    throw new UsageError('--params must be a JSON object of retrieve params');
+  }
+  const number = (flag: string, raw: string | undefined) => {
+    if (raw === undefined) return undefined;
+    const value = Number(raw);
+    if (!Number.isFinite(value)) throw new UsageError(`--${flag} expects a number`);
+    return value;
+  };
+  const fusion: Record<string, unknown> = { ...(params.fusion as Record<string, unknown> | undefined) };
+  if (values.fusion !== undefined) fusion.method = values.fusion;
+  if (values.alpha !== undefined) fusion.alpha = number('alpha', values.alpha);
+  if (values['rrf-k'] !== undefined) fusion.rrfK = number('rrf-k', values['rrf-k']);
+  if (Object.keys(fusion).length > 0) params.fusion = fusion;
+  if (values.mode !== undefined) params.mode = values.mode;
+  if (values.unit !== undefined) params.unit = values.unit;
+  if (values['candidate-k'] !== undefined) params.candidateK = number('candidate-k', values['candidate-k']);
+  if (values.rerank !== undefined) params.rerank = values.rerank === 'false' ? false : { method: values.rerank };
+  return {
+    command: 'eval',
+    configFile: values.config,
+    overrides: values.data === undefined ? {} : { dataDir: values.data },
+    queries: values.queries,
+    qrels: values.qrels,
+    report: values.report,
+    params,
   };
 }

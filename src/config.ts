@@ -75,6 +75,25 @@ export const ConfigSchema = Section({
       stem: Type.Boolean(),
     }),
   }),
+  retrieve: Section({
+    maxK: Type.Integer({ minimum: 1 }),
+    /** Most recall candidates per list (candidateK is clamped to it). */
+    maxCandidates: Type.Integer({ minimum: 1 }),
+    candidateK: Type.Integer({ minimum: 1 }),
+    defaultMode: Type.Union([Type.Literal('dense'), Type.Literal('sparse'), Type.Literal('hybrid')]),
+    fusion: Section({
+      method: Type.Union([Type.Literal('rrf'), Type.Literal('weighted'), Type.Literal('convex')]),
+      alpha: Type.Number({ minimum: 0, maximum: 1 }),
+      rrfK: Type.Integer({ minimum: 1 }),
+    }),
+    rerankTopN: Type.Integer({ minimum: 1 }),
+    sessionTtlSeconds: Type.Integer({ minimum: 1 }),
+    /** Trust level per `meta.source` (§15.2); anything unlisted is untrusted. */
+    trust: Type.Record(
+      Type.String(),
+      Type.Union([Type.Literal('trusted'), Type.Literal('community'), Type.Literal('untrusted')]),
+    ),
+  }),
   log: Section({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   }),
@@ -129,6 +148,16 @@ export function defaultConfig(): Config {
       maxDocumentsPerAdd: 1000,
       fields: {},
       bm25: { k1: 1.2, b: 0.75, stem: true },
+    },
+    retrieve: {
+      maxK: 200,
+      maxCandidates: 1000,
+      candidateK: 100,
+      defaultMode: 'hybrid',
+      fusion: { method: 'convex', alpha: 0.5, rrfK: 60 },
+      rerankTopN: 50,
+      sessionTtlSeconds: 1800,
+      trust: {},
     },
     log: { level: 'info' },
   };
@@ -189,6 +218,10 @@ export const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) =>
   RCP_INDEX_SAVE_INTERVAL_MS: { path: 'index.saveIntervalMs', parse: Number },
   RCP_MAX_DOCUMENT_BYTES: { path: 'index.maxDocumentBytes', parse: Number },
   RCP_MAX_DOCUMENTS_PER_ADD: { path: 'index.maxDocumentsPerAdd', parse: Number },
+  RCP_RETRIEVE_MAX_K: { path: 'retrieve.maxK', parse: Number },
+  RCP_RETRIEVE_MODE: { path: 'retrieve.defaultMode', parse: String },
+  RCP_FUSION: { path: 'retrieve.fusion.method', parse: String },
+  RCP_FUSION_ALPHA: { path: 'retrieve.fusion.alpha', parse: Number },
   RCP_LOG_LEVEL: { path: 'log.level', parse: String },
 };
 

@@ -7,7 +7,16 @@ import { ManifestError } from './backend/manifest.js';
 import { FetchError, fetchModel, readCatalog } from './backend/model-fetch.js';
 import { DEFAULT_ENCODER, modelDir, prepareDefaultModel } from './backend/models.js';
 import { buildDefaultModel } from './backend/onnx/default-model.js';
-import { parseCommandLine, UsageError, type IngestCommand, type ModelsCommand, type ServeCommand } from './cli.js';
+import {
+  parseCommandLine,
+  UsageError,
+  type EvalCommand,
+  type IngestCommand,
+  type ModelsCommand,
+  type ServeCommand,
+} from './cli.js';
+import { evaluate, writeReport } from './eval.js';
+import type { JsonObject } from './protocol/messages.js';
 import { ConfigError, loadConfig, type Config, type ConfigOverrides } from './config.js';
 import { ingest } from './ingest/ingest.js';
 import { SourceError } from './ingest/sources.js';
@@ -33,6 +42,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   if (command.command === 'models') return models(command);
   if (command.command === 'ingest') return ingestCommand(command);
+  if (command.command === 'eval') return evalCommand(command);
   return serve(command);
 }
 
@@ -100,6 +110,28 @@ async function models(command: ModelsCommand): Promise<number> {
     }
   }
   return 0;
+}
+
+/** `rcp-server eval`: judged queries through retrieve on an in-process session of the configured server. */
+async function evalCommand(command: EvalCommand): Promise<number> {
+  const config = loadOrReport(command.configFile, command.overrides);
+  if (config === undefined) return 2;
+  const log = pino({ level: 'warn', base: { service: config.server.name } }, pino.destination(2));
+  await prepareDefaultModel(config.models, log);
+  const app = createOrReport(config, log);
+  if (app === undefined) return 2;
+  try {
+    await app.corpus?.ready;
+    const report = await evaluate(app, command.queries, command.qrels, command.params);
+    process.stdout.write(
+      `${report.queries} queries  nDCG@10 ${report.ndcg10.toFixed(4)}  Recall@100 ${report.recall100.toFixed(4)}  ` +
+        `MRR@10 ${report.mrr10.toFixed(4)}  (p50 ${report.latencyMsP50.toFixed(1)} ms)  ${JSON.stringify(report.params)}\n`,
+    );
+    if (command.report !== undefined) await writeReport(command.report, report);
+    return 0;
+  } finally {
+    await app.close();
+  }
 }
 
 /** Configuration errors are printed as text and exit 2; they are never wire codes. */

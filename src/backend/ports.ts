@@ -85,3 +85,32 @@ export interface CorpusWriter {
   ): Promise<{ ids: string[]; chunks: number; indexVersion: string }>;
   delete(ids: readonly string[]): Promise<{ deleted: number; indexVersion: string }>;
 }
+
+/** Typed metadata fields (configuration `index.fields`; advertised as `filter.fields`, §8). */
+export type FieldType = 'keyword' | 'text' | 'int' | 'float' | 'bool' | 'date';
+
+export interface ChunkRecord {
+  readonly label: number;
+  readonly docId: string;
+  readonly ordinal: number;
+  readonly text: string;
+  readonly context: string;
+  readonly vector: Float32Array;
+}
+
+/** The read side of the corpus, for `retrieve` (§7.7). */
+export interface CorpusReader {
+  searchDense(vector: Float32Array, k: number, allow?: readonly number[]): Promise<{ label: number; score: number }[]>;
+  searchLexical(query: string, k: number, allow?: ReadonlySet<number>): Promise<{ label: number; score: number }[]>;
+  /** Exact scores of given chunks, for candidates one recall list missed (fusion over the union, §16.3). */
+  denseScores(vector: Float32Array, labels: readonly number[]): number[];
+  lexicalScores(query: string, labels: readonly number[]): number[];
+  labelsWhere(predicate: (meta: Record<string, unknown>) => boolean): number[];
+  getChunk(label: number): ChunkRecord | undefined;
+  documentIdOf(label: number): string | undefined;
+  metaOf(documentId: string): Record<string, unknown>;
+  getDocument(id: string): { readonly text: string } | undefined;
+  /** Throws -32010 unless `pinned` is absent or the current indexVersion. */
+  assertVersion(pinned: string | undefined): void;
+  readonly indexVersion: string;
+}

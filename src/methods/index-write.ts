@@ -44,10 +44,14 @@ export function indexMethods(
     handler: async (params, ctx) => {
       requireWritable(limits, 'index/add');
       if (params.documents.length > limits.maxDocuments) {
-        throw RpcError.payloadTooLarge(`${params.documents.length} documents exceed ${limits.maxDocuments} per call`, 'documents');
+        throw RpcError.payloadTooLarge(
+          `${params.documents.length} documents exceed ${limits.maxDocuments} per call`,
+          'documents',
+        );
       }
       const key = ctx.meta.idempotencyKey;
-      if (key !== undefined && typeof key !== 'string') throw RpcError.invalidParams('_meta.idempotencyKey', 'must be a string');
+      if (key !== undefined && typeof key !== 'string')
+        throw RpcError.invalidParams('_meta.idempotencyKey', 'must be a string');
       const result = await corpus.add(params.documents, {
         chunk: params.chunk === true,
         contextual: params.contextual === true,

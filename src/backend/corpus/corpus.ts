@@ -3,8 +3,14 @@ import { RpcErrorCode } from '../../protocol/codes.js';
 import { RpcError } from '../../protocol/errors.js';
 import { DenseIndex, type DenseIndexOptions } from '../hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
-import type { BackendLogger, CorpusWriter, Encoder, ModelHealth } from '../ports.js';
-import { CorpusStore, type NewDocument, type StoredDocument, type WriteResult } from '../store/corpus-store.js';
+import type { BackendLogger, CorpusReader, CorpusWriter, Encoder, ModelHealth } from '../ports.js';
+import {
+  CorpusStore,
+  type NewDocument,
+  type StoredChunk,
+  type StoredDocument,
+  type WriteResult,
+} from '../store/corpus-store.js';
 import { chunkText } from './chunking.js';
 import { validateMetadata, type FieldType } from './metadata.js';
 
@@ -67,7 +73,7 @@ export class CorpusError extends Error {
   override name = 'CorpusError';
 }
 
-export class Corpus implements CorpusWriter {
+export class Corpus implements CorpusWriter, CorpusReader {
   readonly store: CorpusStore;
   readonly #dense = new DenseIndex();
   readonly #lexical: Bm25Index;
@@ -76,6 +82,9 @@ export class Corpus implements CorpusWriter {
   #writes: Promise<unknown> = Promise.resolve();
   #savedSeq = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** In memory for recall-time filtering and hit assembly: chunk label → document id, document id → metadata. */
+  readonly #chunkDocument = new Map<number, string>();
+  readonly #documentMeta = new Map<string, Record<string, unknown>>();
 
   constructor(
     private readonly settings: CorpusSettings,
@@ -144,7 +153,9 @@ export class Corpus implements CorpusWriter {
     if (labels.length > 0) await this.#dense.add(labels, vectors, this.dimension);
     await this.#dense.remove(this.store.tombstonesAfter(savedSeq));
     let rebuilt = 0;
-    for (const { label, text, context } of this.store.chunkTexts()) {
+    for (const { id, meta } of this.store.documentMetas()) this.#documentMeta.set(id, meta);
+    for (const { label, docId, text, context } of this.store.chunkTexts()) {
+      this.#chunkDocument.set(label, docId);
       this.#lexical.add(label, lexicalText(text, context));
       if (++rebuilt % 2000 === 0) await new Promise((resolve) => setImmediate(resolve));
     }
@@ -202,7 +213,7 @@ export class Corpus implements CorpusWriter {
     return this.#serialized(async () => {
       const write = this.store.delete(ids);
       await this.#apply(write);
-      return { deleted: write.deletedDocuments, indexVersion: String(write.seq) };
+      return { deleted: write.deletedIds.length, indexVersion: String(write.seq) };
     });
   }
 
@@ -263,8 +274,16 @@ export class Corpus implements CorpusWriter {
       );
     }
     if (removed.size > 0) await this.#dense.remove([...removed]);
-    for (const label of removed) this.#lexical.remove(label);
-    for (const chunk of added) this.#lexical.add(chunk.label, lexicalText(chunk.text, chunk.context));
+    for (const label of removed) {
+      this.#lexical.remove(label);
+      this.#chunkDocument.delete(label);
+    }
+    for (const chunk of added) {
+      this.#lexical.add(chunk.label, lexicalText(chunk.text, chunk.context));
+      this.#chunkDocument.set(chunk.label, chunk.docId);
+    }
+    for (const { id, meta } of write.written) this.#documentMeta.set(id, meta);
+    for (const id of write.deletedIds) this.#documentMeta.delete(id);
   }
 
   /** Saves the dense index if it changed since the last save; tombstones it covers are pruned. */
@@ -277,6 +296,10 @@ export class Corpus implements CorpusWriter {
       this.store.pruneTombstones(seq);
       this.#savedSeq = seq;
     });
+  }
+
+  get indexVersion(): string {
+    return String(this.store.seq);
   }
 
   /**
@@ -292,6 +315,68 @@ export class Corpus implements CorpusWriter {
       detail: `indexVersion ${pinned} is not retained; the current version is ${current}`,
       retryable: false,
     });
+  }
+
+  /** Dense recall: cosine similarity (or dot product for `ip`), best first; `allow` restricts labels during search. */
+  async searchDense(
+    vector: Float32Array,
+    k: number,
+    allow?: readonly number[],
+  ): Promise<{ label: number; score: number }[]> {
+    await this.#whenReady();
+    const neighbours = await this.#dense.search(vector, k, k, allow);
+    return neighbours.map(({ label, distance }) => ({ label, score: 1 - distance }));
+  }
+
+  /** Lexical recall: BM25, best first; `allow` restricts labels while scoring the postings. */
+  async searchLexical(
+    query: string,
+    k: number,
+    allow?: ReadonlySet<number>,
+  ): Promise<{ label: number; score: number }[]> {
+    await this.#whenReady();
+    return this.#lexical.search(query, k, allow);
+  }
+
+  denseScores(vector: Float32Array, labels: readonly number[]): number[] {
+    const cosineSpace = this.settings.space === 'cosine';
+    let queryNorm = 0;
+    for (const v of vector) queryNorm += v * v;
+    return labels.map((label) => {
+      const stored = this.store.getChunk(label)?.vector;
+      if (stored === undefined) return -1;
+      let dot = 0;
+      let norm = 0;
+      for (let i = 0; i < stored.length; i++) {
+        dot += stored[i]! * (vector[i] ?? 0);
+        norm += stored[i]! * stored[i]!;
+      }
+      return cosineSpace ? dot / (Math.sqrt(norm * queryNorm) || 1) : dot;
+    });
+  }
+
+  lexicalScores(query: string, labels: readonly number[]): number[] {
+    return this.#lexical.scoreLabels(query, labels);
+  }
+
+  /** Labels of chunks whose document metadata satisfies `predicate` (for filtered recall). */
+  labelsWhere(predicate: (meta: Record<string, unknown>) => boolean): number[] {
+    const labels: number[] = [];
+    for (const [label, docId] of this.#chunkDocument)
+      if (predicate(this.#documentMeta.get(docId) ?? {})) labels.push(label);
+    return labels;
+  }
+
+  documentIdOf(label: number): string | undefined {
+    return this.#chunkDocument.get(label);
+  }
+
+  metaOf(documentId: string): Record<string, unknown> {
+    return this.#documentMeta.get(documentId) ?? {};
+  }
+
+  getChunk(label: number): StoredChunk | undefined {
+    return this.store.getChunk(label);
   }
 
   getDocument(id: string): StoredDocument | undefined {

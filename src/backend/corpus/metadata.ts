@@ -1,7 +1,9 @@
 import { RpcError } from '../../protocol/errors.js';
 
+import type { FieldType } from '../ports.js';
+
 /** Declared metadata field types (configuration `index.fields`). Undeclared fields are stored as given, untyped. */
-export type FieldType = 'keyword' | 'text' | 'int' | 'float' | 'bool' | 'date';
+export type { FieldType };
 
 const CHECKS: Record<FieldType, (value: unknown) => boolean> = {
   keyword: (v) => typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string')),

@@ -17,6 +17,36 @@ function toArray(data: Float32Array, start: number, length: number): number[] {
   return out;
 }
 
+/** Allowed sets up to this size are searched exhaustively (cheaper and exact); larger ones use the graph filter. */
+const EXACT_BELOW = 4096;
+
+function exact(query: Float32Array, allow: ReadonlySet<number>, k: number): DenseReply {
+  if (index === undefined || options === undefined) throw new Error('index not open');
+  const dimension = options.dimension;
+  let queryNorm = 0;
+  for (let i = 0; i < dimension; i++) queryNorm += (query[i] ?? 0) ** 2;
+  const scored: { label: number; distance: number }[] = [];
+  for (const label of allow) {
+    if (!live.has(label)) continue;
+    const point = index.getPoint(label);
+    let dot = 0;
+    let norm = 0;
+    for (let i = 0; i < dimension; i++) {
+      dot += (point[i] ?? 0) * (query[i] ?? 0);
+      norm += (point[i] ?? 0) ** 2;
+    }
+    const similarity = options.space === 'cosine' ? dot / (Math.sqrt(norm * queryNorm) || 1) : dot;
+    scored.push({ label, distance: 1 - similarity });
+  }
+  scored.sort((a, b) => a.distance - b.distance || a.label - b.label);
+  const top = scored.slice(0, k);
+  return {
+    ok: true,
+    labels: Float64Array.from(top, (s) => s.label),
+    distances: Float32Array.from(top, (s) => s.distance),
+  };
+}
+
 function ensureCapacity(extra: number): void {
   if (index === undefined) return;
   const needed = index.getCurrentCount() + extra;
@@ -81,6 +111,8 @@ function handle(request: DenseRequest): DenseReply {
       index.setEf(Math.max(options.efSearch, request.ef, k));
       const allow = request.allow === undefined ? undefined : new Set(request.allow);
       if (allow?.size === 0) return { ok: true, labels: new Float64Array(0), distances: new Float32Array(0) };
+      // A selective filter: score the allowed points exactly, so k hits come back whenever k exist.
+      if (allow !== undefined && allow.size <= EXACT_BELOW) return exact(request.vector, allow, k);
       const result = index.searchKnn(
         toArray(request.vector, 0, options.dimension),
         allow === undefined ? k : Math.min(k, allow.size),

@@ -57,6 +57,13 @@ export class Bm25Index {
     this.#totalLength -= length;
   }
 
+  /** BM25 scores of the given labels (0 for labels without query terms), for completing fused candidate sets. */
+  scoreLabels(query: string, labels: readonly number[]): number[] {
+    const wanted = new Set(labels);
+    const scores = new Map(this.search(query, Number.MAX_SAFE_INTEGER, wanted).map((hit) => [hit.label, hit.score]));
+    return labels.map((label) => scores.get(label) ?? 0);
+  }
+
   search(query: string, k: number, allow?: ReadonlySet<number>): LexicalHit[] {
     const n = this.#lengths.size;
     if (n === 0 || k <= 0) return [];

@@ -44,8 +44,9 @@ export interface WriteResult {
   /** Labels of chunks added, and of chunks removed (replaced or deleted), for the derived indexes. */
   readonly added: StoredChunk[];
   readonly removed: number[];
-  /** Documents actually removed (index/delete). */
-  readonly deletedDocuments: number;
+  /** Documents written (with their metadata) and ids actually removed (index/delete). */
+  readonly written: readonly { id: string; meta: Record<string, unknown> }[];
+  readonly deletedIds: readonly string[];
 }
 
 const SCHEMA = `
@@ -168,7 +169,7 @@ export class CorpusStore {
           .prepare('INSERT INTO idempotency (key, result, seq) VALUES (?, ?, ?)')
           .run(idempotency.key, JSON.stringify(idempotency.result(seq)), seq);
       }
-      return { seq, added, removed, deletedDocuments: 0 };
+      return { seq, added, removed, written: documents.map(({ id, meta }) => ({ id, meta })), deletedIds: [] };
     })();
   }
 
@@ -179,7 +180,7 @@ export class CorpusStore {
         (id) => this.#db.prepare('SELECT 1 FROM documents WHERE id = ?').get(id) !== undefined,
       );
       const unique = [...new Set(present)];
-      if (unique.length === 0) return { seq: this.seq, added: [], removed: [], deletedDocuments: 0 };
+      if (unique.length === 0) return { seq: this.seq, added: [], removed: [], written: [], deletedIds: [] };
       const seq = this.seq + 1;
       const removed: number[] = [];
       const tombstone = this.#db.prepare('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
@@ -192,7 +193,7 @@ export class CorpusStore {
         this.#db.prepare('DELETE FROM documents WHERE id = ?').run(id);
       }
       this.setMeta('seq', String(seq));
-      return { seq, added: [], removed, deletedDocuments: unique.length };
+      return { seq, added: [], removed, written: [], deletedIds: unique };
     })();
   }
 
@@ -221,12 +222,19 @@ export class CorpusStore {
   }
 
   /** Every chunk's label and lexical text (no vectors), streamed: what the lexical index is rebuilt from. */
-  *chunkTexts(): Generator<{ label: number; text: string; context: string }> {
-    yield* this.#db.prepare('SELECT label, text, context FROM chunks ORDER BY label').iterate() as IterableIterator<{
-      label: number;
-      text: string;
-      context: string;
-    }>;
+  *chunkTexts(): Generator<{ label: number; docId: string; text: string; context: string }> {
+    const rows = this.#db.prepare('SELECT label, doc_id AS docId, text, context FROM chunks ORDER BY label').iterate();
+    yield* rows as IterableIterator<{ label: number; docId: string; text: string; context: string }>;
+  }
+
+  /** Every document's metadata, streamed (the corpus keeps it in memory for filters). */
+  *documentMetas(): Generator<{ id: string; meta: Record<string, unknown> }> {
+    for (const row of this.#db.prepare('SELECT id, meta FROM documents').iterate() as IterableIterator<{
+      id: string;
+      meta: string;
+    }>) {
+      yield { id: row.id, meta: JSON.parse(row.meta) as Record<string, unknown> };
+    }
   }
 
   /** Labels removed after `afterSeq`. */

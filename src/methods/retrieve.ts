@@ -1,0 +1,393 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { CorpusReader, Encoder, FieldType } from '../backend/ports.js';
+import type { RequestContext } from '../protocol/context.js';
+import { RpcError } from '../protocol/errors.js';
+import type { JsonObject } from '../protocol/messages.js';
+import type { MethodDefinition } from '../protocol/registry.js';
+import { CursorCodec, requestDigest } from '../retrieval/cursor.js';
+import { compileFilter, OPERATORS } from '../retrieval/filter.js';
+import { convex, rrf, weighted, type FusedHit, type FusionInput, type FusionMethod } from '../retrieval/fusion.js';
+import { mmr } from '../retrieval/mmr.js';
+import { SessionDedup } from '../retrieval/session-dedup.js';
+import { ContentBlock, textsOf } from './content.js';
+import type { Reranker } from './rerank.js';
+
+const MODES = ['dense', 'sparse', 'hybrid'] as const;
+const FUSIONS = ['rrf', 'weighted', 'convex'] as const;
+const UNITS = ['chunk', 'document'] as const;
+type Mode = (typeof MODES)[number];
+type Unit = (typeof UNITS)[number];
+type TrustLevel = 'trusted' | 'community' | 'untrusted';
+
+/** Option values are plain strings here, not enums: unsupported ones must reach the handler for §7.7's strict rule. */
+const RetrieveParams = Type.Object({
+  query: Type.Union([Type.String(), ContentBlock, Type.Array(ContentBlock)]),
+  k: Type.Integer({ minimum: 1 }),
+  mode: Type.Optional(Type.String()),
+  modality: Type.Optional(Type.String()),
+  candidateK: Type.Optional(Type.Integer({ minimum: 1 })),
+  fusion: Type.Optional(
+    Type.Object({
+      method: Type.Optional(Type.String()),
+      weights: Type.Optional(Type.Record(Type.String(), Type.Number({ minimum: 0 }))),
+      rrfK: Type.Optional(Type.Integer({ minimum: 1 })),
+      alpha: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    }),
+  ),
+  rerank: Type.Optional(
+    Type.Union([
+      Type.Object({
+        method: Type.Optional(Type.String()),
+        model: Type.Optional(Type.String()),
+        topN: Type.Optional(Type.Integer({ minimum: 1 })),
+      }),
+      Type.Literal(false),
+    ]),
+  ),
+  mmr: Type.Optional(Type.Object({ lambda: Type.Number({ minimum: 0, maximum: 1 }) })),
+  rewrite: Type.Optional(Type.Union([Type.String(), Type.Literal(false)])),
+  filter: Type.Optional(Type.Unknown()),
+  minScore: Type.Optional(Type.Number()),
+  recency: Type.Optional(Type.Object({ field: Type.String(), halfLifeDays: Type.Number({ exclusiveMinimum: 0 }) })),
+  unit: Type.Optional(Type.String()),
+  level: Type.Optional(Type.Integer({ minimum: 0 })),
+  tokenBudget: Type.Optional(Type.Integer({ minimum: 1 })),
+  sessionId: Type.Optional(Type.String()),
+  includeText: Type.Optional(Type.Boolean()),
+  includeVectors: Type.Optional(Type.Boolean()),
+  encoding: Type.Optional(Type.String()),
+  seed: Type.Optional(Type.Integer()),
+  indexVersion: Type.Optional(Type.String()),
+  strict: Type.Optional(Type.Boolean()),
+  cursor: Type.Optional(Type.String()),
+});
+type Params = Static<typeof RetrieveParams>;
+
+export interface RetrieveSettings {
+  readonly maxK: number;
+  readonly maxCandidates: number;
+  readonly candidateK: number;
+  readonly defaultMode: Mode;
+  readonly fusion: { readonly method: FusionMethod; readonly alpha: number; readonly rrfK: number };
+  readonly rerankTopN: number;
+  readonly sessionTtlSeconds: number;
+  readonly fields: Readonly<Record<string, FieldType>>;
+  readonly trust: Readonly<Record<string, TrustLevel>>;
+}
+
+interface Scored {
+  readonly label: number;
+  score: number;
+  readonly scores: Record<string, number>;
+}
+
+/** Options the request asked for that this server cannot honour: -32005 under strict, a usage note otherwise. */
+class Leniency {
+  readonly notes: string[] = [];
+  constructor(private readonly strict: boolean) {}
+
+  unsupported(option: string, value: unknown, fallback: string): void {
+    if (this.strict) throw RpcError.optionUnsupported(option, value);
+    this.notes.push(`${option}=${JSON.stringify(value)} is not supported; ${fallback}`);
+  }
+}
+
+const SCORE_FLOOR = { dense: -1, sparse: 0 } as const;
+
+/**
+ * `retrieve` (§7.7): recall (dense HNSW / sparse BM25, filtered during recall), fusion (§16.3), recency, the rerank
+ * funnel, minScore, unit grouping, session dedup, MMR, pagination, token-budget packing; progress at each stage
+ * (§9) and cancellation between stages.
+ */
+export function retrieveMethod(
+  corpus: CorpusReader,
+  encoder: Encoder,
+  rerankers: readonly Reranker[],
+  settings: RetrieveSettings,
+): [MethodDefinition<typeof RetrieveParams>, JsonObject] {
+  const cursors = new CursorCodec();
+  const sessions = new SessionDedup(settings.sessionTtlSeconds);
+  const capability = {
+    maxK: settings.maxK,
+    modes: [...MODES],
+    fusion: [...FUSIONS],
+    mmr: true,
+    rerankBuiltin: rerankers.length > 0,
+    units: [...UNITS],
+    tokenBudget: true,
+    defaultMode: settings.defaultMode,
+    /** Which index serves `mode: "sparse"`: lexical BM25, not a learned-sparse model. */
+    sparse: 'bm25',
+  };
+  const definition: MethodDefinition<typeof RetrieveParams> = {
+    method: 'retrieve',
+    params: RetrieveParams,
+    handler: (params, ctx) => retrieve(params, ctx),
+  };
+
+  async function retrieve(params: Params, ctx: RequestContext): Promise<JsonObject> {
+    const started = performance.now();
+    const lenient = new Leniency(params.strict !== false);
+    corpus.assertVersion(params.indexVersion);
+    const indexVersion = corpus.indexVersion;
+
+    // Options this server does not have.
+    if (params.rewrite !== undefined && params.rewrite !== false)
+      lenient.unsupported('rewrite', params.rewrite, 'the query was used as given');
+    if (params.modality !== undefined && params.modality !== 'text')
+      lenient.unsupported('modality', params.modality, 'text was used');
+    if (params.level !== undefined && params.level !== 0)
+      lenient.unsupported('level', params.level, 'the corpus is flat (level 0)');
+    if (params.encoding !== undefined && params.encoding !== 'json')
+      lenient.unsupported('encoding', params.encoding, 'hit vectors are JSON numbers');
+    let mode: Mode = settings.defaultMode;
+    if (params.mode !== undefined) {
+      if ((MODES as readonly string[]).includes(params.mode)) mode = params.mode as Mode;
+      else lenient.unsupported('mode', params.mode, `mode ${settings.defaultMode} was used`);
+    }
+    let method: FusionMethod = settings.fusion.method;
+    if (params.fusion?.method !== undefined) {
+      if ((FUSIONS as readonly string[]).includes(params.fusion.method)) method = params.fusion.method as FusionMethod;
+      else lenient.unsupported('fusion.method', params.fusion.method, `${method} was used`);
+    }
+    let unit: Unit = 'chunk';
+    if (params.unit !== undefined) {
+      if ((UNITS as readonly string[]).includes(params.unit)) unit = params.unit as Unit;
+      else if (params.unit !== 'passage') lenient.unsupported('unit', params.unit, 'chunks were returned');
+    }
+    let reranker: Reranker | undefined;
+    const topNAsked = params.rerank === false ? undefined : params.rerank?.topN;
+    if (params.rerank !== false) {
+      const wanted = params.rerank?.method;
+      reranker =
+        wanted === undefined
+          ? rerankers.find((r) => r.method === 'cross-encoder')
+          : rerankers.find((r) => r.method === wanted);
+      if (wanted !== undefined && reranker === undefined)
+        lenient.unsupported('rerank.method', wanted, 'no rerank was applied');
+      if (reranker !== undefined && params.rerank?.model !== undefined && params.rerank.model !== reranker.model) {
+        lenient.unsupported('rerank.model', params.rerank.model, `${reranker.model} was used`);
+      }
+    }
+
+    // §3.3 funnel: candidateK ≥ rerank.topN ≥ k as asked, then clamped (never an error for being large).
+    if (params.candidateK !== undefined && params.candidateK < params.k) {
+      throw RpcError.invalidParams('candidateK', `candidateK (${params.candidateK}) must be ≥ k (${params.k}) (§3.3)`);
+    }
+    if (topNAsked !== undefined && topNAsked < params.k)
+      throw RpcError.invalidParams('rerank.topN', `rerank.topN must be ≥ k (§3.3)`);
+    if (topNAsked !== undefined && params.candidateK !== undefined && params.candidateK < topNAsked) {
+      throw RpcError.invalidParams('candidateK', `candidateK must be ≥ rerank.topN (§3.3)`);
+    }
+    const k = Math.min(params.k, settings.maxK);
+    const candidateK = Math.min(params.candidateK ?? Math.max(k, settings.candidateK), settings.maxCandidates);
+    const topN = Math.min(topNAsked ?? Math.max(k, settings.rerankTopN), candidateK);
+
+    const predicate =
+      params.filter === undefined ? undefined : compileFilter(params.filter, settings.fields, OPERATORS);
+    if (params.recency !== undefined && settings.fields[params.recency.field] !== 'date') {
+      throw RpcError.invalidParams('recency.field', `${params.recency.field} is not a declared date field`);
+    }
+    const query = typeof params.query === 'string' ? params.query : textsOf([params.query].flat(), 'query').join('\n');
+    const allow = predicate === undefined ? undefined : corpus.labelsWhere(predicate);
+
+    // Recall.
+    const lists: FusionInput[] = [];
+    const weights = params.fusion?.weights ?? {};
+    let queryVector: Float32Array = new Float32Array(0);
+    if (mode !== 'sparse') {
+      queryVector = (await encoder.embed([query], 'query', ctx.signal))[0] ?? queryVector;
+      const hits = await corpus.searchDense(queryVector, candidateK, allow);
+      lists.push({ name: 'dense', weight: weights.dense ?? 1, hits, floor: SCORE_FLOOR.dense });
+    }
+    if (mode !== 'dense') {
+      const hits = await corpus.searchLexical(query, candidateK, allow === undefined ? undefined : new Set(allow));
+      lists.push({ name: 'sparse', weight: weights.sparse ?? 1, hits, floor: SCORE_FLOOR.sparse });
+    }
+    // Score fusion over the union: a candidate one list missed gets that list's exact score, not nothing, so
+    // weighted/convex compare like with like (RRF stays rank-only: a missed candidate has no rank there).
+    if (lists.length === 2 && method !== 'rrf') completeUnion(lists, query, queryVector);
+    ctx.signal.throwIfAborted();
+    const recalled = new Set(lists.flatMap((list) => list.hits.map((hit) => hit.label))).size;
+    ctx.progress('recall', 0.25, {
+      message: `${recalled} candidates`,
+      partial: {
+        hits: (lists[0]?.hits ?? []).slice(0, k).map((hit) => ({ id: hitId(hit.label, 'chunk'), score: hit.score })),
+      },
+    });
+
+    // Fusion (hybrid) or the single list.
+    let ranked: Scored[];
+    if (lists.length === 1) {
+      const [only] = lists;
+      ranked = (only?.hits ?? []).map((hit) => ({
+        label: hit.label,
+        score: hit.score,
+        scores: { [only?.name ?? 'dense']: hit.score },
+      }));
+    } else {
+      const fused: FusedHit[] =
+        method === 'rrf'
+          ? rrf(lists, params.fusion?.rrfK ?? settings.fusion.rrfK)
+          : method === 'weighted'
+            ? weighted(lists)
+            : convex(lists, params.fusion?.alpha ?? settings.fusion.alpha);
+      ranked = fused
+        .slice(0, candidateK)
+        .map((hit) => ({ label: hit.label, score: hit.score, scores: { ...hit.scores, fused: hit.score } }));
+      ctx.progress('fuse', 0.45, { message: `${method} over ${lists.length} lists` });
+    }
+
+    // Recency: halve the score every halfLifeDays of age; undated documents keep theirs.
+    if (params.recency !== undefined) {
+      const { field, halfLifeDays } = params.recency;
+      const now = Date.now();
+      for (const hit of ranked) {
+        const value = corpus.metaOf(documentIdOf(hit.label))[field];
+        const time = typeof value === 'number' ? value : typeof value === 'string' ? Date.parse(value) : NaN;
+        if (Number.isNaN(time)) continue;
+        const decay = 0.5 ** (Math.max(0, now - time) / 86_400_000 / halfLifeDays);
+        hit.scores.recency = decay;
+        hit.score *= decay;
+      }
+      ranked.sort((a, b) => b.score - a.score || a.label - b.label);
+    }
+    ctx.signal.throwIfAborted();
+
+    // The rerank funnel: the top topN rescored; the rest keep their order behind them.
+    let reranked = 0;
+    if (reranker !== undefined && ranked.length > 0) {
+      const head = ranked.slice(0, topN);
+      const texts = head.map((hit) => corpus.getChunk(hit.label)?.text ?? '');
+      const scores = await reranker.score(query, texts, ctx.signal);
+      head.forEach((hit, i) => {
+        hit.score = scores[i] ?? 0;
+        hit.scores.rerank = hit.score;
+      });
+      head.sort((a, b) => b.score - a.score || a.label - b.label);
+      ranked = [...head, ...ranked.slice(topN)];
+      reranked = head.length;
+      ctx.progress('rerank', 0.7, { message: `reranked ${reranked} with ${reranker.method}` });
+    }
+
+    if (params.minScore !== undefined) ranked = ranked.filter((hit) => hit.score >= (params.minScore ?? -Infinity));
+    if (unit === 'document') {
+      const seen = new Set<string>();
+      ranked = ranked.filter((hit) => {
+        const doc = documentIdOf(hit.label);
+        return !seen.has(doc) && seen.add(doc) !== undefined;
+      });
+    }
+    if (params.sessionId !== undefined) {
+      const seen = sessions.seen(params.sessionId);
+      ranked = ranked.filter((hit) => !seen.has(hitId(hit.label, unit)));
+    }
+    if (params.mmr !== undefined) {
+      const vectors = ranked.map((hit) => corpus.getChunk(hit.label)?.vector ?? new Float32Array(0));
+      const order = mmr(
+        ranked.map((hit, i) => ({ score: hit.score, vector: vectors[i]! })),
+        ranked.length,
+        params.mmr.lambda,
+      );
+      ranked = order.map((i) => ranked[i]!);
+    }
+
+    // §10 pagination over this deterministic ranking of one snapshot.
+    const digest = requestDigest(params);
+    const offset = params.cursor === undefined ? 0 : cursors.decode(params.cursor, digest, indexVersion);
+    let page = ranked.slice(offset, offset + k);
+
+    // §7.7.2 token budget: best hits first while their bodies fit.
+    let tokens: number | undefined;
+    if (params.tokenBudget !== undefined) {
+      const count = await encoder.tokenCounter();
+      tokens = 0;
+      const packed: Scored[] = [];
+      for (const hit of page) {
+        const size = count(bodyOf(hit.label, unit));
+        if (tokens + size > params.tokenBudget) break;
+        tokens += size;
+        packed.push(hit);
+      }
+      page = packed;
+    }
+    ctx.progress('pack', 0.9, { message: `${page.length} hits` });
+
+    const hits = page.map((hit) => buildHit(hit, unit, params));
+    if (params.sessionId !== undefined)
+      sessions.remember(
+        params.sessionId,
+        hits.map((hit) => String(hit.id)),
+      );
+    const next = offset + page.length;
+    const more = params.tokenBudget === undefined && next < ranked.length && page.length > 0;
+    const usage: JsonObject = {
+      candidates: recalled,
+      reranked,
+      latencyMs: Math.round(performance.now() - started),
+      ...(tokens === undefined ? {} : { tokens }),
+      ...(lenient.notes.length > 0 ? { notes: lenient.notes } : {}),
+    };
+    return {
+      hits,
+      indexVersion,
+      ...(more ? { nextCursor: cursors.encode({ offset: next, indexVersion, request: digest }) } : {}),
+      usage,
+    };
+  }
+
+  function completeUnion(lists: FusionInput[], query: string, vector: Float32Array): void {
+    const union = [...new Set(lists.flatMap((list) => list.hits.map((hit) => hit.label)))];
+    lists.forEach((list, i) => {
+      const present = new Set(list.hits.map((hit) => hit.label));
+      const missing = union.filter((label) => !present.has(label));
+      const scores = list.name === 'dense' ? corpus.denseScores(vector, missing) : corpus.lexicalScores(query, missing);
+      lists[i] = {
+        ...list,
+        hits: [...list.hits, ...missing.map((label, j) => ({ label, score: scores[j] ?? list.floor }))],
+      };
+    });
+  }
+
+  function documentIdOf(label: number): string {
+    return corpus.documentIdOf(label) ?? '';
+  }
+
+  function hitId(label: number, unit: Unit): string {
+    const chunk = corpus.getChunk(label);
+    if (chunk === undefined) return String(label);
+    return unit === 'document' ? chunk.docId : `${chunk.docId}#${chunk.ordinal}`;
+  }
+
+  function bodyOf(label: number, unit: Unit): string {
+    const chunk = corpus.getChunk(label);
+    if (chunk === undefined) return '';
+    return unit === 'document' ? (corpus.getDocument(chunk.docId)?.text ?? chunk.text) : chunk.text;
+  }
+
+  function buildHit(hit: Scored, unit: Unit, params: Params): JsonObject {
+    const chunk = corpus.getChunk(hit.label);
+    if (chunk === undefined) return { id: String(hit.label), score: hit.score };
+    const meta = corpus.metaOf(chunk.docId);
+    const source = typeof meta.source === 'string' ? meta.source : chunk.docId;
+    const citation: JsonObject = { source };
+    if (typeof meta.title === 'string') citation.title = meta.title;
+    if (typeof meta.uri === 'string') citation.uri = meta.uri;
+    const body: JsonObject = {
+      id: hitId(hit.label, unit),
+      score: hit.score,
+      unit,
+      scores: hit.scores,
+      meta,
+      citation,
+      chunk: { docId: chunk.docId, index: chunk.ordinal, ...(chunk.context === '' ? {} : { context: chunk.context }) },
+      // §15.2: corpus text is written by clients; trust comes only from the operator's per-source configuration.
+      trust: { level: settings.trust[source] ?? 'untrusted' },
+    };
+    if (params.includeText !== false) body.text = bodyOf(hit.label, unit);
+    if (params.includeVectors === true) body.vector = Array.from(chunk.vector);
+    return body;
+  }
+
+  return [definition, capability];
+}

@@ -1,0 +1,154 @@
+import type { FieldType } from '../backend/ports.js';
+import { RpcError } from '../protocol/errors.js';
+
+/**
+ * §8 metadata filters: validated against the advertised field types and operators, then compiled to a predicate over
+ * a document's metadata. -32602 (`data.field`) for an unadvertised field, a value of the wrong JSON type for the field
+ * or operator, an empty `and`/`or`, an unknown node shape, or nesting deeper than MAX_DEPTH; -32005 (`data.option`)
+ * for an operator outside `filter.operators`. String comparison is case-sensitive and code-unit ordered; dates are
+ * RFC 3339 strings (or epoch ms) compared as instants.
+ */
+export const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'contains', 'exists'] as const;
+export type Operator = (typeof OPERATORS)[number];
+export const MAX_DEPTH = 16;
+
+export type Predicate = (meta: Readonly<Record<string, unknown>>) => boolean;
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const ORDERED = new Set<FieldType>(['int', 'float', 'date']);
+
+function scalarFits(type: FieldType, value: unknown): boolean {
+  switch (type) {
+    case 'keyword':
+    case 'text':
+      return typeof value === 'string';
+    case 'int':
+      return Number.isSafeInteger(value);
+    case 'float':
+      return typeof value === 'number' && Number.isFinite(value);
+    case 'bool':
+      return typeof value === 'boolean';
+    case 'date':
+      return (typeof value === 'string' && !Number.isNaN(Date.parse(value))) || Number.isFinite(value);
+  }
+}
+
+/** A comparable form: dates become epoch ms, everything else stays as is. */
+function key(type: FieldType, value: unknown): unknown {
+  if (type !== 'date') return value;
+  return typeof value === 'number' ? value : typeof value === 'string' ? Date.parse(value) : undefined;
+}
+
+function compare(a: unknown, b: unknown): number | undefined {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  if (typeof a === 'string' && typeof b === 'string') return a < b ? -1 : a > b ? 1 : 0;
+  return undefined;
+}
+
+function leaf(
+  node: Record<string, unknown>,
+  path: string,
+  fields: Readonly<Record<string, FieldType>>,
+  operators: readonly string[],
+): Predicate {
+  const { field, op, value } = node;
+  if (typeof field !== 'string') throw RpcError.invalidParams(`${path}.field`, 'a string naming a metadata field');
+  const type = fields[field];
+  if (type === undefined)
+    throw RpcError.invalidParams(`filter.${field}`, 'field is not filterable (see filter.fields)');
+  if (typeof op !== 'string' || !(OPERATORS as readonly string[]).includes(op)) {
+    throw RpcError.invalidParams(`${path}.op`, `one of ${OPERATORS.join(', ')}`);
+  }
+  if (!operators.includes(op)) throw RpcError.optionUnsupported(`${path}.op`, op);
+  const bad = (why: string) => RpcError.invalidParams(`filter.${field}`, why);
+  const get = (meta: Readonly<Record<string, unknown>>) => meta[field];
+  switch (op as Operator) {
+    case 'exists': {
+      if (typeof value !== 'boolean') throw bad('exists takes true or false');
+      return (meta) => (get(meta) !== undefined && get(meta) !== null) === value;
+    }
+    case 'eq':
+    case 'ne': {
+      if (!scalarFits(type, value)) throw bad(`${op} needs a ${type} value`);
+      const want = key(type, value);
+      const matches = (meta: Readonly<Record<string, unknown>>) => {
+        const have = get(meta);
+        return Array.isArray(have) ? have.some((item) => key(type, item) === want) : key(type, have) === want;
+      };
+      return op === 'eq' ? matches : (meta) => !matches(meta);
+    }
+    case 'gt':
+    case 'gte':
+    case 'lt':
+    case 'lte': {
+      if (!ORDERED.has(type)) throw bad(`${op} applies to int, float and date fields only`);
+      if (!scalarFits(type, value)) throw bad(`${op} needs a ${type} value`);
+      const want = key(type, value);
+      const tests: Record<'gt' | 'gte' | 'lt' | 'lte', (c: number) => boolean> = {
+        gt: (c) => c > 0,
+        gte: (c) => c >= 0,
+        lt: (c) => c < 0,
+        lte: (c) => c <= 0,
+      };
+      const test = tests[op as keyof typeof tests];
+      return (meta) => {
+        const c = compare(key(type, get(meta)), want);
+        return c !== undefined && !Number.isNaN(c) && test(c);
+      };
+    }
+    case 'in':
+    case 'nin': {
+      if (!Array.isArray(value) || value.some((item) => !scalarFits(type, item)))
+        throw bad(`${op} needs an array of ${type} values`);
+      const wanted = new Set(value.map((item) => key(type, item)));
+      const matches = (meta: Readonly<Record<string, unknown>>) => {
+        const have = get(meta);
+        return Array.isArray(have) ? have.some((item) => wanted.has(key(type, item))) : wanted.has(key(type, have));
+      };
+      return op === 'in' ? matches : (meta) => !matches(meta);
+    }
+    case 'contains': {
+      if (type === 'text') {
+        if (typeof value !== 'string') throw bad('contains on a text field needs a string');
+        return (meta) => typeof get(meta) === 'string' && (get(meta) as string).includes(value);
+      }
+      if (!scalarFits(type, value)) throw bad(`contains needs a ${type} value`);
+      const want = key(type, value);
+      return (meta) => Array.isArray(get(meta)) && (get(meta) as unknown[]).some((item) => key(type, item) === want);
+    }
+  }
+}
+
+export function compileFilter(
+  node: unknown,
+  fields: Readonly<Record<string, FieldType>>,
+  operators: readonly string[],
+  path = 'filter',
+  depth = 0,
+): Predicate {
+  if (depth > MAX_DEPTH) throw RpcError.invalidParams(path, `nested deeper than ${MAX_DEPTH}`);
+  if (!isObject(node)) throw RpcError.invalidParams(path, 'a filter node is an object');
+  const combinators = ['and', 'or', 'not'].filter((name) => name in node);
+  if (combinators.length > 1 || (combinators.length === 1 && 'field' in node)) {
+    throw RpcError.invalidParams(path, 'a node is one of and, or, not, or a field condition');
+  }
+  const [combinator] = combinators;
+  if (combinator === 'not') return negate(compileFilter(node.not, fields, operators, `${path}.not`, depth + 1));
+  if (combinator === 'and' || combinator === 'or') {
+    const children = node[combinator];
+    if (!Array.isArray(children) || children.length === 0) {
+      throw RpcError.invalidParams(`${path}.${combinator}`, 'a non-empty array (§8)');
+    }
+    const compiled = children.map((child, i) =>
+      compileFilter(child, fields, operators, `${path}.${combinator}.${i}`, depth + 1),
+    );
+    return combinator === 'and' ? (meta) => compiled.every((p) => p(meta)) : (meta) => compiled.some((p) => p(meta));
+  }
+  return leaf(node, path, fields, operators);
+}
+
+function negate(predicate: Predicate): Predicate {
+  return (meta) => !predicate(meta);
+}

@@ -1,0 +1,85 @@
+/**
+ * Hybrid fusion (§16.3) of ranked lists keyed by chunk label. Every method returns fused hits sorted by the §16.3
+ * total order: (1) higher fused score, (2) higher summed weight of the lists that found it, (3) smaller stringified id.
+ */
+export interface Ranked {
+  readonly label: number;
+  readonly score: number;
+}
+
+export interface FusedHit {
+  readonly label: number;
+  readonly score: number;
+  /** Each input list's raw score for this hit, by list name (`dense`, `sparse`). */
+  readonly scores: Readonly<Record<string, number>>;
+}
+
+export interface FusionInput {
+  readonly name: string;
+  readonly weight: number;
+  readonly hits: readonly Ranked[];
+  /** The scoring function's theoretical minimum (cosine -1, BM25 0): the anchor of convex fusion. */
+  readonly floor: number;
+}
+
+export type FusionMethod = 'rrf' | 'weighted' | 'convex';
+
+function order(hits: Map<number, { score: number; weight: number; scores: Record<string, number> }>): FusedHit[] {
+  return [...hits]
+    .sort(
+      ([a, x], [b, y]) =>
+        y.score - x.score || y.weight - x.weight || (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0),
+    )
+    .map(([label, { score, scores }]) => ({ label, score, scores }));
+}
+
+function accumulate(
+  inputs: readonly FusionInput[],
+  contribution: (input: FusionInput, hit: Ranked, rank: number) => number,
+): FusedHit[] {
+  const fused = new Map<number, { score: number; weight: number; scores: Record<string, number> }>();
+  for (const input of inputs) {
+    input.hits.forEach((hit, rank) => {
+      const entry = fused.get(hit.label) ?? { score: 0, weight: 0, scores: {} };
+      entry.score += contribution(input, hit, rank);
+      entry.weight += input.weight;
+      entry.scores[input.name] = hit.score;
+      fused.set(hit.label, entry);
+    });
+  }
+  return order(fused);
+}
+
+/** RRF(d) = Σ weight / (rrfK + rank), rank 1-based. */
+export function rrf(inputs: readonly FusionInput[], rrfK: number): FusedHit[] {
+  return accumulate(inputs, (input, _hit, rank) => input.weight / (rrfK + rank + 1));
+}
+
+/** Min-max per list over its returned set, then Σ weight · norm. */
+export function weighted(inputs: readonly FusionInput[]): FusedHit[] {
+  const bounds = new Map(
+    inputs.map((input) => {
+      const scores = input.hits.map((hit) => hit.score);
+      return [input.name, { min: Math.min(...scores), max: Math.max(...scores) }];
+    }),
+  );
+  return accumulate(inputs, (input, hit) => {
+    const { min, max } = bounds.get(input.name) ?? { min: 0, max: 1 };
+    return input.weight * (max > min ? (hit.score - min) / (max - min) : 1);
+  });
+}
+
+/**
+ * Convex combination anchored at each list's declared floor (TM2C2): norm = (s - floor) / (max - floor), fused =
+ * α · norm(first) + (1 - α) · norm(second). With more or fewer than two lists, the weights stand in for α.
+ */
+export function convex(inputs: readonly FusionInput[], alpha: number): FusedHit[] {
+  const maxima = new Map(inputs.map((input) => [input.name, Math.max(...input.hits.map((hit) => hit.score))]));
+  const coefficient = (input: FusionInput, index: number) =>
+    inputs.length === 2 ? (index === 0 ? alpha : 1 - alpha) : input.weight;
+  return accumulate(inputs, (input, hit) => {
+    const max = maxima.get(input.name) ?? input.floor;
+    const norm = max > input.floor ? (hit.score - input.floor) / (max - input.floor) : 1;
+    return coefficient(input, inputs.indexOf(input)) * norm;
+  });
+}
