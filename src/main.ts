@@ -16,7 +16,6 @@ import {
   type ServeCommand,
 } from './cli.js';
 import { evaluate, writeReport } from './eval.js';
-import type { JsonObject } from './protocol/messages.js';
 import { ConfigError, loadConfig, type Config, type ConfigOverrides } from './config.js';
 import { ingest } from './ingest/ingest.js';
 import { SourceError } from './ingest/sources.js';
