@@ -218,6 +218,8 @@ export const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) =>
   RCP_INDEX_SAVE_INTERVAL_MS: { path: 'index.saveIntervalMs', parse: Number },
   RCP_MAX_DOCUMENT_BYTES: { path: 'index.maxDocumentBytes', parse: Number },
   RCP_MAX_DOCUMENTS_PER_ADD: { path: 'index.maxDocumentsPerAdd', parse: Number },
+  RCP_INDEX_FIELDS: { path: 'index.fields', parse: parseJson },
+  RCP_RETRIEVE_TRUST: { path: 'retrieve.trust', parse: parseJson },
   RCP_RETRIEVE_MAX_K: { path: 'retrieve.maxK', parse: Number },
   RCP_RETRIEVE_MODE: { path: 'retrieve.defaultMode', parse: String },
   RCP_FUSION: { path: 'retrieve.fusion.method', parse: String },
@@ -226,6 +228,15 @@ export const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) =>
 };
 
 export type ConfigOverrides = Record<string, unknown>;
+
+/** Object-valued settings from the environment are JSON; a parse failure is left to validation to report. */
+function parseJson(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return raw;
+  }
+}
 
 export interface LoadOptions {
   file?: string | undefined;

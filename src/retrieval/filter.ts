@@ -58,10 +58,11 @@ function leaf(
   const type = fields[field];
   if (type === undefined)
     throw RpcError.invalidParams(`filter.${field}`, 'field is not filterable (see filter.fields)');
-  if (typeof op !== 'string' || !(OPERATORS as readonly string[]).includes(op)) {
-    throw RpcError.invalidParams(`${path}.op`, `one of ${OPERATORS.join(', ')}`);
+  if (typeof op !== 'string') throw RpcError.invalidParams(`${path}.op`, 'a string naming an operator');
+  // §8: an operator outside the advertised set (an unknown one included) is -32005.
+  if (!operators.includes(op) || !(OPERATORS as readonly string[]).includes(op)) {
+    throw RpcError.optionUnsupported(`${path}.op`, op);
   }
-  if (!operators.includes(op)) throw RpcError.optionUnsupported(`${path}.op`, op);
   const bad = (why: string) => RpcError.invalidParams(`filter.${field}`, why);
   const get = (meta: Readonly<Record<string, unknown>>) => meta[field];
   switch (op as Operator) {
