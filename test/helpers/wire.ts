@@ -185,7 +185,7 @@ export interface StdioChild {
 /** Spawns the stdio fixture server (real transport, real process) with RCP_* settings from `config`. */
 export function spawnStdio(options: ServerOptions = {}, argv?: string[]): StdioChild {
   const env: NodeJS.ProcessEnv = { ...process.env, RCP_LOG_LEVEL: 'warn' };
-  for (const [path, value] of Object.entries({ ...defaults(), ...options.config })) env[envName(path)] = typeof value === 'object' ? JSON.stringify(value) : String(value as string | number | boolean);
+  for (const [path, value] of Object.entries({ ...defaults(), ...options.config })) env[envName(path)] = typeof value === 'string' ? value : JSON.stringify(value);
   const args = argv ?? ['--import', 'tsx', 'test/fixtures/serve-stdio.ts'];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
   // A test may outlive the child (it exits after shutdown); late writes must not crash the runner.
