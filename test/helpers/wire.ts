@@ -32,6 +32,8 @@ export interface Connection {
   silent(frame: object | string): Promise<void>;
   /** Notifications the server sent so far (progress, over stdio or in-process; SSE is tested apart). */
   readonly notifications: Frame[];
+  /** HTTP only: the server's origin (`http://127.0.0.1:PORT`), for requests the helper does not model (SSE). */
+  readonly origin?: string | undefined;
   close(): Promise<void>;
 }
 
@@ -185,7 +187,8 @@ export interface StdioChild {
 /** Spawns the stdio fixture server (real transport, real process) with RCP_* settings from `config`. */
 export function spawnStdio(options: ServerOptions = {}, argv?: string[]): StdioChild {
   const env: NodeJS.ProcessEnv = { ...process.env, RCP_LOG_LEVEL: 'warn' };
-  for (const [path, value] of Object.entries({ ...defaults(), ...options.config })) env[envName(path)] = typeof value === 'string' ? value : JSON.stringify(value);
+  for (const [path, value] of Object.entries({ ...defaults(), ...options.config }))
+    env[envName(path)] = typeof value === 'string' ? value : JSON.stringify(value);
   const args = argv ?? ['--import', 'tsx', 'test/fixtures/serve-stdio.ts'];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
   // A test may outlive the child (it exits after shutdown); late writes must not crash the runner.
@@ -248,10 +251,12 @@ function http(app: App): Connection {
   const notifications: Frame[] = [];
   const inFlight = new Map<Id, Promise<Frame>>();
   let origin: Promise<string> | undefined;
+  let resolved: string | undefined;
   const base = (): Promise<string> =>
-    (origin ??= app.buildHttp().then((server) => server.listen({ host: '127.0.0.1', port: 0 }))).then(
-      (o) => `${o}/rcp`,
-    );
+    (origin ??= app.buildHttp().then((server) => server.listen({ host: '127.0.0.1', port: 0 }))).then((o) => {
+      resolved = o;
+      return `${o}/rcp`;
+    });
 
   const post = async (frame: object | string): Promise<{ status: number; body: unknown }> => {
     const method = methodOf(frame);
@@ -276,6 +281,9 @@ function http(app: App): Connection {
   };
   return {
     transport: 'http',
+    get origin() {
+      return resolved;
+    },
     notifications,
     send: (frame) => {
       const id = typeof frame === 'string' ? undefined : (frame as { id?: Id }).id;

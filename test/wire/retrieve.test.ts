@@ -72,6 +72,20 @@ type Result = {
 
 describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
   let client: Connection;
+  /** HTTP only: POST with Accept: text/event-stream through the connection's own server; every frame parsed. */
+  const sse = async (params: object): Promise<Frame[]> => {
+    const response = await fetch(`${client.origin!}/rcp/retrieve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify(request(++id, 'retrieve', params)),
+    });
+    const text = await response.text();
+    if (!(response.headers.get('content-type') ?? '').includes('text/event-stream')) return [JSON.parse(text) as Frame];
+    return text
+      .split('\n\n')
+      .filter(Boolean)
+      .map((event) => JSON.parse(event.slice('data: '.length)) as Frame);
+  };
   let capabilities: Record<string, Record<string, unknown>>;
   let id = 0;
   const call = (params: object) => client.exchange(request(++id, 'retrieve', params)) as Promise<Frame>;
@@ -325,26 +339,30 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
     expect(second.hits.length).toBe(3);
   });
 
-  it.skipIf(transport === 'http')(
-    '§9 progress at each stage with partial hits after recall, only with a progressToken',
-    async () => {
+  it('§9 progress at each stage with partial hits after recall, only with a progressToken (SSE over HTTP)', async () => {
+    type Progress = {
+      method?: string;
+      params: { progressToken: string; stage: string; partial?: { hits: unknown[] } };
+    };
+    const params = {
+      query: 'blood',
+      k: 3,
+      rerank: { method: 'colbert', topN: 5 },
+      _meta: { progressToken: `p-${transport}` },
+    };
+    const progressOf = async (body: object): Promise<Progress[]> => {
+      if (transport === 'http')
+        return (await sse(body)).filter((frame) => frame.method === 'notifications/progress') as Progress[];
       const before = client.notifications.length;
-      await ok({
-        query: 'blood',
-        k: 3,
-        rerank: { method: 'colbert', topN: 5 },
-        _meta: { progressToken: `p-${transport}` },
-      });
-      const frames = client.notifications.slice(before) as {
-        params: { progressToken: string; stage: string; partial?: { hits: unknown[] } };
-      }[];
-      expect(frames.map((frame) => frame.params.stage)).toEqual(['recall', 'fuse', 'rerank', 'pack']);
-      expect(frames[0]!.params.partial?.hits.length).toBe(3);
-      const quiet = client.notifications.length;
-      await ok({ query: 'blood', k: 3 });
-      expect(client.notifications.length).toBe(quiet);
-    },
-  );
+      await ok(body);
+      return client.notifications.slice(before) as Progress[];
+    };
+    const frames = await progressOf(params);
+    expect(frames.map((frame) => frame.params.stage)).toEqual(['recall', 'fuse', 'rerank', 'pack']);
+    expect(frames.every((frame) => frame.params.progressToken === `p-${transport}`)).toBe(true);
+    expect(frames[0]!.params.partial?.hits.length).toBe(3);
+    expect(await progressOf({ query: 'blood', k: 3 })).toEqual([]);
+  });
 
   it('§10 a cursor issued before a write has expired: -32015', async () => {
     const page = await ok({ query: 'blood', k: 2, mode: 'sparse' });
