@@ -2,7 +2,8 @@
  * `npm run bench [-- SUITE...]`: every benchmark in bench/, each printing ratios against a baseline measured in the
  * same run (these machines are noisy, so absolute figures mean little on their own). Suites: protocol, embed
  * (default: both), colbert (the SciFact late-interaction measurement, slow: minutes) lexical (BM25 analyzer
- * choices on SciFact) and corpus (100k-chunk restart vs rebuild, ingest rate; minutes).
+ * choices on SciFact) and corpus (100k-chunk restart vs rebuild, ingest rate; minutes) and retrieve
+ * (latency, throughput vs ping, HNSW recall vs exact; RCP_BENCH_SYNTHETIC=100000 adds the synthetic corpus).
  */
 import { benchEmbed } from './embed.js';
 import { benchProtocol } from './protocol.js';
@@ -13,6 +14,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   colbert: async () => (await import('./colbert-scifact.js')).benchColbert(),
   lexical: async () => (await import('./lexical-scifact.js')).benchLexical(),
   corpus: async () => (await import('./corpus.js')).benchCorpus(),
+  retrieve: async () => (await import('./retrieve.js')).benchRetrieve(),
 };
 const chosen = process.argv.slice(2);
 for (const name of chosen.length > 0 ? chosen : ['protocol', 'embed']) {
