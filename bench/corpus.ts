@@ -76,7 +76,7 @@ async function restart(encoder: UseLiteEncoder): Promise<void> {
         text,
         meta: {},
         hash: contentHash(text, {}, { chunk: false, contextual: false }),
-        chunks: [{ text, context: '', vector: randomUnit(encoder.info.dimension, n + 1) }],
+        chunks: [{ text, context: '', start: 0, end: text.length, vector: randomUnit(encoder.info.dimension, n + 1) }],
       };
     });
     seed.store.upsert(documents);

@@ -177,7 +177,7 @@ async function synthetic(encoder: UseLiteEncoder, size: number): Promise<string>
         text,
         meta: {},
         hash: contentHash(text, {}, { chunk: false, contextual: false }),
-        chunks: [{ text, context: '', vector }],
+        chunks: [{ text, context: '', start: 0, end: text.length, vector }],
       };
     });
     corpus.store.upsert(documents);

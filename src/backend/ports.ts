@@ -95,6 +95,9 @@ export interface ChunkRecord {
   readonly ordinal: number;
   readonly text: string;
   readonly context: string;
+  /** Character offsets of the chunk in its document. */
+  readonly start: number;
+  readonly end: number;
   readonly vector: Float32Array;
 }
 

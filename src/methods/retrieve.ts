@@ -370,7 +370,8 @@ export function retrieveMethod(
     if (chunk === undefined) return { id: String(hit.label), score: hit.score };
     const meta = corpus.metaOf(chunk.docId);
     const source = typeof meta.source === 'string' ? meta.source : chunk.docId;
-    const citation: JsonObject = { source };
+    // §7.7 citation offsets: the chunk is a verbatim slice of its document.
+    const citation: JsonObject = { source, start: chunk.start, end: chunk.end };
     if (typeof meta.title === 'string') citation.title = meta.title;
     if (typeof meta.uri === 'string') citation.uri = meta.uri;
     const body: JsonObject = {

@@ -11,7 +11,16 @@ import { readFrames, request, spawnStdio, testConfig, type StdioChild } from '..
  * never crashes, and still answers `ping` afterwards.
  */
 // `shutdown` is left out: it legitimately ends the session (proven in the lifecycle and stdio tests).
-const METHODS = ['initialize', 'info', 'ping', 'retrieve', 'x-test/echo', 'x-test/sleep', 'notifications/cancel', 'nope'];
+const METHODS = [
+  'initialize',
+  'info',
+  'ping',
+  'retrieve',
+  'x-test/echo',
+  'x-test/sleep',
+  'notifications/cancel',
+  'nope',
+];
 
 /** Frames that look almost right: the interesting part of the input space. */
 const nearFrame = fc.record(
@@ -24,7 +33,10 @@ const nearFrame = fc.record(
       fc.array(fc.jsonValue()),
       fc.record({ text: fc.oneof(fc.string(), fc.integer()), mode: fc.string(), ms: fc.integer({ min: -5, max: 5 }) }),
       fc.record({ protocolVersion: fc.oneof(fc.integer(), fc.double(), fc.string()) }),
-      fc.record({ nonce: fc.jsonValue(), _meta: fc.record({ deadlineMs: fc.jsonValue(), progressToken: fc.jsonValue() }) }),
+      fc.record({
+        nonce: fc.jsonValue(),
+        _meta: fc.record({ deadlineMs: fc.jsonValue(), progressToken: fc.jsonValue() }),
+      }),
     ),
   },
   { requiredKeys: [] },
@@ -105,10 +117,16 @@ describe('stdio child under arbitrary bytes', () => {
   afterAll(() => void server.child.kill('SIGKILL'));
 
   it('§5.1 survives arbitrary bytes, arbitrary JSON and deep nesting, then still answers ping', async () => {
-    const samples = fc.sample(fc.oneof(fc.uint8Array({ maxLength: 200 }), anyMessage.map((v) => Buffer.from(`${serialize(v)}\n`))), {
-      numRuns: 400,
-      seed: 42,
-    });
+    const samples = fc.sample(
+      fc.oneof(
+        fc.uint8Array({ maxLength: 200 }),
+        anyMessage.map((v) => Buffer.from(`${serialize(v)}\n`)),
+      ),
+      {
+        numRuns: 400,
+        seed: 42,
+      },
+    );
     for (const bytes of samples) server.child.stdin.write(bytes);
     for (const text of DEEP_TEXTS) server.child.stdin.write(`${text}\n`);
     server.child.stdin.write(`\n${serialize(request('alive', 'ping'))}\n`);
@@ -132,9 +150,19 @@ describe('HTTP server under arbitrary bodies', () => {
   afterAll(async () => app.close());
 
   it('§5.2 answers 200 with a valid frame or 204, never a 5xx, and still answers ping', async () => {
-    const bodies = fc.sample(fc.oneof(fc.uint8Array({ maxLength: 200 }), anyMessage.map((v) => serialize(v))), { numRuns: 300, seed: 7 });
+    const bodies = fc.sample(
+      fc.oneof(
+        fc.uint8Array({ maxLength: 200 }),
+        anyMessage.map((v) => serialize(v)),
+      ),
+      { numRuns: 300, seed: 7 },
+    );
     for (const body of [...bodies, ...DEEP_TEXTS]) {
-      const response = await fetch(`${origin}/rcp`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+      const response = await fetch(`${origin}/rcp`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+      });
       expect([200, 204]).toContain(response.status);
       const text = await response.text();
       if (response.status === 200) assertValidFrame(JSON.parse(text));

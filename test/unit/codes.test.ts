@@ -24,7 +24,10 @@ describe('§12 error codes', () => {
       data: { retryable: false, field: 'k' },
     });
     expect(RpcError.rateLimited(12.2).toJSON().data).toEqual({ retryable: true, retryAfterMs: 13 });
-    expect(RpcError.backendUnavailable('model down', 500).toJSON().data).toMatchObject({ retryable: true, retryAfterMs: 500 });
+    expect(RpcError.backendUnavailable('model down', 500).toJSON().data).toMatchObject({
+      retryable: true,
+      retryAfterMs: 500,
+    });
   });
 
   it('§12 one conversion point: an unknown throw becomes a bare -32603', () => {

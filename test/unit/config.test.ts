@@ -14,17 +14,28 @@ const file = (content: string): string => {
 describe('configuration', () => {
   it('defaults: HTTP on 127.0.0.1:8080 at /rcp, data in ./indexes/default', () => {
     expect(loadConfig()).toEqual(defaultConfig());
-    expect(defaultConfig()).toMatchObject({ dataDir: './indexes/default', http: { host: '127.0.0.1', port: 8080, base: '/rcp' } });
+    expect(defaultConfig()).toMatchObject({
+      dataDir: './indexes/default',
+      http: { host: '127.0.0.1', port: 8080, base: '/rcp' },
+    });
   });
 
   it('precedence: file < RCP_* environment < command-line overrides', () => {
     const path = file(JSON.stringify({ http: { port: 9000, sessions: 'stateless' }, limits: { maxBatchSize: 5 } }));
     const config = loadConfig({
       file: path,
-      env: { RCP_HTTP_PORT: '9100', RCP_MAX_BODY_BYTES: '4096', RCP_CORS_ORIGINS: 'https://a.example, https://b.example' },
+      env: {
+        RCP_HTTP_PORT: '9100',
+        RCP_MAX_BODY_BYTES: '4096',
+        RCP_CORS_ORIGINS: 'https://a.example, https://b.example',
+      },
       overrides: { 'http.port': 9200 },
     });
-    expect(config.http).toMatchObject({ port: 9200, sessions: 'stateless', corsOrigins: ['https://a.example', 'https://b.example'] });
+    expect(config.http).toMatchObject({
+      port: 9200,
+      sessions: 'stateless',
+      corsOrigins: ['https://a.example', 'https://b.example'],
+    });
     expect(config.limits).toMatchObject({ maxBatchSize: 5, maxBodyBytes: 4096 });
   });
 
@@ -45,7 +56,10 @@ describe('command line', () => {
       configFile: 'c.json',
       overrides: { dataDir: '/d' },
     });
-    expect(parseCommandLine(['serve', '--http', '0.0.0.0:9000'])).toHaveProperty('overrides', { 'http.host': '0.0.0.0', 'http.port': 9000 });
+    expect(parseCommandLine(['serve', '--http', '0.0.0.0:9000'])).toHaveProperty('overrides', {
+      'http.host': '0.0.0.0',
+      'http.port': 9000,
+    });
     expect(parseListen('8081')).toEqual({ 'http.port': 8081 });
     expect(parseListen('[::1]:8081')).toEqual({ 'http.host': '::1', 'http.port': 8081 });
   });

@@ -6,7 +6,12 @@ import { HttpSessionStore } from '../../src/transport/http-sessions.js';
 const make = (mode: 'caller' | 'stateless', maxSessions = 100) =>
   new HttpSessionStore(
     (options: SessionOptions) =>
-      new Session(new MethodRegistry(), { name: 't', version: '1' }, { maxBatchSize: 10, requestTimeoutMs: 1000 }, options),
+      new Session(
+        new MethodRegistry(),
+        { name: 't', version: '1' },
+        { maxBatchSize: 10, requestTimeoutMs: 1000 },
+        options,
+      ),
     { mode, idleMs: 60_000, maxSessions },
   );
 

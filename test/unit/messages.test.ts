@@ -3,9 +3,17 @@ import { classify } from '../../src/protocol/messages.js';
 
 describe('§4 envelope classification', () => {
   it.each([
-    ['§4.1 a request', { jsonrpc: '2.0', id: 1, method: 'ping' }, { kind: 'request', id: 1, method: 'ping', params: {} }],
+    [
+      '§4.1 a request',
+      { jsonrpc: '2.0', id: 1, method: 'ping' },
+      { kind: 'request', id: 1, method: 'ping', params: {} },
+    ],
     ['§4.5 a notification (no id)', { jsonrpc: '2.0', method: 'x' }, { kind: 'notification', method: 'x', params: {} }],
-    ['§4.6 params null is absent', { jsonrpc: '2.0', id: 's', method: 'm', params: null }, { kind: 'request', id: 's', method: 'm', params: {} }],
+    [
+      '§4.6 params null is absent',
+      { jsonrpc: '2.0', id: 's', method: 'm', params: null },
+      { kind: 'request', id: 's', method: 'm', params: {} },
+    ],
   ])('%s', (_name, value, expected) => {
     expect(classify(value)).toEqual(expected);
   });

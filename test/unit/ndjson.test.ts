@@ -9,7 +9,10 @@ const collect = (splitter: LineSplitter, chunks: Buffer[]): LineEvent[] => [
 
 describe('§5.1 NDJSON line splitting', () => {
   it('§5.1 splits coalesced lines, skips blank lines, strips CR and a BOM', () => {
-    const events = collect(new LineSplitter(1024), [Buffer.from('\uFEFF{"a":1}\r\n\n  \n{"b":2}\n{"c"'), Buffer.from(':3}')]);
+    const events = collect(new LineSplitter(1024), [
+      Buffer.from('\uFEFF{"a":1}\r\n\n  \n{"b":2}\n{"c"'),
+      Buffer.from(':3}'),
+    ]);
     expect(events).toEqual([
       { kind: 'line', text: '{"a":1}' },
       { kind: 'line', text: '{"b":2}' },
@@ -19,19 +22,37 @@ describe('§5.1 NDJSON line splitting', () => {
 
   it('§5.1 any split of the byte stream yields the same lines (multi-byte UTF-8 included)', () => {
     fc.assert(
-      fc.property(fc.array(fc.string({ unit: 'grapheme', minLength: 1 }).filter((s) => !/[\n\r]/.test(s) && s.trim() !== '' && !s.startsWith('\uFEFF')), { maxLength: 8 }), fc.array(fc.nat(), { maxLength: 10 }), (lines, cuts) => {
-        const bytes = Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8');
-        const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-        const chunks = [0, ...points, bytes.length].slice(1).map((end, i, all) => bytes.subarray(i === 0 ? 0 : all[i - 1], end));
-        const texts = collect(new LineSplitter(1 << 20), chunks).map((e) => (e.kind === 'line' ? e.text : '?'));
-        expect(texts).toEqual(lines.map((l) => l.replace(/\r$/, '')));
-      }),
+      fc.property(
+        fc.array(
+          fc
+            .string({ unit: 'grapheme', minLength: 1 })
+            .filter((s) => !/[\n\r]/.test(s) && s.trim() !== '' && !s.startsWith('\uFEFF')),
+          { maxLength: 8 },
+        ),
+        fc.array(fc.nat(), { maxLength: 10 }),
+        (lines, cuts) => {
+          const bytes = Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8');
+          const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+          const chunks = [0, ...points, bytes.length]
+            .slice(1)
+            .map((end, i, all) => bytes.subarray(i === 0 ? 0 : all[i - 1], end));
+          const texts = collect(new LineSplitter(1 << 20), chunks).map((e) => (e.kind === 'line' ? e.text : '?'));
+          expect(texts).toEqual(lines.map((l) => l.replace(/\r$/, '')));
+        },
+      ),
     );
   });
 
   it('§15.5 an oversized line is reported once and skipped up to its newline; memory stays bounded', () => {
     const splitter = new LineSplitter(10);
-    const events = collect(splitter, [Buffer.from('x'.repeat(8)), Buffer.from('y'.repeat(8)), Buffer.from('zzz\n{"ok":1}\n')]);
-    expect(events).toEqual([{ kind: 'oversized', bytes: 16 }, { kind: 'line', text: '{"ok":1}' }]);
+    const events = collect(splitter, [
+      Buffer.from('x'.repeat(8)),
+      Buffer.from('y'.repeat(8)),
+      Buffer.from('zzz\n{"ok":1}\n'),
+    ]);
+    expect(events).toEqual([
+      { kind: 'oversized', bytes: 16 },
+      { kind: 'line', text: '{"ok":1}' },
+    ]);
   });
 });

@@ -7,7 +7,10 @@ describe('method registry', () => {
   it('advertises a capability exactly when a method for it is registered', () => {
     const registry = new MethodRegistry();
     expect(registry.capabilities()).toEqual({});
-    registry.register({ method: 'embed', params: Type.Object({}), handler: () => ({ vectors: [] }) }, { dimension: 4, identity: 'x' });
+    registry.register(
+      { method: 'embed', params: Type.Object({}), handler: () => ({ vectors: [] }) },
+      { dimension: 4, identity: 'x' },
+    );
     expect(registry.capabilities()).toEqual({ embed: { dimension: 4, identity: 'x' } });
     // A caller cannot mutate the advertised set through the copy it got.
     (registry.capabilities().embed as Record<string, unknown>).dimension = 9;
@@ -28,7 +31,11 @@ describe('method registry', () => {
 
 describe('§12.1 params validation', () => {
   const validate = compileParams(
-    Type.Object({ k: Type.Integer({ minimum: 1 }), filter: Type.Optional(Type.Object({ year: Type.Integer() })), 'a/b': Type.Optional(Type.String()) }),
+    Type.Object({
+      k: Type.Integer({ minimum: 1 }),
+      filter: Type.Optional(Type.Object({ year: Type.Integer() })),
+      'a/b': Type.Optional(Type.String()),
+    }),
   );
   it.each([
     [{}, 'k'],
@@ -38,7 +45,9 @@ describe('§12.1 params validation', () => {
     [{ k: 1, 'a/b': 3 }, 'a/b'],
     [5, 'params'],
   ])('reports the first offending field of %j as %s', (params, field) => {
-    expect(() => validate(params)).toThrow(expect.objectContaining({ code: -32602, data: expect.objectContaining({ field }) }));
+    expect(() => validate(params)).toThrow(
+      expect.objectContaining({ code: -32602, data: expect.objectContaining({ field }) }),
+    );
   });
   it('passes valid params through untouched (no coercion, unknown members kept)', () => {
     expect(validate({ k: 3, extra: true })).toEqual({ k: 3, extra: true });

@@ -19,7 +19,9 @@ describe('§7.3.1 f32-base64 vectors', () => {
 
   it('§7.3.1 rejects a blob of the wrong length, or not base64, with -32602 naming the field', () => {
     const blob = encodeF32Base64([1, 2, 3]);
-    expect(() => decodeF32Base64(blob, 4, 'vectors.0')).toThrow(expect.objectContaining({ code: -32602, data: expect.objectContaining({ field: 'vectors.0' }) }));
+    expect(() => decodeF32Base64(blob, 4, 'vectors.0')).toThrow(
+      expect.objectContaining({ code: -32602, data: expect.objectContaining({ field: 'vectors.0' }) }),
+    );
     expect(() => decodeF32Base64('not*base64', 1, 'v')).toThrow(expect.objectContaining({ code: -32602 }));
     expect(() => decodeF32Base64('AACAPw', 1, 'v')).toThrow(expect.objectContaining({ code: -32602 }));
   });

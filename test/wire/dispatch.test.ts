@@ -11,9 +11,24 @@ const LADDER: { name: string; method: string; params: object; code: number; data
   { name: '§12 -32004 for a method RCP does not define', method: 'does/not/exist', params: {}, code: -32004 },
   { name: '§12 -32004 for an unregistered vendor method', method: 'x-nobody/thing', params: {}, code: -32004 },
   { name: '§12 -32004 beats -32003 even with bad params', method: 'nope', params: { k: 'x' }, code: -32004 },
-  { name: '§7 -32003 for an RCP method whose capability is not advertised', method: 'retrieve', params: { query: 'q' }, code: -32003 },
-  { name: '§7 -32003 for index/add when index is not advertised', method: 'index/add', params: { documents: [] }, code: -32003 },
-  { name: '§12 -32003 beats -32602 (bad params to an unadvertised method)', method: 'embed', params: { inputs: 5 }, code: -32003 },
+  {
+    name: '§7 -32003 for an RCP method whose capability is not advertised',
+    method: 'retrieve',
+    params: { query: 'q' },
+    code: -32003,
+  },
+  {
+    name: '§7 -32003 for index/add when index is not advertised',
+    method: 'index/add',
+    params: { documents: [] },
+    code: -32003,
+  },
+  {
+    name: '§12 -32003 beats -32602 (bad params to an unadvertised method)',
+    method: 'embed',
+    params: { inputs: 5 },
+    code: -32003,
+  },
   {
     name: '§12 -32005 for an advertised method with an unadvertised option value',
     method: 'x-test/echo',
@@ -48,7 +63,13 @@ const LADDER: { name: string; method: string; params: object; code: number; data
     code: -32602,
     data: { field: 'mode' },
   },
-  { name: '§12 -32603 for a handler fault, leaking nothing', method: 'x-test/fail', params: {}, code: -32603, data: { retryable: true } },
+  {
+    name: '§12 -32603 for a handler fault, leaking nothing',
+    method: 'x-test/fail',
+    params: {},
+    code: -32603,
+    data: { retryable: true },
+  },
 ];
 
 describe.each(TRANSPORTS)('dispatch ladder over %s', (transport) => {

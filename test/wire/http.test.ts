@@ -128,14 +128,20 @@ describe('§5.2 HTTP transport', () => {
     const token = ((opened.json?.result as Record<string, unknown>)._meta as Record<string, string>).session;
     expect(token).toMatch(/^[\w-]{20,}$/);
     const echo = request(2, 'x-test/echo', { text: 'x' });
-    expect((await post('/rcp/x-test/echo', echo, { 'rcp-session': token! })).json).toMatchObject({ result: { text: 'x' } });
+    expect((await post('/rcp/x-test/echo', echo, { 'rcp-session': token! })).json).toMatchObject({
+      result: { text: 'x' },
+    });
     // The caller's own session (no header) is a different one, still uninitialized.
     expect((await post('/rcp/x-test/echo', echo)).json).toMatchObject({ error: { code: -32001 } });
     // An unknown token is not a session: -32001, telling the client to initialize again.
-    expect((await post('/rcp/x-test/echo', echo, { 'rcp-session': 'forged' })).json).toMatchObject({ error: { code: -32001 } });
+    expect((await post('/rcp/x-test/echo', echo, { 'rcp-session': 'forged' })).json).toMatchObject({
+      error: { code: -32001 },
+    });
     // §7.12 over HTTP, shutdown ends the session (not the server): its token stops working.
     await post('/rcp/shutdown', request(3, 'shutdown'), { 'rcp-session': token! });
-    expect((await post('/rcp/x-test/echo', echo, { 'rcp-session': token! })).json).toMatchObject({ error: { code: -32001 } });
+    expect((await post('/rcp/x-test/echo', echo, { 'rcp-session': token! })).json).toMatchObject({
+      error: { code: -32001 },
+    });
   });
 
   it('§5.2 stateless mode: every request is implicitly initialized; initialize is idempotent; -32003 still holds', async () => {
@@ -171,14 +177,22 @@ describe('§5.2 HTTP transport', () => {
 
 describe('§5.2 the real binary over HTTP', () => {
   it('serve --http [HOST:]PORT listens, answers, and exits 0 on SIGTERM', async () => {
-    const server = spawnStdio({ config: { 'log.level': 'info' } }, ['bin/rcp-server.js', 'serve', '--http', '127.0.0.1:0']);
+    const server = spawnStdio({ config: { 'log.level': 'info' } }, [
+      'bin/rcp-server.js',
+      'serve',
+      '--http',
+      '127.0.0.1:0',
+    ]);
     let address: string | undefined;
     for (let i = 0; i < 200 && address === undefined; i++) {
       address = /"address":"(http:\/\/[^"]+)"/.exec(server.stderr())?.[1];
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
     expect(address).toBeDefined();
-    const response = await fetch(`${address}/rcp/ping`, { method: 'POST', body: JSON.stringify(request(1, 'ping', { nonce: 3 })) });
+    const response = await fetch(`${address}/rcp/ping`, {
+      method: 'POST',
+      body: JSON.stringify(request(1, 'ping', { nonce: 3 })),
+    });
     expect(await response.json()).toEqual({ jsonrpc: '2.0', id: 1, result: { nonce: 3 } });
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);

@@ -68,7 +68,9 @@ describe.each(TRANSPORTS)('lifecycle over %s', (transport) => {
       code: -32602,
       data: { field: 'protocolVersion' },
     });
-    expect(error(await conn.exchange(request(3, 'initialize', { protocolVersion: 1.5 })))).toMatchObject({ code: -32602 });
+    expect(error(await conn.exchange(request(3, 'initialize', { protocolVersion: 1.5 })))).toMatchObject({
+      code: -32602,
+    });
     expect(result(await conn.exchange(INITIALIZE(4)))).toMatchObject({ protocolVersion: 1 });
   });
 

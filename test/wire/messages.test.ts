@@ -130,9 +130,11 @@ describe.each(TRANSPORTS)('envelopes, notifications, batches, cancellation over 
     expect(answer).toMatchObject({ error: { code: -32014 } });
     expect(Date.now() - started).toBeLessThan(250);
     // A larger _meta.deadlineMs never extends the server's own deadline.
-    expect(await conn.exchange(request(3, 'x-test/sleep', { ms: 2_000, _meta: { deadlineMs: 60_000 } }))).toMatchObject({
-      error: { code: -32014 },
-    });
+    expect(await conn.exchange(request(3, 'x-test/sleep', { ms: 2_000, _meta: { deadlineMs: 60_000 } }))).toMatchObject(
+      {
+        error: { code: -32014 },
+      },
+    );
     expect(await conn.exchange(request(4, 'x-test/sleep', { ms: 10 }))).toMatchObject({ result: { slept: 10 } });
   });
 
@@ -164,7 +166,10 @@ describe.each(['in-process', 'stdio'] as const)('§9 progress over %s', (transpo
     await conn.exchange(request(1, 'x-test/progress', { steps: 3, _meta: { progressToken: 'tok-1' } }));
     expect(conn.notifications).toHaveLength(3);
     for (const frame of conn.notifications) {
-      expect(frame).toMatchObject({ method: 'notifications/progress', params: { progressToken: 'tok-1', stage: 'recall' } });
+      expect(frame).toMatchObject({
+        method: 'notifications/progress',
+        params: { progressToken: 'tok-1', stage: 'recall' },
+      });
     }
     conn.notifications.length = 0;
     await conn.exchange(request(2, 'x-test/progress', { steps: 2 }));

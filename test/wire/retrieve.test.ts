@@ -277,7 +277,7 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
       id: 'zyx#0',
       unit: 'chunk',
       chunk: { docId: 'zyx', index: 0 },
-      citation: { source: 'handbook', title: 'Zyxtrophin' },
+      citation: { source: 'handbook', title: 'Zyxtrophin', start: 0, end: DOCUMENTS[0]!.text.length },
       trust: { level: 'community' },
     });
     const byDocument = await ok({ query: 'blood', k: 5, unit: 'document' });

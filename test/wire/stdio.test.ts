@@ -91,7 +91,9 @@ describe('§5.1 stdio transport', () => {
 
   it('§5.1 the real binary speaks stdio; stdout carries frames only, logs go to stderr', async () => {
     start({ 'log.level': 'info' }, ['bin/rcp-server.js', 'serve', '--stdio']);
-    server.child.stdin.write(line(request(1, 'info')) + 'garbage\n' + line(request(2, 'initialize', { protocolVersion: 1 })));
+    server.child.stdin.write(
+      line(request(1, 'info')) + 'garbage\n' + line(request(2, 'initialize', { protocolVersion: 1 })),
+    );
     server.child.stdin.end();
     expect(await server.exited).toBe(0);
     // Answers may come in any order (§4.7); the parse error is answered without waiting for the rest.

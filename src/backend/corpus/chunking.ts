@@ -3,11 +3,16 @@
  * encoder's token limit. Sentences come from `Intl.Segmenter`; a markdown heading starts a new chunk and becomes the
  * chunk's `heading` (the situating context for `contextual: true`). Consecutive chunks share one sentence of overlap
  * when it fits. A sentence longer than the limit on its own is cut at word boundaries.
+ *
+ * Every chunk is a verbatim slice of the document: `text === document.slice(start, end)`, so citations can point at
+ * exact character offsets.
  */
 export interface Chunk {
   readonly text: string;
   /** The nearest markdown heading above the chunk, if any. */
   readonly heading: string | undefined;
+  readonly start: number;
+  readonly end: number;
 }
 
 export type TokenCounter = (text: string) => number;
@@ -15,70 +20,92 @@ export type TokenCounter = (text: string) => number;
 const HEADING = /^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$/;
 const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
 
-interface Section {
-  readonly heading: string | undefined;
-  readonly body: string;
+/** A span of the document: [start, end). */
+interface Span {
+  readonly start: number;
+  readonly end: number;
 }
 
+interface Section extends Span {
+  readonly heading: string | undefined;
+}
+
+/** Runs of lines between markdown headings, as spans of the document (headings themselves excluded). */
 function sections(text: string): Section[] {
   const out: Section[] = [];
   let heading: string | undefined;
-  let lines: string[] = [];
-  const flush = () => {
-    const body = lines.join('\n').trim();
-    if (body !== '') out.push({ heading, body });
-    lines = [];
-  };
+  let start = 0;
+  let offset = 0;
   for (const line of text.split('\n')) {
     const match = HEADING.exec(line);
-    if (match === null) {
-      lines.push(line);
-      continue;
+    if (match !== null) {
+      out.push({ heading, start, end: offset });
+      heading = match[1];
+      start = offset + line.length + 1;
     }
-    flush();
-    heading = match[1];
+    offset += line.length + 1;
   }
-  flush();
+  out.push({ heading, start, end: text.length });
   return out;
 }
 
+/** Trims a span to its non-space content; undefined when nothing is left. */
+function trimmed(text: string, span: Span): Span | undefined {
+  let { start, end } = span;
+  while (start < end && /\s/.test(text[start] ?? '')) start += 1;
+  while (end > start && /\s/.test(text[end - 1] ?? '')) end -= 1;
+  return start < end ? { start, end } : undefined;
+}
+
 /** Cuts one over-long sentence into word windows that each fit. */
-function cutWords(sentence: string, count: TokenCounter, limit: number): string[] {
-  const pieces: string[] = [];
-  let current: string[] = [];
-  for (const word of sentence.split(/\s+/).filter(Boolean)) {
-    if (current.length > 0 && count([...current, word].join(' ')) > limit) {
-      pieces.push(current.join(' '));
-      current = [];
+function cutWords(text: string, sentence: Span, count: TokenCounter, limit: number): Span[] {
+  const words = [...text.slice(sentence.start, sentence.end).matchAll(/\S+/g)].map((m) => ({
+    start: sentence.start + (m.index ?? 0),
+    end: sentence.start + (m.index ?? 0) + m[0].length,
+  }));
+  const pieces: Span[] = [];
+  let first = words[0];
+  let last = first;
+  for (const word of words.slice(1)) {
+    if (first !== undefined && count(text.slice(first.start, word.end)) > limit) {
+      pieces.push({ start: first.start, end: last?.end ?? first.end });
+      first = word;
     }
-    current.push(word);
+    last = word;
   }
-  if (current.length > 0) pieces.push(current.join(' '));
+  if (first !== undefined) pieces.push({ start: first.start, end: last?.end ?? first.end });
   return pieces;
 }
 
 export function chunkText(text: string, count: TokenCounter, maxTokens: number): Chunk[] {
   const chunks: Chunk[] = [];
-  for (const { heading, body } of sections(text)) {
+  const emit = (from: Span, to: Span, heading: string | undefined) =>
+    chunks.push({ text: text.slice(from.start, to.end), heading, start: from.start, end: to.end });
+  for (const section of sections(text)) {
+    const body = text.slice(section.start, section.end);
     const sentences = [...segmenter.segment(body)]
-      .map((s) => s.segment.trim())
-      .filter(Boolean)
-      .flatMap((sentence) => (count(sentence) > maxTokens ? cutWords(sentence, count, maxTokens) : [sentence]));
-    let current: string[] = [];
+      .map((s) => trimmed(text, { start: section.start + s.index, end: section.start + s.index + s.segment.length }))
+      .filter((span) => span !== undefined)
+      .flatMap((span) =>
+        count(text.slice(span.start, span.end)) > maxTokens ? cutWords(text, span, count, maxTokens) : [span],
+      );
+    let current: Span[] = [];
     let tokens = 0;
     for (const sentence of sentences) {
-      const size = count(sentence);
+      const size = count(text.slice(sentence.start, sentence.end));
       if (current.length > 0 && tokens + size > maxTokens) {
-        chunks.push({ text: current.join(' '), heading });
-        const overlap = current[current.length - 1] ?? '';
-        const overlapSize = count(overlap);
+        emit(current[0]!, current[current.length - 1]!, section.heading);
+        const overlap = current[current.length - 1]!;
+        const overlapSize = count(text.slice(overlap.start, overlap.end));
         current = overlapSize + size <= maxTokens ? [overlap] : [];
         tokens = current.length > 0 ? overlapSize : 0;
       }
       current.push(sentence);
       tokens += size;
     }
-    if (current.length > 0) chunks.push({ text: current.join(' '), heading });
+    if (current.length > 0) emit(current[0]!, current[current.length - 1]!, section.heading);
   }
-  return chunks.length > 0 ? chunks : [{ text: text.trim(), heading: undefined }];
+  if (chunks.length > 0) return chunks;
+  const whole = trimmed(text, { start: 0, end: text.length }) ?? { start: 0, end: text.length };
+  return [{ text: text.slice(whole.start, whole.end), heading: undefined, start: whole.start, end: whole.end }];
 }

@@ -235,11 +235,13 @@ export class Corpus implements CorpusWriter, CorpusReader {
       const id = document.id ?? randomUUID();
       const pieces =
         count === undefined
-          ? [{ text: document.text, heading: undefined }]
+          ? [{ text: document.text, heading: undefined, start: 0, end: document.text.length }]
           : chunkText(document.text, count, this.encoder.info.maxTokens);
       const title = typeof meta.title === 'string' ? meta.title : undefined;
       const chunks = pieces.map((piece) => ({
         text: piece.text,
+        start: piece.start,
+        end: piece.end,
         context: options.contextual
           ? [title, piece.heading].filter((s) => s !== undefined && s !== '').join(' — ')
           : '',

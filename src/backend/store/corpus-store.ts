@@ -19,6 +19,9 @@ export interface StoredChunk {
   readonly text: string;
   /** Situating context prepended for embedding and lexical matching (`contextual: true`), or ''. */
   readonly context: string;
+  /** The chunk's character offsets in its document: `text === document.text.slice(start, end)`. */
+  readonly start: number;
+  readonly end: number;
   readonly vector: Float32Array;
 }
 
@@ -32,6 +35,8 @@ export interface StoredDocument {
 export interface NewChunk {
   readonly text: string;
   readonly context: string;
+  readonly start: number;
+  readonly end: number;
   readonly vector: Float32Array;
 }
 
@@ -55,7 +60,8 @@ const SCHEMA = `
     id TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT NOT NULL, hash TEXT NOT NULL, seq INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS chunks (
     label INTEGER PRIMARY KEY AUTOINCREMENT, doc_id TEXT NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL,
-    context TEXT NOT NULL, vector BLOB NOT NULL, seq INTEGER NOT NULL);
+    context TEXT NOT NULL, vector BLOB NOT NULL, seq INTEGER NOT NULL,
+    start_offset INTEGER NOT NULL DEFAULT 0, end_offset INTEGER NOT NULL DEFAULT -1);
   CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
   CREATE INDEX IF NOT EXISTS chunks_seq ON chunks (seq);
   CREATE TABLE IF NOT EXISTS tombstones (label INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
@@ -69,6 +75,8 @@ interface ChunkRow {
   ordinal: number;
   text: string;
   context: string;
+  start_offset: number;
+  end_offset: number;
   vector: Buffer;
 }
 
@@ -80,6 +88,8 @@ function chunkOf(row: ChunkRow): StoredChunk {
     ordinal: row.ordinal,
     text: row.text,
     context: row.context,
+    start: row.start_offset,
+    end: row.end_offset === -1 ? row.start_offset + row.text.length : row.end_offset,
     vector: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4),
   };
 }
@@ -96,6 +106,13 @@ export class CorpusStore {
     this.#db.pragma('synchronous = FULL');
     this.#db.pragma('foreign_keys = ON');
     this.#db.exec(SCHEMA);
+    // Data dirs written before chunks carried offsets: add the columns (end -1 = "start + length of text").
+    const columns = (this.#db.prepare('PRAGMA table_info(chunks)').all() as { name: string }[]).map((c) => c.name);
+    if (!columns.includes('start_offset')) {
+      this.#db.exec('ALTER TABLE chunks ADD COLUMN start_offset INTEGER NOT NULL DEFAULT 0');
+    }
+    if (!columns.includes('end_offset'))
+      this.#db.exec('ALTER TABLE chunks ADD COLUMN end_offset INTEGER NOT NULL DEFAULT -1');
   }
 
   /** The sequence number of the last committed write: the corpus indexVersion. */
@@ -141,7 +158,7 @@ export class CorpusStore {
          ON CONFLICT (id) DO UPDATE SET text = excluded.text, meta = excluded.meta, hash = excluded.hash, seq = excluded.seq`,
       );
       const putChunk = this.#db.prepare(
-        'INSERT INTO chunks (doc_id, ordinal, text, context, vector, seq) VALUES (?, ?, ?, ?, ?, ?) RETURNING label',
+        'INSERT INTO chunks (doc_id, ordinal, text, context, start_offset, end_offset, vector, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING label',
       );
       for (const document of documents) {
         for (const label of oldLabels.all(document.id) as number[]) {
@@ -151,16 +168,18 @@ export class CorpusStore {
         deleteChunks.run(document.id);
         putDocument.run(document.id, document.text, JSON.stringify(document.meta), document.hash, seq);
         document.chunks.forEach((chunk, ordinal) => {
-          const row = putChunk.get(document.id, ordinal, chunk.text, chunk.context, blob(chunk.vector), seq);
-          const { label } = row as { label: number };
-          added.push({
-            label,
-            docId: document.id,
+          const row = putChunk.get(
+            document.id,
             ordinal,
-            text: chunk.text,
-            context: chunk.context,
-            vector: chunk.vector,
-          });
+            chunk.text,
+            chunk.context,
+            chunk.start,
+            chunk.end,
+            blob(chunk.vector),
+            seq,
+          );
+          const { label } = row as { label: number };
+          added.push({ label, docId: document.id, ordinal, ...chunk });
         });
       }
       this.setMeta('seq', String(seq));

@@ -224,10 +224,16 @@ describe('chunking', () => {
   });
 
   it('starts a new chunk at each markdown heading and records it', () => {
-    const chunks = chunkText('# Intro\nFirst part.\n\n## Methods\nSecond part.', words, 100);
+    const text = '# Intro\nFirst part.\n\n## Methods\nSecond part.';
+    const chunks = chunkText(text, words, 100);
     expect(chunks).toEqual([
-      { text: 'First part.', heading: 'Intro' },
-      { text: 'Second part.', heading: 'Methods' },
+      { text: 'First part.', heading: 'Intro', start: 8, end: 19 },
+      { text: 'Second part.', heading: 'Methods', start: 32, end: 44 },
     ]);
+  });
+
+  it('every chunk is a verbatim slice of its document at its offsets (citations point at exact characters)', () => {
+    const text = `# Title\n\n${'Alpha beta gamma.  Delta\nepsilon zeta. '.repeat(15)}\n## Next\n${'word '.repeat(60)}end.`;
+    for (const chunk of chunkText(text, words, 12)) expect(text.slice(chunk.start, chunk.end)).toBe(chunk.text);
   });
 });

