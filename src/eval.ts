@@ -10,6 +10,11 @@ import { mrr, ndcg, recall } from './retrieval/metrics.js';
  * validation, the pipeline, result shaping) and reports nDCG@10, Recall@100 and MRR@10 over documents. Queries are
  * BEIR JSON Lines (`{"_id", "text"}`), judgements BEIR TSV (`query-id corpus-id score`, header line).
  */
+/** A retrieve the eval could not run (bad params for this server): reported as text, exit 1. */
+export class EvalError extends Error {
+  override name = 'EvalError';
+}
+
 export interface EvalReport {
   readonly queries: number;
   readonly params: JsonObject;
@@ -69,7 +74,7 @@ export async function evaluate(
       error?: unknown;
     };
     latencies.push(performance.now() - started);
-    if (reply.result === undefined) throw new Error(`retrieve failed: ${JSON.stringify(reply.error)}`);
+    if (reply.result === undefined) throw new EvalError(`retrieve failed: ${JSON.stringify(reply.error)}`);
     const ranked = reply.result.hits.map((hit) => hit.chunk?.docId ?? String(hit.id));
     totals.ndcg += ndcg(ranked, relevant, 10);
     totals.recall += recall(ranked, relevant, 100);

@@ -15,7 +15,7 @@ import {
   type ModelsCommand,
   type ServeCommand,
 } from './cli.js';
-import { evaluate, writeReport } from './eval.js';
+import { EvalError, evaluate, writeReport } from './eval.js';
 import { ConfigError, loadConfig, type Config, type ConfigOverrides } from './config.js';
 import { ingest } from './ingest/ingest.js';
 import { SourceError } from './ingest/sources.js';
@@ -128,6 +128,10 @@ async function evalCommand(command: EvalCommand): Promise<number> {
     );
     if (command.report !== undefined) await writeReport(command.report, report);
     return 0;
+  } catch (error) {
+    if (!(error instanceof EvalError)) throw error;
+    process.stderr.write(`rcp-server: ${error.message}\n`);
+    return 1;
   } finally {
     await app.close();
   }

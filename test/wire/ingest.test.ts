@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -70,6 +70,49 @@ describe('rcp-server ingest', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as { id: number; result: { deleted?: number } });
     expect(replies.find((reply) => reply.id === 2)?.result.deleted).toBe(4);
+  });
+
+  it('rcp-server eval scores judged queries through retrieve and writes a JSON report', async () => {
+    writeFileSync(
+      join(WORK, 'queries.jsonl'),
+      `${JSON.stringify({ _id: 'q1', text: 'how do cells divide' })}\n${JSON.stringify({ _id: 'q2', text: 'mitosis' })}\n`,
+    );
+    writeFileSync(join(WORK, 'qrels.tsv'), 'query-id\tcorpus-id\tscore\nq1\t2\t1\nq2\t2\t1\n');
+    const report = join(WORK, 'report.json');
+    const result = await run([
+      'eval',
+      '--data',
+      DATA,
+      '--queries',
+      join(WORK, 'queries.jsonl'),
+      '--qrels',
+      join(WORK, 'qrels.tsv'),
+      '--mode',
+      'sparse',
+      '--report',
+      report,
+    ]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^2 queries {2}nDCG@10 1\.0000 {2}Recall@100 1\.0000 {2}MRR@10 1\.0000/);
+    const written = JSON.parse(readFileSync(report, 'utf8')) as {
+      queries: number;
+      ndcg10: number;
+      params: { mode: string };
+    };
+    expect(written).toMatchObject({ queries: 2, ndcg10: 1, params: { mode: 'sparse' } });
+    const refused = await run([
+      'eval',
+      '--data',
+      DATA,
+      '--queries',
+      join(WORK, 'queries.jsonl'),
+      '--qrels',
+      join(WORK, 'qrels.tsv'),
+      '--candidate-k',
+      '5',
+    ]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/candidateK/);
   });
 
   it('names a path it cannot read, with exit 2', async () => {
