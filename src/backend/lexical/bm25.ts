@@ -81,9 +81,41 @@ export class Bm25Index {
         scores.set(label, (scores.get(label) ?? 0) + score);
       }
     }
-    return [...scores]
-      .map(([label, score]) => ({ label, score }))
-      .sort((x, y) => y.score - x.score || x.label - y.label)
-      .slice(0, k);
+    return topK(scores, k);
   }
+}
+
+/** Best first, ties by smaller label; a bounded min-heap keeps this O(n log k) for large candidate sets. */
+const better = (a: LexicalHit, b: LexicalHit) => a.score > b.score || (a.score === b.score && a.label < b.label);
+
+function topK(scores: ReadonlyMap<number, number>, k: number): LexicalHit[] {
+  if (scores.size <= k) {
+    return [...scores].map(([label, score]) => ({ label, score })).sort((x, y) => (better(x, y) ? -1 : 1));
+  }
+  const heap: LexicalHit[] = []; // heap[0] is the worst kept hit
+  const swap = (i: number, j: number) => ([heap[i], heap[j]] = [heap[j]!, heap[i]!]);
+  for (const [label, score] of scores) {
+    const hit = { label, score };
+    if (heap.length < k) {
+      heap.push(hit);
+      for (let i = heap.length - 1; i > 0;) {
+        const parent = (i - 1) >> 1;
+        if (!better(heap[parent]!, heap[i]!)) break;
+        swap(i, parent);
+        i = parent;
+      }
+    } else if (better(hit, heap[0]!)) {
+      heap[0] = hit;
+      for (let i = 0; ;) {
+        const [l, r] = [2 * i + 1, 2 * i + 2];
+        let worst = i;
+        if (l < heap.length && better(heap[worst]!, heap[l]!)) worst = l;
+        if (r < heap.length && better(heap[worst]!, heap[r]!)) worst = r;
+        if (worst === i) break;
+        swap(i, worst);
+        i = worst;
+      }
+    }
+  }
+  return heap.sort((x, y) => (better(x, y) ? -1 : 1));
 }
