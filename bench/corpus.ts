@@ -76,6 +76,7 @@ async function restart(encoder: UseLiteEncoder): Promise<void> {
         text,
         meta: {},
         hash: contentHash(text, {}, { chunk: false, contextual: false }),
+        origin: 'operator' as const,
         chunks: [{ text, context: '', start: 0, end: text.length, vector: randomUnit(encoder.info.dimension, n + 1) }],
       };
     });

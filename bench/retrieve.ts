@@ -6,7 +6,8 @@
  * 2. HNSW recall@10 against exact search at the default efSearch, and its speed as a ratio to exact search.
  *
  * Corpora: BEIR SciFact (ingested here with the default encoder unless RCP_BENCH_SCIFACT_DIR names a data dir that
- * already holds it) and, with RCP_BENCH_SYNTHETIC=N, a synthetic corpus of N random 512-d chunks (slow to build).
+ * already holds it) and, with RCP_BENCH_SYNTHETIC=N, a synthetic corpus of N random 512-d chunks (slow to build;
+ * RCP_BENCH_SYNTHETIC_DIR reuses one). Random vectors are the adversarial case for any ANN index: no structure.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -177,6 +178,7 @@ async function synthetic(encoder: UseLiteEncoder, size: number): Promise<string>
         text,
         meta: {},
         hash: contentHash(text, {}, { chunk: false, contextual: false }),
+        origin: 'operator' as const,
         chunks: [{ text, context: '', start: 0, end: text.length, vector }],
       };
     });
@@ -206,7 +208,10 @@ export async function benchRetrieve(): Promise<void> {
   await overHttp(scifact, 'SciFact (5,183 chunks)');
   const size = Number(process.env.RCP_BENCH_SYNTHETIC ?? 0);
   if (size > 0) {
-    const dir = await synthetic(encoder, size);
+    // RCP_BENCH_SYNTHETIC_DIR reuses a synthetic data dir an earlier run built (and saved).
+    const reuse = process.env.RCP_BENCH_SYNTHETIC_DIR;
+    const dir =
+      reuse !== undefined && existsSync(join(reuse, 'corpus.sqlite')) ? reuse : await synthetic(encoder, size);
     await annRecall(dir, encoder, `a synthetic corpus (${size} random chunks)`);
     await overHttp(dir, `a synthetic corpus (${size} random chunks)`);
   }

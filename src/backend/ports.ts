@@ -112,6 +112,8 @@ export interface CorpusReader {
   getChunk(label: number): ChunkRecord | undefined;
   documentIdOf(label: number): string | undefined;
   metaOf(documentId: string): Record<string, unknown>;
+  /** Who wrote the document: `client` (index/add) or `operator` (rcp-server ingest). */
+  originOf(documentId: string): 'client' | 'operator';
   getDocument(id: string): { readonly text: string } | undefined;
   /** Throws -32010 unless `pinned` is absent or the current indexVersion. */
   assertVersion(pinned: string | undefined): void;

@@ -79,7 +79,11 @@ export async function ingest(
   const flush = async () => {
     while (batch.length > 0) {
       try {
-        const result = await corpus.add(batch, { chunk: options.chunk, contextual: options.contextual });
+        const result = await corpus.add(batch, {
+          chunk: options.chunk,
+          contextual: options.contextual,
+          origin: 'operator',
+        });
         added += batch.length;
         chunks += result.chunks;
         break;

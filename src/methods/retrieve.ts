@@ -365,6 +365,15 @@ export function retrieveMethod(
     return unit === 'document' ? (corpus.getDocument(chunk.docId)?.text ?? chunk.text) : chunk.text;
   }
 
+  /**
+   * §15.2: trust comes only from the operator's per-source configuration, and text a client wrote over the wire is
+   * never `trusted` (at most `community`), whatever its claimed source; only operator-ingested text can be.
+   */
+  function trustOf(source: string, origin: 'client' | 'operator'): TrustLevel {
+    const level = settings.trust[source] ?? 'untrusted';
+    return level === 'trusted' && origin === 'client' ? 'community' : level;
+  }
+
   function buildHit(hit: Scored, unit: Unit, params: Params): JsonObject {
     const chunk = corpus.getChunk(hit.label);
     if (chunk === undefined) return { id: String(hit.label), score: hit.score };
@@ -382,8 +391,7 @@ export function retrieveMethod(
       meta,
       citation,
       chunk: { docId: chunk.docId, index: chunk.ordinal, ...(chunk.context === '' ? {} : { context: chunk.context }) },
-      // §15.2: corpus text is written by clients; trust comes only from the operator's per-source configuration.
-      trust: { level: settings.trust[source] ?? 'untrusted' },
+      trust: { level: trustOf(source, corpus.originOf(chunk.docId)) },
     };
     if (params.includeText !== false) body.text = bodyOf(hit.label, unit);
     if (params.includeVectors === true) body.vector = Array.from(chunk.vector);

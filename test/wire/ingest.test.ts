@@ -25,7 +25,8 @@ writeFileSync(join(WORK, 'notes', 'ignored.pdf'), 'not text');
 function run(args: string[], input?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, ['bin/rcp-server.js', ...args], {
     cwd: ROOT,
-    env: { ...process.env, RCP_LOG_LEVEL: 'warn' },
+    // Source "2" is trusted by configuration: operator-ingested text may be (§15.2).
+    env: { ...process.env, RCP_LOG_LEVEL: 'warn', RCP_RETRIEVE_TRUST: '{"2": "trusted"}' },
   });
   let stdout = '';
   let stderr = '';
@@ -54,6 +55,7 @@ describe('rcp-server ingest', () => {
         method: 'initialize',
         params: { protocolVersion: 1, client: { name: 't', version: '1' }, capabilities: {} },
       },
+      { jsonrpc: '2.0', id: 3, method: 'retrieve', params: { query: 'mitosis', k: 1, mode: 'sparse' } },
       {
         jsonrpc: '2.0',
         id: 2,
@@ -70,6 +72,11 @@ describe('rcp-server ingest', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as { id: number; result: { deleted?: number } });
     expect(replies.find((reply) => reply.id === 2)?.result.deleted).toBe(4);
+    // §15.2: operator-ingested text may be trusted by configuration (client-written text never is).
+    const retrieved = replies.find((reply) => reply.id === 3)?.result as unknown as {
+      hits: { id: string; trust: { level: string } }[];
+    };
+    expect(retrieved.hits[0]).toMatchObject({ id: '2#0', trust: { level: 'trusted' } });
   });
 
   it('rcp-server eval scores judged queries through retrieve and writes a JSON report', async () => {

@@ -103,7 +103,7 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
         'models.encoder': ENCODER,
         'index.fields': FIELDS,
         'retrieve.maxK': 20,
-        'retrieve.trust': { handbook: 'community' },
+        'retrieve.trust': { handbook: 'trusted' },
       },
     });
     capabilities = ((await client.exchange(INITIALIZE())) as { result: { capabilities: typeof capabilities } }).result
@@ -278,6 +278,7 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
       unit: 'chunk',
       chunk: { docId: 'zyx', index: 0 },
       citation: { source: 'handbook', title: 'Zyxtrophin', start: 0, end: DOCUMENTS[0]!.text.length },
+      // Configured `trusted`, but written by a client over the wire: capped at community (§15.2).
       trust: { level: 'community' },
     });
     const byDocument = await ok({ query: 'blood', k: 5, unit: 'document' });

@@ -7,6 +7,7 @@ import type { BackendLogger, CorpusReader, CorpusWriter, Encoder, ModelHealth } 
 import {
   CorpusStore,
   type NewDocument,
+  type DocumentOrigin,
   type StoredChunk,
   type StoredDocument,
   type WriteResult,
@@ -33,6 +34,8 @@ export interface InputDocument {
 }
 
 export interface AddOptions {
+  /** `operator` for `rcp-server ingest`; everything over the wire is `client` (§15.2). */
+  readonly origin?: DocumentOrigin | undefined;
   readonly chunk: boolean;
   readonly contextual: boolean;
   readonly idempotencyKey?: string | undefined;
@@ -85,6 +88,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
   /** In memory for recall-time filtering and hit assembly: chunk label → document id, document id → metadata. */
   readonly #chunkDocument = new Map<number, string>();
   readonly #documentMeta = new Map<string, Record<string, unknown>>();
+  readonly #documentOrigin = new Map<string, DocumentOrigin>();
 
   constructor(
     private readonly settings: CorpusSettings,
@@ -153,7 +157,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
     if (labels.length > 0) await this.#dense.add(labels, vectors, this.dimension);
     await this.#dense.remove(this.store.tombstonesAfter(savedSeq));
     let rebuilt = 0;
-    for (const { id, meta } of this.store.documentMetas()) this.#documentMeta.set(id, meta);
+    for (const { id, meta, origin } of this.store.documentMetas()) {
+      this.#documentMeta.set(id, meta);
+      this.#documentOrigin.set(id, origin);
+    }
     for (const { label, docId, text, context } of this.store.chunkTexts()) {
       this.#chunkDocument.set(label, docId);
       this.#lexical.add(label, lexicalText(text, context));
@@ -246,7 +253,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
           ? [title, piece.heading].filter((s) => s !== undefined && s !== '').join(' — ')
           : '',
       }));
-      return { id, text: document.text, meta, hash: contentHash(document.text, meta, options), chunks };
+      const origin = options.origin ?? 'client';
+      return { id, text: document.text, meta, hash: contentHash(document.text, meta, options), origin, chunks };
     });
     const texts = staged.flatMap((document) => document.chunks.map((chunk) => lexicalText(chunk.text, chunk.context)));
     const vectors: Float32Array[] = [];
@@ -284,8 +292,14 @@ export class Corpus implements CorpusWriter, CorpusReader {
       this.#lexical.add(chunk.label, lexicalText(chunk.text, chunk.context));
       this.#chunkDocument.set(chunk.label, chunk.docId);
     }
-    for (const { id, meta } of write.written) this.#documentMeta.set(id, meta);
-    for (const id of write.deletedIds) this.#documentMeta.delete(id);
+    for (const { id, meta, origin } of write.written) {
+      this.#documentMeta.set(id, meta);
+      this.#documentOrigin.set(id, origin);
+    }
+    for (const id of write.deletedIds) {
+      this.#documentMeta.delete(id);
+      this.#documentOrigin.delete(id);
+    }
   }
 
   /** Saves the dense index if it changed since the last save; tombstones it covers are pruned. */
@@ -371,6 +385,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   documentIdOf(label: number): string | undefined {
     return this.#chunkDocument.get(label);
+  }
+
+  originOf(documentId: string): DocumentOrigin {
+    return this.#documentOrigin.get(documentId) ?? 'client';
   }
 
   metaOf(documentId: string): Record<string, unknown> {

@@ -25,11 +25,15 @@ export interface StoredChunk {
   readonly vector: Float32Array;
 }
 
+/** Who wrote a document: a client over the wire (index/add), or the operator (`rcp-server ingest`). §15.2 */
+export type DocumentOrigin = 'client' | 'operator';
+
 export interface StoredDocument {
   readonly id: string;
   readonly text: string;
   readonly meta: Record<string, unknown>;
   readonly hash: string;
+  readonly origin: DocumentOrigin;
 }
 
 export interface NewChunk {
@@ -50,14 +54,15 @@ export interface WriteResult {
   readonly added: StoredChunk[];
   readonly removed: number[];
   /** Documents written (with their metadata) and ids actually removed (index/delete). */
-  readonly written: readonly { id: string; meta: Record<string, unknown> }[];
+  readonly written: readonly { id: string; meta: Record<string, unknown>; origin: DocumentOrigin }[];
   readonly deletedIds: readonly string[];
 }
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
   CREATE TABLE IF NOT EXISTS documents (
-    id TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT NOT NULL, hash TEXT NOT NULL, seq INTEGER NOT NULL);
+    id TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT NOT NULL, hash TEXT NOT NULL, seq INTEGER NOT NULL,
+    origin TEXT NOT NULL DEFAULT 'client');
   CREATE TABLE IF NOT EXISTS chunks (
     label INTEGER PRIMARY KEY AUTOINCREMENT, doc_id TEXT NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL,
     context TEXT NOT NULL, vector BLOB NOT NULL, seq INTEGER NOT NULL,
@@ -108,6 +113,12 @@ export class CorpusStore {
     this.#db.exec(SCHEMA);
     // Data dirs written before chunks carried offsets: add the columns (end -1 = "start + length of text").
     const columns = (this.#db.prepare('PRAGMA table_info(chunks)').all() as { name: string }[]).map((c) => c.name);
+    const documentColumns = (this.#db.prepare('PRAGMA table_info(documents)').all() as { name: string }[]).map(
+      (c) => c.name,
+    );
+    if (!documentColumns.includes('origin')) {
+      this.#db.exec("ALTER TABLE documents ADD COLUMN origin TEXT NOT NULL DEFAULT 'client'");
+    }
     if (!columns.includes('start_offset')) {
       this.#db.exec('ALTER TABLE chunks ADD COLUMN start_offset INTEGER NOT NULL DEFAULT 0');
     }
@@ -154,8 +165,9 @@ export class CorpusStore {
       const deleteChunks = this.#db.prepare('DELETE FROM chunks WHERE doc_id = ?');
       const tombstone = this.#db.prepare('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
       const putDocument = this.#db.prepare(
-        `INSERT INTO documents (id, text, meta, hash, seq) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (id) DO UPDATE SET text = excluded.text, meta = excluded.meta, hash = excluded.hash, seq = excluded.seq`,
+        `INSERT INTO documents (id, text, meta, hash, seq, origin) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET text = excluded.text, meta = excluded.meta, hash = excluded.hash,
+           seq = excluded.seq, origin = excluded.origin`,
       );
       const putChunk = this.#db.prepare(
         'INSERT INTO chunks (doc_id, ordinal, text, context, start_offset, end_offset, vector, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING label',
@@ -166,7 +178,7 @@ export class CorpusStore {
           removed.push(label);
         }
         deleteChunks.run(document.id);
-        putDocument.run(document.id, document.text, JSON.stringify(document.meta), document.hash, seq);
+        putDocument.run(document.id, document.text, JSON.stringify(document.meta), document.hash, seq, document.origin);
         document.chunks.forEach((chunk, ordinal) => {
           const row = putChunk.get(
             document.id,
@@ -188,7 +200,13 @@ export class CorpusStore {
           .prepare('INSERT INTO idempotency (key, result, seq) VALUES (?, ?, ?)')
           .run(idempotency.key, JSON.stringify(idempotency.result(seq)), seq);
       }
-      return { seq, added, removed, written: documents.map(({ id, meta }) => ({ id, meta })), deletedIds: [] };
+      return {
+        seq,
+        added,
+        removed,
+        written: documents.map(({ id, meta, origin }) => ({ id, meta, origin })),
+        deletedIds: [],
+      };
     })();
   }
 
@@ -217,8 +235,8 @@ export class CorpusStore {
   }
 
   getDocument(id: string): StoredDocument | undefined {
-    const row = this.#db.prepare('SELECT id, text, meta, hash FROM documents WHERE id = ?').get(id) as
-      { id: string; text: string; meta: string; hash: string } | undefined;
+    const row = this.#db.prepare('SELECT id, text, meta, hash, origin FROM documents WHERE id = ?').get(id) as
+      { id: string; text: string; meta: string; hash: string; origin: DocumentOrigin } | undefined;
     return row === undefined ? undefined : { ...row, meta: JSON.parse(row.meta) as Record<string, unknown> };
   }
 
@@ -247,12 +265,10 @@ export class CorpusStore {
   }
 
   /** Every document's metadata, streamed (the corpus keeps it in memory for filters). */
-  *documentMetas(): Generator<{ id: string; meta: Record<string, unknown> }> {
-    for (const row of this.#db.prepare('SELECT id, meta FROM documents').iterate() as IterableIterator<{
-      id: string;
-      meta: string;
-    }>) {
-      yield { id: row.id, meta: JSON.parse(row.meta) as Record<string, unknown> };
+  *documentMetas(): Generator<{ id: string; meta: Record<string, unknown>; origin: DocumentOrigin }> {
+    const rows = this.#db.prepare('SELECT id, meta, origin FROM documents').iterate();
+    for (const row of rows as IterableIterator<{ id: string; meta: string; origin: DocumentOrigin }>) {
+      yield { id: row.id, meta: JSON.parse(row.meta) as Record<string, unknown>, origin: row.origin };
     }
   }
 
