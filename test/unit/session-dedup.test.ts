@@ -1,0 +1,28 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { SessionDedup } from '../../src/retrieval/session-dedup.js';
+
+describe('§7.7.3 session dedup memory', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('remembers returned ids per session until the TTL passes', () => {
+    vi.useFakeTimers();
+    const sessions = new SessionDedup(60);
+    sessions.remember('a', ['x', 'y']);
+    expect([...sessions.seen('a')]).toEqual(['x', 'y']);
+    expect(sessions.seen('b').size).toBe(0);
+    vi.advanceTimersByTime(61_000);
+    expect(sessions.seen('a').size).toBe(0);
+  });
+
+  it('is bounded: the least recently used session is evicted, and each session keeps at most maxHits ids', () => {
+    const sessions = new SessionDedup(60, 2, 3);
+    sessions.remember('a', ['1']);
+    sessions.remember('b', ['2']);
+    sessions.remember('a', ['3']); // a is now the most recent
+    sessions.remember('c', ['4']); // evicts b
+    expect(sessions.seen('b').size).toBe(0);
+    expect([...sessions.seen('a')]).toEqual(['1', '3']);
+    sessions.remember('a', ['5', '6', '7']);
+    expect(sessions.seen('a').size).toBe(3);
+  });
+});
