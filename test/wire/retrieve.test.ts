@@ -365,37 +365,45 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
     expect(await progressOf({ query: 'blood', k: 3 })).toEqual([]);
   });
 
-  it.runIf(transport !== 'http')(
-    '§7.14 a cancel after recall stops the pipeline: -32006, no later stage runs',
-    async () => {
-      const before = client.notifications.length;
-      const requestId = `cancel-${transport}`;
-      client.send(
-        request(requestId, 'retrieve', {
-          query: 'heart blood lungs',
-          k: 3,
-          rerank: { method: 'colbert', topN: 10 },
-          _meta: { progressToken: requestId },
-        }),
-      );
-      const deadline = Date.now() + 10_000;
-      while (client.notifications.length === before && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 1));
-      client.send({ jsonrpc: '2.0', method: 'notifications/cancel', params: { id: requestId } });
-      const reply = await client.reply(requestId);
-      expect((reply.error as { code: number }).code).toBe(-32006);
-      const stages = (client.notifications.slice(before) as { params: { stage: string } }[]).map(
-        (frame) => frame.params.stage,
-      );
-      expect(stages).not.toContain('pack');
-    },
-  );
-
   it('§10 a cursor issued before a write has expired: -32015', async () => {
     const page = await ok({ query: 'blood', k: 2, mode: 'sparse' });
     await client.exchange(request(`w-${id}`, 'index/add', { documents: [{ id: `late-${id}`, text: 'more blood' }] }));
     expect(await fails({ query: 'blood', k: 2, mode: 'sparse', cursor: page.nextCursor })).toMatchObject({
       code: -32015,
     });
+  });
+});
+
+/** §7.14 over the transports whose connection carries notifications both ways (HTTP cancellation is in http.test). */
+describe.each(['in-process', 'stdio'] as const)('retrieve cancellation over %s', (transport) => {
+  let client: Connection;
+  beforeAll(async () => {
+    client = await connect(transport, { config: { 'models.encoder': ENCODER, 'index.fields': FIELDS } });
+    await client.exchange(INITIALIZE());
+    await client.exchange(request('seed', 'index/add', { documents: DOCUMENTS }));
+  });
+  afterAll(() => client.close());
+
+  it('§7.14 a cancel after recall stops the pipeline: -32006, no later stage runs', async () => {
+    const before = client.notifications.length;
+    const requestId = `cancel-${transport}`;
+    client.send(
+      request(requestId, 'retrieve', {
+        query: 'heart blood lungs',
+        k: 3,
+        rerank: { method: 'colbert', topN: 10 },
+        _meta: { progressToken: requestId },
+      }),
+    );
+    const deadline = Date.now() + 10_000;
+    while (client.notifications.length === before && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    client.send({ jsonrpc: '2.0', method: 'notifications/cancel', params: { id: requestId } });
+    const reply = await client.reply(requestId);
+    expect((reply.error as { code: number }).code).toBe(-32006);
+    const stages = (client.notifications.slice(before) as { params: { stage: string } }[]).map(
+      (frame) => frame.params.stage,
+    );
+    expect(stages).not.toContain('pack');
   });
 });
