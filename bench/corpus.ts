@@ -12,31 +12,17 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
-import { Corpus, contentHash, type CorpusSettings } from '../src/backend/corpus/corpus.js';
-import { readManifest } from '../src/backend/manifest.js';
-import { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
+import { Corpus, contentHash } from '../src/backend/corpus/corpus.js';
+import type { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
 import { ingest } from '../src/ingest/ingest.js';
+import { benchCorpusSettings, benchEncoder } from './settings.js';
 import { corpus as scifact } from './scifact.js';
 
 const CHUNKS = Number(process.env.RCP_BENCH_CHUNKS ?? 100_000);
 const INGEST_DOCS = 1000;
-const ENCODER_DIR = fileURLToPath(new URL('../models/use-lite', import.meta.url));
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
-function settings(dir: string): CorpusSettings {
-  return {
-    dir,
-    space: 'cosine',
-    m: 16,
-    efConstruction: 200,
-    efSearch: 64,
-    saveIntervalMs: 3_600_000,
-    maxDocumentBytes: 1 << 20,
-    fields: {},
-    bm25: { k1: 1.2, b: 0.75, stem: true },
-  };
-}
+const settings = benchCorpusSettings;
 
 function randomUnit(dimension: number, seed: number): Float32Array {
   let state = seed >>> 0 || 1;
@@ -128,18 +114,7 @@ async function ingestRate(encoder: UseLiteEncoder): Promise<void> {
 }
 
 export async function benchCorpus(): Promise<void> {
-  const encoder = new UseLiteEncoder(
-    ENCODER_DIR,
-    readManifest(ENCODER_DIR),
-    { intraOpThreads: 0, log: silent },
-    {
-      maxWaitMs: 0,
-      maxBatchTokens: 1 << 16,
-      maxBatchItems: 64,
-      maxQueuedItems: 1 << 16,
-    },
-  );
-  await encoder.loaded;
+  const encoder = await benchEncoder();
   await ingestRate(encoder);
   await restart(encoder);
   await encoder.close();

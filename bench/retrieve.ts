@@ -15,30 +15,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { Corpus, contentHash, type CorpusSettings } from '../src/backend/corpus/corpus.js';
-import { readManifest } from '../src/backend/manifest.js';
-import { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
+import { Corpus, contentHash } from '../src/backend/corpus/corpus.js';
+import type { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
 import { ingest } from '../src/ingest/ingest.js';
+import { benchCorpusSettings, benchEncoder } from './settings.js';
 
 const SCIFACT = new URL('../../shared/data/scifact/', import.meta.url);
-const ENCODER_DIR = fileURLToPath(new URL('../models/use-lite', import.meta.url));
 const QUERIES = 200;
 const CLIENTS = 8;
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
-function settings(dir: string): CorpusSettings {
-  return {
-    dir,
-    space: 'cosine',
-    m: 16,
-    efConstruction: 200,
-    efSearch: 64,
-    saveIntervalMs: 3_600_000,
-    maxDocumentBytes: 1 << 20,
-    fields: {},
-    bm25: { k1: 1.2, b: 0.75, stem: true },
-  };
-}
+const settings = benchCorpusSettings;
 
 function queries(): string[] {
   return readFileSync(new URL('queries.jsonl', SCIFACT), 'utf8')
@@ -191,18 +178,7 @@ async function synthetic(encoder: UseLiteEncoder, size: number): Promise<string>
 }
 
 export async function benchRetrieve(): Promise<void> {
-  const encoder = new UseLiteEncoder(
-    ENCODER_DIR,
-    readManifest(ENCODER_DIR),
-    { intraOpThreads: 0, log: silent },
-    {
-      maxWaitMs: 0,
-      maxBatchTokens: 1 << 16,
-      maxBatchItems: 64,
-      maxQueuedItems: 1 << 16,
-    },
-  );
-  await encoder.loaded;
+  const encoder = await benchEncoder();
   const scifact = await scifactDir(encoder);
   await annRecall(scifact, encoder, 'SciFact (5,183 chunks)');
   await overHttp(scifact, 'SciFact (5,183 chunks)');

@@ -47,12 +47,9 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 /** `rcp-server ingest`: the app's own corpus and encoder, so documents take exactly the index/add path. */
 async function ingestCommand(command: IngestCommand): Promise<number> {
-  const config = loadOrReport(command.configFile, command.overrides);
-  if (config === undefined) return 2;
-  const log = pino({ level: 'warn', base: { service: config.server.name } }, pino.destination(2));
-  await prepareDefaultModel(config.models, log);
-  const app = createOrReport(config, log);
-  if (app === undefined) return 2;
+  const opened = await openQuietApp(command.configFile, command.overrides);
+  if (opened === undefined) return 2;
+  const { config, app } = opened;
   if (app.corpus === undefined) {
     process.stderr.write('rcp-server: ingest needs an encoder (models.encoder is none)\n');
     return 2;
@@ -113,12 +110,9 @@ async function models(command: ModelsCommand): Promise<number> {
 
 /** `rcp-server eval`: judged queries through retrieve on an in-process session of the configured server. */
 async function evalCommand(command: EvalCommand): Promise<number> {
-  const config = loadOrReport(command.configFile, command.overrides);
-  if (config === undefined) return 2;
-  const log = pino({ level: 'warn', base: { service: config.server.name } }, pino.destination(2));
-  await prepareDefaultModel(config.models, log);
-  const app = createOrReport(config, log);
-  if (app === undefined) return 2;
+  const opened = await openQuietApp(command.configFile, command.overrides);
+  if (opened === undefined) return 2;
+  const { app } = opened;
   try {
     await app.corpus?.ready;
     const report = await evaluate(app, command.queries, command.qrels, command.params);
@@ -135,6 +129,19 @@ async function evalCommand(command: EvalCommand): Promise<number> {
   } finally {
     await app.close();
   }
+}
+
+/** The app for a one-shot command (ingest, eval): warnings only on stderr; undefined after printing why not. */
+async function openQuietApp(
+  file: string | undefined,
+  overrides: ConfigOverrides,
+): Promise<{ config: Config; app: App } | undefined> {
+  const config = loadOrReport(file, overrides);
+  if (config === undefined) return undefined;
+  const log = pino({ level: 'warn', base: { service: config.server.name } }, pino.destination(2));
+  await prepareDefaultModel(config.models, log);
+  const app = createOrReport(config, log);
+  return app === undefined ? undefined : { config, app };
 }
 
 /** Configuration errors are printed as text and exit 2; they are never wire codes. */

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import type { ChunkRecord } from '../ports.js';
 
 /**
  * The corpus of record (DESIGN §1: the only importer of the database driver): documents, their chunks with the
@@ -12,18 +13,8 @@ import Database from 'better-sqlite3';
  * a saved index replay exactly the writes it has not seen: chunks with a higher `seq` are added, tombstones with a
  * higher `seq` are removed. Chunk labels come from AUTOINCREMENT, so a label is never reused.
  */
-export interface StoredChunk {
-  readonly label: number;
-  readonly docId: string;
-  readonly ordinal: number;
-  readonly text: string;
-  /** Situating context prepended for embedding and lexical matching (`contextual: true`), or ''. */
-  readonly context: string;
-  /** The chunk's character offsets in its document: `text === document.text.slice(start, end)`. */
-  readonly start: number;
-  readonly end: number;
-  readonly vector: Float32Array;
-}
+/** A chunk as stored: the port's record (text, context, offsets, vector) with its label and document. */
+export type StoredChunk = ChunkRecord;
 
 /** Who wrote a document: a client over the wire (index/add), or the operator (`rcp-server ingest`). §15.2 */
 export type DocumentOrigin = 'client' | 'operator';
