@@ -226,12 +226,14 @@ export function retrieveMethod(
         scores: { [only?.name ?? 'dense']: hit.score },
       }));
     } else {
+      // §16.3 ties break on the stringified hit id, as the client will see it.
+      const idOf = (label: number) => hitId(label, unit);
       const fused: FusedHit[] =
         method === 'rrf'
-          ? rrf(lists, params.fusion?.rrfK ?? settings.fusion.rrfK)
+          ? rrf(lists, params.fusion?.rrfK ?? settings.fusion.rrfK, idOf)
           : method === 'weighted'
-            ? weighted(lists)
-            : convex(lists, params.fusion?.alpha ?? settings.fusion.alpha);
+            ? weighted(lists, idOf)
+            : convex(lists, params.fusion?.alpha ?? settings.fusion.alpha, idOf);
       ranked = fused
         .slice(0, candidateK)
         .map((hit) => ({ label: hit.label, score: hit.score, scores: { ...hit.scores, fused: hit.score } }));

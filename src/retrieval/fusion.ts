@@ -24,18 +24,27 @@ export interface FusionInput {
 
 export type FusionMethod = 'rrf' | 'weighted' | 'convex';
 
-function order(hits: Map<number, { score: number; weight: number; scores: Record<string, number> }>): FusedHit[] {
+/** How a fused label is named in results: the §16.3 tie-break compares these stringified ids. */
+export type IdOf = (label: number) => string;
+
+function order(
+  hits: Map<number, { score: number; weight: number; scores: Record<string, number> }>,
+  idOf: IdOf,
+): FusedHit[] {
+  const ids = new Map([...hits.keys()].map((label) => [label, idOf(label)]));
+  const byId = (a: number, b: number) => {
+    const [x, y] = [ids.get(a) ?? '', ids.get(b) ?? ''];
+    return x < y ? -1 : x > y ? 1 : 0;
+  };
   return [...hits]
-    .sort(
-      ([a, x], [b, y]) =>
-        y.score - x.score || y.weight - x.weight || (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0),
-    )
+    .sort(([a, x], [b, y]) => y.score - x.score || y.weight - x.weight || byId(a, b))
     .map(([label, { score, scores }]) => ({ label, score, scores }));
 }
 
 function accumulate(
   inputs: readonly FusionInput[],
   contribution: (input: FusionInput, hit: Ranked, rank: number) => number,
+  idOf: IdOf,
 ): FusedHit[] {
   const fused = new Map<number, { score: number; weight: number; scores: Record<string, number> }>();
   for (const input of inputs) {
@@ -47,39 +56,47 @@ function accumulate(
       fused.set(hit.label, entry);
     });
   }
-  return order(fused);
+  return order(fused, idOf);
 }
 
 /** RRF(d) = Σ weight / (rrfK + rank), rank 1-based. */
-export function rrf(inputs: readonly FusionInput[], rrfK: number): FusedHit[] {
-  return accumulate(inputs, (input, _hit, rank) => input.weight / (rrfK + rank + 1));
+export function rrf(inputs: readonly FusionInput[], rrfK: number, idOf: IdOf = String): FusedHit[] {
+  return accumulate(inputs, (input, _hit, rank) => input.weight / (rrfK + rank + 1), idOf);
 }
 
 /** Min-max per list over its returned set, then Σ weight · norm. */
-export function weighted(inputs: readonly FusionInput[]): FusedHit[] {
+export function weighted(inputs: readonly FusionInput[], idOf: IdOf = String): FusedHit[] {
   const bounds = new Map(
     inputs.map((input) => {
       const scores = input.hits.map((hit) => hit.score);
       return [input.name, { min: Math.min(...scores), max: Math.max(...scores) }];
     }),
   );
-  return accumulate(inputs, (input, hit) => {
-    const { min, max } = bounds.get(input.name) ?? { min: 0, max: 1 };
-    return input.weight * (max > min ? (hit.score - min) / (max - min) : 1);
-  });
+  return accumulate(
+    inputs,
+    (input, hit) => {
+      const { min, max } = bounds.get(input.name) ?? { min: 0, max: 1 };
+      return input.weight * (max > min ? (hit.score - min) / (max - min) : 1);
+    },
+    idOf,
+  );
 }
 
 /**
  * Convex combination anchored at each list's declared floor (TM2C2): norm = (s - floor) / (max - floor), fused =
  * α · norm(first) + (1 - α) · norm(second). With more or fewer than two lists, the weights stand in for α.
  */
-export function convex(inputs: readonly FusionInput[], alpha: number): FusedHit[] {
+export function convex(inputs: readonly FusionInput[], alpha: number, idOf: IdOf = String): FusedHit[] {
   const maxima = new Map(inputs.map((input) => [input.name, Math.max(...input.hits.map((hit) => hit.score))]));
   const coefficient = (input: FusionInput, index: number) =>
     inputs.length === 2 ? (index === 0 ? alpha : 1 - alpha) : input.weight;
-  return accumulate(inputs, (input, hit) => {
-    const max = maxima.get(input.name) ?? input.floor;
-    const norm = max > input.floor ? (hit.score - input.floor) / (max - input.floor) : 1;
-    return coefficient(input, inputs.indexOf(input)) * norm;
-  });
+  return accumulate(
+    inputs,
+    (input, hit) => {
+      const max = maxima.get(input.name) ?? input.floor;
+      const norm = max > input.floor ? (hit.score - input.floor) / (max - input.floor) : 1;
+      return coefficient(input, inputs.indexOf(input)) * norm;
+    },
+    idOf,
+  );
 }

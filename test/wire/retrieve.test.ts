@@ -193,6 +193,21 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
     expect(lenient.usage.notes?.[0]).toMatch(/mode="graph"/);
   });
 
+  it.each([
+    ['rewrite', { rewrite: 'hyde' }, 'rewrite'],
+    ['modality', { modality: 'image' }, 'modality'],
+    ['level', { level: 2 }, 'level'],
+    ['encoding', { includeVectors: true, encoding: 'f32-base64' }, 'encoding'],
+    ['unit', { unit: 'community' }, 'unit'],
+    ['fusion.method', { fusion: { method: 'magic' } }, 'fusion.method'],
+    ['rerank.model', { rerank: { method: 'colbert', model: 'someone/else' } }, 'rerank.model'],
+  ])('§7.7 strict: unsupported %s is -32005; strict false serves and notes it', async (_name, option, path) => {
+    expect(await fails({ query: 'blood', k: 2, ...option })).toMatchObject({ code: -32005, data: { option: path } });
+    const lenient = await ok({ query: 'blood', k: 2, ...option, strict: false });
+    expect(lenient.hits.length).toBeGreaterThan(0);
+    expect(lenient.usage.notes?.join(' ')).toContain(path);
+  });
+
   it('mmr: a low lambda pushes near-duplicates down', async () => {
     const plain = await ok({ query: 'the heart pumps blood through arteries and veins', k: 3, mode: 'dense' });
     const diverse = await ok({
