@@ -131,6 +131,12 @@ export function retrieveMethod(
     corpus.assertVersion(params.indexVersion);
     const indexVersion = corpus.indexVersion;
 
+    // §7.7.1: nothing here is stochastic, so `seed` has nothing to fix; say why results may still move.
+    if (params.seed !== undefined) {
+      lenient.notes.push(
+        'seed: no stochastic step to seed; results are fixed for this indexVersion until the dense index is rebuilt',
+      );
+    }
     // Options this server does not have.
     if (params.rewrite !== undefined && params.rewrite !== false)
       lenient.unsupported('rewrite', params.rewrite, 'the query was used as given');

@@ -318,6 +318,10 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
       data: { retryable: false },
     });
     expect((await ok({ query: 'q', k: 1, indexVersion: first.indexVersion })).indexVersion).toBe(first.indexVersion);
+    // A seed is accepted, never an error, and the note says what it can and cannot fix (§7.7.1).
+    const seeded = await ok({ query: 'oxygen in the blood', k: 5, seed: 7 });
+    expect(seeded.hits).toEqual(first.hits);
+    expect(seeded.usage.notes?.[0]).toMatch(/^seed:/);
   });
 
   it('§10 pagination: cursors walk every hit once; a forged cursor is -32602', async () => {
