@@ -108,7 +108,7 @@ async function overHttp(dir: string, label: string): Promise<void> {
   child.kill('SIGTERM');
 }
 
-async function annRecall(dir: string, encoder: UseLiteEncoder, label: string): Promise<void> {
+export async function annRecall(dir: string, encoder: UseLiteEncoder, label: string): Promise<void> {
   const corpus = new Corpus(settings(dir), encoder, silent);
   await corpus.ready;
   const labels = corpus.labelsWhere(() => true);
@@ -140,7 +140,7 @@ async function annRecall(dir: string, encoder: UseLiteEncoder, label: string): P
   });
   await corpus.close();
   console.log(
-    `HNSW on ${label} (efSearch 64, ${vectors.length} queries; speed as a ratio to exact search over stored vectors)`,
+    `HNSW on ${label} (efSearch ${settings(dir).efSearch}, ${vectors.length} queries; speed as a ratio to exact search over stored vectors)`,
   );
   console.log(
     `  recall@10 vs exact ${(found / (vectors.length * 10)).toFixed(4)}   exact ${(exactMs / vectors.length).toFixed(2)} ms/query ratio 1.000   HNSW ${(annMs / vectors.length).toFixed(2)} ms/query ratio ${(annMs / exactMs).toFixed(4)}`,

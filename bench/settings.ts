@@ -10,7 +10,8 @@ export function benchCorpusSettings(dir: string): CorpusSettings {
     space: 'cosine',
     m: 16,
     efConstruction: 200,
-    efSearch: 64,
+    // RCP_BENCH_EF tries another efSearch without touching the server's default.
+    efSearch: Number(process.env.RCP_BENCH_EF ?? 100),
     saveIntervalMs: 3_600_000,
     maxDocumentBytes: 1 << 20,
     fields: {},

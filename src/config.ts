@@ -142,7 +142,7 @@ export function defaultConfig(): Config {
       space: 'cosine',
       m: 16,
       efConstruction: 200,
-      efSearch: 64,
+      efSearch: 100,
       saveIntervalMs: 60_000,
       maxDocumentBytes: 1024 * 1024,
       maxDocumentsPerAdd: 1000,
