@@ -13,6 +13,7 @@ import { OPERATORS } from './retrieval/filter.js';
 import { MethodRegistry } from './protocol/registry.js';
 import { Session, type SessionOptions } from './protocol/session.js';
 import { lateInteractionScores } from './retrieval/late-interaction.js';
+import { ApiKeys } from './transport/auth.js';
 import { HttpSessionStore } from './transport/http-sessions.js';
 import { rcpHttp } from './transport/http.js';
 import type { Logger } from './transport/logger.js';
@@ -113,6 +114,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         sessions,
         bodyLimit: config.limits.maxBodyBytes,
         corsOrigins: config.http.corsOrigins,
+        auth: new ApiKeys(config.auth.apiKeys),
       });
       await app.ready();
       servers.push(app);

@@ -94,6 +94,23 @@ export const ConfigSchema = Section({
       Type.Union([Type.Literal('trusted'), Type.Literal('community'), Type.Literal('untrusted')]),
     ),
   }),
+  auth: Section({
+    /** API keys for HTTP (`Authorization: Bearer`): a plain `key` or its `sha256`, with scopes. Empty: no auth. */
+    apiKeys: Type.Array(
+      Type.Object(
+        {
+          key: Type.Optional(Type.String({ minLength: 16 })),
+          sha256: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{64}$' })),
+          scopes: Type.Array(Type.Union([Type.Literal('read'), Type.Literal('write'), Type.Literal('admin')]), {
+            minItems: 1,
+          }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    /** Serve HTTP on a non-loopback address without API keys. Off by default: such a start is refused. */
+    allowUnauthenticated: Type.Boolean(),
+  }),
   log: Section({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   }),
@@ -159,6 +176,7 @@ export function defaultConfig(): Config {
       sessionTtlSeconds: 1800,
       trust: {},
     },
+    auth: { apiKeys: [], allowUnauthenticated: false },
     log: { level: 'info' },
   };
 }
@@ -224,6 +242,8 @@ export const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) =>
   RCP_RETRIEVE_MODE: { path: 'retrieve.defaultMode', parse: String },
   RCP_FUSION: { path: 'retrieve.fusion.method', parse: String },
   RCP_FUSION_ALPHA: { path: 'retrieve.fusion.alpha', parse: Number },
+  RCP_API_KEYS: { path: 'auth.apiKeys', parse: parseJson },
+  RCP_ALLOW_UNAUTHENTICATED: { path: 'auth.allowUnauthenticated', parse: (raw) => raw === 'true' || raw === '1' },
   RCP_LOG_LEVEL: { path: 'log.level', parse: String },
 };
 

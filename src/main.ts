@@ -168,6 +168,17 @@ function createOrReport(config: Config, log: Logger): App | undefined {
 async function serve(command: ServeCommand): Promise<number> {
   const config = loadOrReport(command.configFile, command.overrides);
   if (config === undefined) return 2;
+  if (command.transport.kind === 'http') {
+    // §15.6: loopback by default; a public address needs API keys unless the operator says otherwise.
+    const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.http.host);
+    if (!loopback && config.auth.apiKeys.length === 0 && !config.auth.allowUnauthenticated) {
+      process.stderr.write(
+        `rcp-server: refusing to serve ${config.http.host} without authentication: set RCP_API_KEYS ` +
+          '(or RCP_ALLOW_UNAUTHENTICATED=true to accept anyone)\n',
+      );
+      return 2;
+    }
+  }
   const log = pino({ level: config.log.level, base: { service: config.server.name } }, pino.destination(2));
   await prepareDefaultModel(config.models, log);
   const app = createOrReport(config, log);

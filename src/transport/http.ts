@@ -4,6 +4,7 @@ import { RpcError } from '../protocol/errors.js';
 import { parseFrame, serialize } from '../protocol/frames.js';
 import { failure, isJsonObject, type JsonRpcId, type Response } from '../protocol/messages.js';
 import type { NotificationSink, Reply } from '../protocol/session.js';
+import { authorize, type ApiKeys, type Caller } from './auth.js';
 import type { HttpSessionStore } from './http-sessions.js';
 
 export interface HttpTransportOptions {
@@ -14,6 +15,8 @@ export interface HttpTransportOptions {
   bodyLimit: number;
   /** Origins allowed by CORS; empty means no cross-origin access (preflights are still answered). */
   corsOrigins: readonly string[];
+  /** API keys; when any are configured every request must carry one (§15.6). */
+  auth?: ApiKeys | undefined;
 }
 
 const SESSION_HEADER = 'rcp-session';
@@ -69,10 +72,25 @@ async function answer(
   const parsed = parseFrame(typeof request.body === 'string' ? request.body : '');
   if (!parsed.ok) return void reply.code(200).send(parsed.reply);
 
-  const { accepted, rejected } = checkPathMethod(parsed.value, pathMethod);
+  // §15.6: authentication comes before initialize and before capability gating, so an unauthenticated caller learns
+  // nothing; each member then needs its method's scope (writes need `write`).
+  let caller: Caller | undefined;
+  if (options.auth?.enabled === true) {
+    const who = options.auth.authenticate(request.headers.authorization);
+    if (who instanceof RpcError) {
+      const refused = refuseAll(parsed.value, who);
+      return void (refused === undefined ? reply.code(204).send() : reply.code(200).send(refused));
+    }
+    caller = who;
+  }
+  const byPath = checkPathMethod(parsed.value, pathMethod);
+  const byScope =
+    caller === undefined ? { accepted: byPath.accepted, rejected: [] } : checkScopes(byPath.accepted, caller);
+  const accepted = byScope.accepted;
+  const rejected = [...byPath.rejected, ...byScope.rejected];
   const header = request.headers[SESSION_HEADER];
   const token = typeof header === 'string' && header !== '' ? header : undefined;
-  const session = options.sessions.resolve(token, request.ip, isInitialize(accepted));
+  const session = options.sessions.resolve(token, caller?.id ?? request.ip, isInitialize(accepted));
   if (session instanceof RpcError) {
     const id = isJsonObject(accepted) ? requestId(accepted) : null;
     return void reply.code(200).send(failure(id, session));
@@ -110,6 +128,36 @@ function checkPathMethod(value: unknown, pathMethod: string | undefined): { acce
   const rejected = value.filter(mismatch).map(reject);
   const accepted = value.filter((member) => !mismatch(member));
   // An all-mismatched batch must not become an empty batch (which would be a different error).
+  return { accepted: accepted.length === 0 && value.length > 0 ? undefined : accepted, rejected };
+}
+
+/** One refusal per request member (notifications get none, §4.5); undefined when nothing is to be answered. */
+function refuseAll(value: unknown, error: RpcError): Reply | undefined {
+  const members = Array.isArray(value) ? value : [value];
+  const answers = members
+    .filter((member) => !(isJsonObject(member) && !('id' in member)))
+    .map((member) => failure(isJsonObject(member) ? requestId(member) : null, error));
+  if (answers.length === 0) return undefined;
+  return Array.isArray(value) ? answers : answers[0];
+}
+
+/** Members whose method the caller's scopes do not allow get -32012; the rest proceed. */
+function checkScopes(value: unknown, caller: Caller): { accepted: unknown; rejected: Response[] } {
+  const refusal = (member: unknown) => (isJsonObject(member) ? authorize(caller, member.method) : undefined);
+  const answer = (member: unknown, error: RpcError): Response[] =>
+    isJsonObject(member) && 'id' in member ? [failure(requestId(member), error)] : [];
+  if (!Array.isArray(value)) {
+    const error = refusal(value);
+    return error === undefined
+      ? { accepted: value, rejected: [] }
+      : { accepted: undefined, rejected: answer(value, error) };
+  }
+  const rejected: Response[] = [];
+  const accepted = value.filter((member) => {
+    const error = refusal(member);
+    if (error !== undefined) rejected.push(...answer(member, error));
+    return error === undefined;
+  });
   return { accepted: accepted.length === 0 && value.length > 0 ? undefined : accepted, rejected };
 }
 

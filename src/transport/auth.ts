@@ -1,0 +1,62 @@
+import { createHash } from 'node:crypto';
+import { RpcErrorCode } from '../protocol/codes.js';
+import { RpcError } from '../protocol/errors.js';
+
+/**
+ * API-key authentication for HTTP (§5.2, §15.6). Keys are configured as plain keys or as their sha256 (so the
+ * configuration need not hold secrets); only hashes are kept in memory. A caller is identified by its key, never by
+ * anything in the params. Scopes: `read` (every method), `write` (index/add, index/delete), `admin` (both).
+ * stdio needs none of this: the spawning host decides who talks to the server.
+ */
+export type Scope = 'read' | 'write' | 'admin';
+
+export interface ApiKeyConfig {
+  readonly key?: string | undefined;
+  readonly sha256?: string | undefined;
+  readonly scopes: readonly Scope[];
+}
+
+export interface Caller {
+  /** Stable, non-secret identity of the key (for the caller session and rate limits). */
+  readonly id: string;
+  readonly scopes: ReadonlySet<Scope>;
+}
+
+/** Methods that change the corpus need the write scope (§15.3: writes are authorised apart from reads). */
+const WRITE_METHODS = new Set(['index/add', 'index/delete']);
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+export class ApiKeys {
+  readonly #byHash = new Map<string, Caller>();
+
+  constructor(keys: readonly ApiKeyConfig[]) {
+    for (const key of keys) {
+      const hash = key.sha256?.toLowerCase() ?? (key.key === undefined ? undefined : sha256(key.key));
+      if (hash === undefined) throw new Error('an API key needs "key" or "sha256"');
+      this.#byHash.set(hash, { id: `key:${hash.slice(0, 12)}`, scopes: new Set(key.scopes) });
+    }
+  }
+
+  get enabled(): boolean {
+    return this.#byHash.size > 0;
+  }
+
+  /** The caller behind an `Authorization` header, or -32012. */
+  authenticate(header: string | undefined): Caller | RpcError {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    if (match === null) return unauthorized('send Authorization: Bearer <API key>');
+    return this.#byHash.get(sha256(match[1] ?? '')) ?? unauthorized('unknown API key');
+  }
+}
+
+/** -32012 unless `caller` may call `method`. */
+export function authorize(caller: Caller, method: unknown): RpcError | undefined {
+  if (caller.scopes.has('admin')) return undefined;
+  const needed: Scope = typeof method === 'string' && WRITE_METHODS.has(method) ? 'write' : 'read';
+  return caller.scopes.has(needed) ? undefined : unauthorized(`this key lacks the ${needed} scope`);
+}
+
+function unauthorized(detail: string): RpcError {
+  return new RpcError(RpcErrorCode.Unauthorized, 'unauthorized', { detail });
+}
