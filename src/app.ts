@@ -10,6 +10,7 @@ import { rerankMethod, type Reranker } from './methods/rerank.js';
 import { retrieveMethod } from './methods/retrieve.js';
 import type { FieldType } from './backend/ports.js';
 import { OPERATORS } from './retrieval/filter.js';
+import { Metrics } from './metrics.js';
 import { MethodRegistry } from './protocol/registry.js';
 import { Session, type SessionOptions } from './protocol/session.js';
 import { lateInteractionScores } from './retrieval/late-interaction.js';
@@ -65,13 +66,14 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     const corpusHealth = corpus.health();
     return { ready: state.ready && corpusHealth.ready, models: { ...state.models, corpus: corpusHealth } };
   };
-  // Later issues register retrieve and index/* here, each only when its backend is configured.
   options.register?.(registry);
 
+  const metrics = new Metrics(config.server.version, models, corpus);
   const limits = {
     maxBatchSize: config.limits.maxBatchSize,
     requestTimeoutMs: config.limits.requestTimeoutMs,
     onInternalError: (error: unknown, method: string) => logger.error({ err: error, method }, 'method failed'),
+    onAnswered: metrics.observe,
   };
   const createSession = (sessionOptions: SessionOptions = {}): Session =>
     new Session(registry, config.server, limits, sessionOptions);
@@ -105,6 +107,12 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       });
       // Liveness and readiness for orchestrators: live while the process serves, ready once every model is loaded.
       app.get('/healthz', () => ({ status: 'ok' }));
+      if (config.metrics.path !== '') {
+        metrics.enableProcessMetrics();
+        app.get(config.metrics.path, async (_request, reply) =>
+          reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics()),
+        );
+      }
       app.get('/readyz', (_request, reply) => {
         const state = health();
         return reply.code(state.ready ? 200 : 503).send({ status: state.ready ? 'ready' : 'not ready', ...state });

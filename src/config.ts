@@ -111,6 +111,8 @@ export const ConfigSchema = Section({
     /** Serve HTTP on a non-loopback address without API keys. Off by default: such a start is refused. */
     allowUnauthenticated: Type.Boolean(),
   }),
+  /** Where Prometheus metrics are served on the HTTP port (`GET <path>`); empty turns them off. */
+  metrics: Section({ path: Type.String({ pattern: '^(/.*)?$' }) }),
   log: Section({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   }),
@@ -177,6 +179,7 @@ export function defaultConfig(): Config {
       trust: {},
     },
     auth: { apiKeys: [], allowUnauthenticated: false },
+    metrics: { path: '/metrics' },
     log: { level: 'info' },
   };
 }
@@ -244,6 +247,7 @@ export const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) =>
   RCP_FUSION_ALPHA: { path: 'retrieve.fusion.alpha', parse: Number },
   RCP_API_KEYS: { path: 'auth.apiKeys', parse: parseJson },
   RCP_ALLOW_UNAUTHENTICATED: { path: 'auth.allowUnauthenticated', parse: (raw) => raw === 'true' || raw === '1' },
+  RCP_METRICS: { path: 'metrics.path', parse: (raw) => (raw === 'off' ? '' : raw) },
   RCP_LOG_LEVEL: { path: 'log.level', parse: String },
 };
 

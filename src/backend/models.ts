@@ -23,6 +23,7 @@ const NONE = 'none';
 
 interface Closable {
   readonly loaded: Promise<void>;
+  readonly queueDepth: number;
   close(): Promise<void>;
 }
 
@@ -36,6 +37,8 @@ export interface Models {
   health(): { ready: boolean; models: Record<string, ModelHealth> };
   /** Settles when every model's first load attempt has finished. */
   readonly loaded: Promise<void>;
+  /** Texts waiting in each model's inference queue, by role. */
+  queueDepths(): Record<string, number>;
   close(): Promise<void>;
 }
 
@@ -111,6 +114,11 @@ export function openModels(settings: ModelSettings, log: BackendLogger): Models 
     crossEncoder,
     lateInteraction,
     loaded: Promise.all([encoder?.loaded, crossEncoder?.loaded]).then(() => undefined),
+    queueDepths() {
+      const depths: Record<string, number> = {};
+      for (const [role, model] of Object.entries(all)) if (model !== undefined) depths[role] = model.queueDepth;
+      return depths;
+    },
     health() {
       const models: Record<string, ModelHealth> = {};
       for (const [role, model] of Object.entries(all)) if (model !== undefined) models[role] = model.health();

@@ -34,6 +34,8 @@ export interface SessionLimits {
   requestTimeoutMs: number;
   /** Told of every fault that becomes a bare -32603 on the wire, so the operator sees what the client cannot. */
   onInternalError?: (error: unknown, method: string) => void;
+  /** Told of every answered request: its method, the error code (0 for success) and how long it took. */
+  onAnswered?: (method: string, code: number, ms: number) => void;
 }
 
 export interface SessionOptions {
@@ -151,6 +153,18 @@ export class Session {
   }
 
   async #request(
+    request: RequestMessage,
+    sink: NotificationSink | undefined,
+    transport: AbortSignal | undefined,
+  ): Promise<Response> {
+    const started = performance.now();
+    const response = await this.#answer(request, sink, transport);
+    const code = 'error' in response ? response.error.code : 0;
+    this.#limits.onAnswered?.(request.method, code, performance.now() - started);
+    return response;
+  }
+
+  async #answer(
     request: RequestMessage,
     sink: NotificationSink | undefined,
     transport: AbortSignal | undefined,

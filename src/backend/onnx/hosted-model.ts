@@ -27,6 +27,11 @@ export abstract class HostedModel<Tokenizer, Job, Output> {
     return this.host.loaded;
   }
 
+  /** Texts waiting in this model's queue (a metric). */
+  get queueDepth(): number {
+    return this.queue.depth;
+  }
+
   health(): ModelHealth {
     return this.host.health();
   }

@@ -1,0 +1,75 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Models } from './backend/models.js';
+import type { Corpus } from './backend/corpus/corpus.js';
+import { CORE_METHODS } from './protocol/method-table.js';
+
+/**
+ * Prometheus metrics (§17, issue #6), through prom-client: process defaults, requests by method and code, latency by
+ * method, model queue depth, corpus sizes and build info. Method labels are RCP's own method names (anything else is
+ * `other`), so a client cannot grow the label set.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly #requests: Counter<'method' | 'code'>;
+  readonly #latency: Histogram<'method'>;
+  readonly #known: ReadonlySet<string>;
+
+  constructor(version: string, models: Models, corpus: Corpus | undefined, extraMethods: readonly string[] = []) {
+    this.#known = new Set([...Object.keys(CORE_METHODS), 'initialize', 'info', 'ping', 'shutdown', ...extraMethods]);
+    this.#requests = new Counter({
+      name: 'rcp_requests_total',
+      help: 'Answered JSON-RPC requests by method and result code (0 = success).',
+      labelNames: ['method', 'code'],
+      registers: [this.registry],
+    });
+    this.#latency = new Histogram({
+      name: 'rcp_request_duration_seconds',
+      help: 'Time from receiving a request to answering it, by method.',
+      labelNames: ['method'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [this.registry],
+    });
+    new Gauge({
+      name: 'rcp_model_queue_depth',
+      help: 'Texts waiting in each model inference queue.',
+      labelNames: ['model'],
+      registers: [this.registry],
+      collect() {
+        for (const [model, depth] of Object.entries(models.queueDepths())) this.set({ model }, depth);
+      },
+    });
+    new Gauge({
+      name: 'rcp_corpus_size',
+      help: 'Corpus size by kind (documents, chunks, dense, lexical).',
+      labelNames: ['kind'],
+      registers: [this.registry],
+      async collect() {
+        if (corpus === undefined || !corpus.health().ready) return;
+        const stats = await corpus.stats();
+        for (const kind of ['documents', 'chunks', 'dense', 'lexical'] as const) this.set({ kind }, stats[kind]);
+      },
+    });
+    new Gauge({
+      name: 'rcp_build_info',
+      help: 'Build information.',
+      labelNames: ['version'],
+      registers: [this.registry],
+    }).set({ version }, 1);
+  }
+
+  #processMetrics = false;
+
+  /** Process metrics (CPU, memory, event-loop lag, GC): started once, when metrics are actually served. */
+  enableProcessMetrics(): void {
+    if (this.#processMetrics) return;
+    this.#processMetrics = true;
+    collectDefaultMetrics({ register: this.registry, prefix: 'rcp_' });
+  }
+
+  /** The session hook: one observation per answered request. */
+  readonly observe = (method: string, code: number, ms: number): void => {
+    const label = this.#known.has(method) ? method : 'other';
+    this.#requests.inc({ method: label, code: String(code) });
+    this.#latency.observe({ method: label }, ms / 1000);
+  };
+}

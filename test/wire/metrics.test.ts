@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp, type App } from '../../src/app.js';
+import { INITIALIZE, request, ROOT, testConfig } from '../helpers/wire.js';
+
+/** §17 / issue #6: Prometheus metrics on the HTTP port, from real traffic. */
+let app: App;
+let origin: string;
+beforeAll(async () => {
+  app = createApp(testConfig({ 'models.encoder': `${ROOT}/models/use-lite` }));
+  origin = await (await app.buildHttp()).listen({ host: '127.0.0.1', port: 0 });
+  await app.corpus?.ready;
+});
+afterAll(() => app.close());
+
+const post = (body: object) =>
+  fetch(`${origin}/rcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+
+describe('GET /metrics', () => {
+  it('counts requests by method and code, times them, and reports queues, corpus size and build info', async () => {
+    await post(INITIALIZE(1));
+    await post(request(2, 'ping'));
+    await post(request(3, 'ping'));
+    await post(request(4, 'embed', { inputs: ['metrics'] }));
+    await post(request(5, 'no/such/method'));
+    await post(request(6, 'index/add', { documents: [{ id: 'm', text: 'counted' }] }));
+    const response = await fetch(`${origin}/metrics`);
+    expect(response.headers.get('content-type')).toContain('text/plain');
+    const text = await response.text();
+    expect(text).toContain('rcp_requests_total{method="ping",code="0"} 2');
+    expect(text).toContain('rcp_requests_total{method="embed",code="0"} 1');
+    expect(text).toContain('rcp_requests_total{method="other",code="-32004"} 1');
+    expect(text).toMatch(/rcp_request_duration_seconds_bucket\{le="[\d.]+",method="embed"\} 1/);
+    expect(text).toContain('rcp_model_queue_depth{model="encoder"} 0');
+    expect(text).toContain('rcp_corpus_size{kind="documents"} 1');
+    expect(text).toMatch(/rcp_build_info\{version="[\d.]+"\} 1/);
+    expect(text).toContain('rcp_process_resident_memory_bytes');
+  });
+});
+
+describe('metrics turned off', () => {
+  it('serves no /metrics when metrics.path is empty', async () => {
+    const quiet = createApp(testConfig({ 'metrics.path': '' }));
+    const where = await (await quiet.buildHttp()).listen({ host: '127.0.0.1', port: 0 });
+    expect((await fetch(`${where}/metrics`)).status).toBe(404);
+    await quiet.close();
+  });
+});
