@@ -15,6 +15,7 @@ import { MethodRegistry } from './protocol/registry.js';
 import { Session, type SessionOptions } from './protocol/session.js';
 import { lateInteractionScores } from './retrieval/late-interaction.js';
 import { ApiKeys } from './transport/auth.js';
+import { RateLimiter } from './transport/rate-limit.js';
 import { HttpSessionStore } from './transport/http-sessions.js';
 import { rcpHttp } from './transport/http.js';
 import type { Logger } from './transport/logger.js';
@@ -123,6 +124,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         bodyLimit: config.limits.maxBodyBytes,
         corsOrigins: config.http.corsOrigins,
         auth: new ApiKeys(config.auth.apiKeys),
+        rateLimits: new RateLimiter(config.limits.rateLimit),
       });
       await app.ready();
       servers.push(app);

@@ -30,6 +30,12 @@ export const ConfigSchema = Section({
     maxBodyBytes: Type.Integer({ minimum: 1024 }),
     maxBatchSize: Type.Integer({ minimum: 1 }),
     requestTimeoutMs: Type.Integer({ minimum: 1 }),
+    /** HTTP requests per second per caller (API key, else address), by method class; 0 = no limit. */
+    rateLimit: Section({
+      reads: Type.Number({ minimum: 0 }),
+      writes: Type.Number({ minimum: 0 }),
+      models: Type.Number({ minimum: 0 }),
+    }),
   }),
   models: Section({
     /** Where model directories live; a relative encoder/reranker name is looked up here. */
@@ -140,6 +146,7 @@ export function defaultConfig(): Config {
       maxBodyBytes: 16 * 1024 * 1024,
       maxBatchSize: 128,
       requestTimeoutMs: 30_000,
+      rateLimit: { reads: 0, writes: 0, models: 0 },
     },
     models: {
       dir: fileURLToPath(new URL('../models', import.meta.url)),
@@ -248,6 +255,10 @@ export const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) =>
   RCP_API_KEYS: { path: 'auth.apiKeys', parse: parseJson },
   RCP_ALLOW_UNAUTHENTICATED: { path: 'auth.allowUnauthenticated', parse: (raw) => raw === 'true' || raw === '1' },
   RCP_METRICS: { path: 'metrics.path', parse: (raw) => (raw === 'off' ? '' : raw) },
+  RCP_RATE_LIMIT: {
+    path: 'limits.rateLimit',
+    parse: (raw) => ({ reads: Number(raw), writes: Number(raw), models: Number(raw) }),
+  },
   RCP_LOG_LEVEL: { path: 'log.level', parse: String },
 };
 

@@ -5,6 +5,7 @@ import { parseFrame, serialize } from '../protocol/frames.js';
 import { failure, isJsonObject, type JsonRpcId, type Response } from '../protocol/messages.js';
 import type { NotificationSink, Reply } from '../protocol/session.js';
 import { authorize, type ApiKeys, type Caller } from './auth.js';
+import type { RateLimiter } from './rate-limit.js';
 import type { HttpSessionStore } from './http-sessions.js';
 
 export interface HttpTransportOptions {
@@ -17,6 +18,8 @@ export interface HttpTransportOptions {
   corsOrigins: readonly string[];
   /** API keys; when any are configured every request must carry one (§15.6). */
   auth?: ApiKeys | undefined;
+  /** Per-caller token buckets by method class; -32011 when empty. */
+  rateLimits?: RateLimiter | undefined;
 }
 
 const SESSION_HEADER = 'rcp-session';
@@ -86,11 +89,18 @@ async function answer(
   const byPath = checkPathMethod(parsed.value, pathMethod);
   const byScope =
     caller === undefined ? { accepted: byPath.accepted, rejected: [] } : checkScopes(byPath.accepted, caller);
-  const accepted = byScope.accepted;
-  const rejected = [...byPath.rejected, ...byScope.rejected];
+  // Per-caller rate limits by method class: a refused member is -32011 with retryAfterMs from its bucket.
+  const limits = options.rateLimits;
+  const callerId = caller?.id ?? request.ip;
+  const byRate =
+    limits?.enabled === true
+      ? screen(byScope.accepted, (method) => (typeof method === 'string' ? limits.take(callerId, method) : undefined))
+      : { accepted: byScope.accepted, rejected: [] };
+  const accepted = byRate.accepted;
+  const rejected = [...byPath.rejected, ...byScope.rejected, ...byRate.rejected];
   const header = request.headers[SESSION_HEADER];
   const token = typeof header === 'string' && header !== '' ? header : undefined;
-  const session = options.sessions.resolve(token, caller?.id ?? request.ip, isInitialize(accepted));
+  const session = options.sessions.resolve(token, callerId, isInitialize(accepted));
   if (session instanceof RpcError) {
     const id = isJsonObject(accepted) ? requestId(accepted) : null;
     return void reply.code(200).send(failure(id, session));
@@ -143,7 +153,15 @@ function refuseAll(value: unknown, error: RpcError): Reply | undefined {
 
 /** Members whose method the caller's scopes do not allow get -32012; the rest proceed. */
 function checkScopes(value: unknown, caller: Caller): { accepted: unknown; rejected: Response[] } {
-  const refusal = (member: unknown) => (isJsonObject(member) ? authorize(caller, member.method) : undefined);
+  return screen(value, (method) => authorize(caller, method));
+}
+
+/** Members `refuse` objects to are answered with its error (notifications silently dropped); the rest proceed. */
+function screen(
+  value: unknown,
+  refuse: (method: unknown) => RpcError | undefined,
+): { accepted: unknown; rejected: Response[] } {
+  const refusal = (member: unknown) => (isJsonObject(member) ? refuse(member.method) : undefined);
   const answer = (member: unknown, error: RpcError): Response[] =>
     isJsonObject(member) && 'id' in member ? [failure(requestId(member), error)] : [];
   if (!Array.isArray(value)) {
