@@ -34,6 +34,11 @@ export interface EvalCommand {
   params: Record<string, unknown>;
 }
 
+export interface ConfigCommand {
+  command: 'config';
+  configFile: string | undefined;
+}
+
 export interface HelpCommand {
   command: 'help';
   text: string;
@@ -49,6 +54,7 @@ export const USAGE = `usage:
   rcp-server eval --queries FILE --qrels FILE [--data DIR] [--config FILE] [--report FILE]
                   [--mode M] [--fusion F] [--alpha A] [--rrf-k N] [--candidate-k N] [--rerank METHOD]
                   [--unit U] [--params JSON]
+  rcp-server config --print [--config FILE]
   rcp-server models build [--dir DIR]
   rcp-server models fetch NAME... [--dir DIR] [--hub URL] [--unpinned]
 
@@ -57,6 +63,7 @@ export const USAGE = `usage:
                      "metadata"}) and folders of .txt/.md files; resumable (unchanged documents are
                      skipped); --chunk splits long documents, --contextual adds title/heading context
   eval               run judged queries through retrieve; print nDCG@10, Recall@100, MRR@10
+  config --print     print the effective configuration (file < environment), secrets hidden
   models build       build the default encoder (USE-lite, converted to ONNX) into DIR
                      (default: models/use-lite); a no-op when it is up to date
   models fetch       download standard models (models/catalog.json) at their pinned revision into
@@ -72,7 +79,7 @@ export const USAGE = `usage:
 /** Parses the command line. The `serve` contract is stable: other tools call it. */
 export function parseCommandLine(
   argv: readonly string[],
-): ServeCommand | IngestCommand | EvalCommand | ModelsCommand | HelpCommand {
+): ServeCommand | IngestCommand | EvalCommand | ConfigCommand | ModelsCommand | HelpCommand {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     return { command: 'help', text: USAGE };
@@ -80,6 +87,7 @@ export function parseCommandLine(
   if (command === 'models') return parseModels(rest);
   if (command === 'ingest') return parseIngest(rest);
   if (command === 'eval') return parseEval(rest);
+  if (command === 'config') return parseConfigCommand(rest);
   if (command !== 'serve') throw new UsageError(`unknown command '${command}'\n\n${USAGE}`);
   let parsed;
   try {
@@ -238,4 +246,19 @@ function parseEval(args: readonly string[]): EvalCommand {
     report: values.report,
     params,
   };
+}
+
+function parseConfigCommand(args: readonly string[]): ConfigCommand {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...args],
+      options: { print: { type: 'boolean' }, config: { type: 'string' } },
+      strict: true,
+    }));
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
+  }
+  if (values.print !== true) throw new UsageError(`config needs --print\n\n${USAGE}`);
+  return { command: 'config', configFile: values.config };
 }

@@ -42,6 +42,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (command.command === 'models') return models(command);
   if (command.command === 'ingest') return ingestCommand(command);
   if (command.command === 'eval') return evalCommand(command);
+  if (command.command === 'config') {
+    const config = loadOrReport(command.configFile, {});
+    if (config === undefined) return 2;
+    process.stdout.write(`${JSON.stringify(redact(config), null, 2)}\n`);
+    return 0;
+  }
   return serve(command);
 }
 
@@ -142,6 +148,17 @@ async function openQuietApp(
   await prepareDefaultModel(config.models, log);
   const app = createOrReport(config, log);
   return app === undefined ? undefined : { config, app };
+}
+
+/** The configuration with secrets hidden: plain API keys become "***" (their sha256 form is not a secret). */
+function redact(config: Config): Config {
+  return {
+    ...config,
+    auth: {
+      ...config.auth,
+      apiKeys: config.auth.apiKeys.map((key) => (key.key === undefined ? key : { ...key, key: '***' })),
+    },
+  };
 }
 
 /** Configuration errors are printed as text and exit 2; they are never wire codes. */

@@ -165,3 +165,24 @@ describe('binding (§15.6: loopback by default)', () => {
     expect((await serve({ RCP_ALLOW_UNAUTHENTICATED: 'true' })).stderr).toMatch(/listening/);
   });
 });
+
+describe('rcp-server config --print', () => {
+  it('prints the effective configuration from file and environment, with plain API keys hidden', async () => {
+    const child = spawn(process.execPath, ['bin/rcp-server.js', 'config', '--print'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        RCP_API_KEYS: JSON.stringify([{ key: WRITE_KEY, scopes: ['write'] }]),
+        RCP_HTTP_PORT: '9099',
+      },
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const exit = await new Promise((resolve) => child.once('close', resolve));
+    expect(exit).toBe(0);
+    expect(stdout).not.toContain(WRITE_KEY);
+    const printed = JSON.parse(stdout) as { http: { port: number }; auth: { apiKeys: { key: string }[] } };
+    expect(printed.http.port).toBe(9099);
+    expect(printed.auth.apiKeys[0]?.key).toBe('***');
+  });
+});
