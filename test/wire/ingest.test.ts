@@ -86,19 +86,18 @@ describe('rcp-server ingest', () => {
     );
     writeFileSync(join(WORK, 'qrels.tsv'), 'query-id\tcorpus-id\tscore\nq1\t2\t1\nq2\t2\t1\n');
     const report = join(WORK, 'report.json');
-    const result = await run([
-      'eval',
-      '--data',
-      DATA,
-      '--queries',
-      join(WORK, 'queries.jsonl'),
-      '--qrels',
-      join(WORK, 'qrels.tsv'),
-      '--mode',
-      'sparse',
-      '--report',
-      report,
-    ]);
+    const evaluate = (...flags: string[]) =>
+      run([
+        'eval',
+        '--data',
+        DATA,
+        '--queries',
+        join(WORK, 'queries.jsonl'),
+        '--qrels',
+        join(WORK, 'qrels.tsv'),
+        ...flags,
+      ]);
+    const result = await evaluate('--mode', 'sparse', '--report', report);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^2 queries {2}nDCG@10 1\.0000 {2}Recall@100 1\.0000 {2}MRR@10 1\.0000/);
     const written = JSON.parse(readFileSync(report, 'utf8')) as {
@@ -107,17 +106,7 @@ describe('rcp-server ingest', () => {
       params: { mode: string };
     };
     expect(written).toMatchObject({ queries: 2, ndcg10: 1, params: { mode: 'sparse' } });
-    const refused = await run([
-      'eval',
-      '--data',
-      DATA,
-      '--queries',
-      join(WORK, 'queries.jsonl'),
-      '--qrels',
-      join(WORK, 'qrels.tsv'),
-      '--candidate-k',
-      '5',
-    ]);
+    const refused = await evaluate('--candidate-k', '5');
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/candidateK/);
   });
