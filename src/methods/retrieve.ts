@@ -191,7 +191,10 @@ export function retrieveMethod(
 
     const predicate =
       params.filter === undefined ? undefined : compileFilter(params.filter, settings.fields, OPERATORS);
-    if (params.recency !== undefined && settings.fields[params.recency.field] !== 'date') {
+    if (
+      params.recency !== undefined &&
+      !(Object.hasOwn(settings.fields, params.recency.field) && settings.fields[params.recency.field] === 'date')
+    ) {
       throw RpcError.invalidParams('recency.field', `${params.recency.field} is not a declared date field`);
     }
     const query = typeof params.query === 'string' ? params.query : textsOf([params.query].flat(), 'query').join('\n');
@@ -378,7 +381,7 @@ export function retrieveMethod(
    * never `trusted` (at most `community`), whatever its claimed source; only operator-ingested text can be.
    */
   function trustOf(source: string, origin: 'client' | 'operator'): TrustLevel {
-    const level = settings.trust[source] ?? 'untrusted';
+    const level = (Object.hasOwn(settings.trust, source) ? settings.trust[source] : undefined) ?? 'untrusted';
     return level === 'trusted' && origin === 'client' ? 'community' : level;
   }
 

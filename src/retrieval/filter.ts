@@ -55,7 +55,7 @@ function leaf(
 ): Predicate {
   const { field, op, value } = node;
   if (typeof field !== 'string') throw RpcError.invalidParams(`${path}.field`, 'a string naming a metadata field');
-  const type = fields[field];
+  const type = Object.hasOwn(fields, field) ? fields[field] : undefined; // own keys only: never `__proto__`
   if (type === undefined)
     throw RpcError.invalidParams(`filter.${field}`, 'field is not filterable (see filter.fields)');
   if (typeof op !== 'string') throw RpcError.invalidParams(`${path}.op`, 'a string naming an operator');

@@ -45,6 +45,14 @@ describe('filter compiler (fuzzed)', () => {
     );
   });
 
+  it('field names that are Object.prototype keys are just unknown fields (-32602), never a crash', () => {
+    for (const field of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      expect(() => compileFilter({ field, op: 'eq', value: 'x' }, FIELDS, OPERATORS)).toThrow(
+        expect.objectContaining({ code: -32602 }),
+      );
+    }
+  });
+
   it('not(p) is the complement of p on any metadata', () => {
     const p = compileFilter({ field: 'year', op: 'gte', value: 2020 }, FIELDS, OPERATORS);
     const notP = compileFilter({ not: { field: 'year', op: 'gte', value: 2020 } }, FIELDS, OPERATORS);

@@ -25,7 +25,8 @@ export function validateMetadata(
   field: string,
 ): void {
   for (const [name, value] of Object.entries(meta)) {
-    const type = fields[name];
+    // Own keys only: a field named `__proto__` or `constructor` must not reach Object.prototype.
+    const type = Object.hasOwn(fields, name) ? fields[name] : undefined;
     if (type === undefined || value === null) continue;
     if (!CHECKS[type](value)) throw RpcError.invalidParams(`${field}.${name}`, `must be a ${type}`);
   }
