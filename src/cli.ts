@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { ConfigOverrides } from './config.js';
 
 export type Transport = { kind: 'stdio' } | { kind: 'http' };
@@ -89,23 +89,18 @@ export function parseCommandLine(
   if (command === 'eval') return parseEval(rest);
   if (command === 'config') return parseConfigCommand(rest);
   if (command !== 'serve') throw new UsageError(`unknown command '${command}'\n\n${USAGE}`);
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: rest,
-      options: {
-        stdio: { type: 'boolean' },
-        http: { type: 'string' },
-        data: { type: 'string' },
-        config: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
-  }
+  const parsed = parseOrUsage({
+    args: rest,
+    options: {
+      stdio: { type: 'boolean' },
+      http: { type: 'string' },
+      data: { type: 'string' },
+      config: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
   const { values } = parsed;
   if (values.help === true) return { command: 'help', text: USAGE };
   if (values.stdio === true && values.http !== undefined)
@@ -133,17 +128,12 @@ export function parseListen(value: string): ConfigOverrides {
 }
 
 function parseModels(args: readonly string[]): ModelsCommand {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...args],
-      options: { dir: { type: 'string' }, hub: { type: 'string' }, unpinned: { type: 'boolean' } },
-      strict: true,
-      allowPositionals: true,
-    });
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
-  }
+  const parsed = parseOrUsage({
+    args: [...args],
+    options: { dir: { type: 'string' }, hub: { type: 'string' }, unpinned: { type: 'boolean' } },
+    strict: true,
+    allowPositionals: true,
+  });
   const [action = 'build', ...names] = parsed.positionals;
   const { dir, hub, unpinned } = parsed.values;
   if (action === 'build' && names.length === 0) return { command: 'models', action, dir };
@@ -161,22 +151,17 @@ function parseModels(args: readonly string[]): ModelsCommand {
 }
 
 function parseIngest(args: readonly string[]): IngestCommand {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...args],
-      options: {
-        data: { type: 'string' },
-        config: { type: 'string' },
-        chunk: { type: 'boolean' },
-        contextual: { type: 'boolean' },
-      },
-      strict: true,
-      allowPositionals: true,
-    });
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
-  }
+  const parsed = parseOrUsage({
+    args: [...args],
+    options: {
+      data: { type: 'string' },
+      config: { type: 'string' },
+      chunk: { type: 'boolean' },
+      contextual: { type: 'boolean' },
+    },
+    strict: true,
+    allowPositionals: true,
+  });
   if (parsed.positionals.length === 0) throw new UsageError(`ingest needs at least one PATH\n\n${USAGE}`);
   const { data, config, chunk, contextual } = parsed.values;
   return {
@@ -190,30 +175,25 @@ function parseIngest(args: readonly string[]): IngestCommand {
 }
 
 function parseEval(args: readonly string[]): EvalCommand {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...args],
-      options: {
-        data: { type: 'string' },
-        config: { type: 'string' },
-        queries: { type: 'string' },
-        qrels: { type: 'string' },
-        report: { type: 'string' },
-        mode: { type: 'string' },
-        fusion: { type: 'string' },
-        alpha: { type: 'string' },
-        'rrf-k': { type: 'string' },
-        'candidate-k': { type: 'string' },
-        rerank: { type: 'string' },
-        unit: { type: 'string' },
-        params: { type: 'string' },
-      },
-      strict: true,
-    }));
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
-  }
+  const { values } = parseOrUsage({
+    args: [...args],
+    options: {
+      data: { type: 'string' },
+      config: { type: 'string' },
+      queries: { type: 'string' },
+      qrels: { type: 'string' },
+      report: { type: 'string' },
+      mode: { type: 'string' },
+      fusion: { type: 'string' },
+      alpha: { type: 'string' },
+      'rrf-k': { type: 'string' },
+      'candidate-k': { type: 'string' },
+      rerank: { type: 'string' },
+      unit: { type: 'string' },
+      params: { type: 'string' },
+    },
+    strict: true,
+  });
   if (values.queries === undefined || values.qrels === undefined)
     throw new UsageError(`eval needs --queries and --qrels\n\n${USAGE}`);
   let params: Record<string, unknown> = {};
@@ -249,16 +229,20 @@ function parseEval(args: readonly string[]): EvalCommand {
 }
 
 function parseConfigCommand(args: readonly string[]): ConfigCommand {
-  let values;
+  const { values } = parseOrUsage({
+    args: [...args],
+    options: { print: { type: 'boolean' }, config: { type: 'string' } },
+    strict: true,
+  });
+  if (values.print !== true) throw new UsageError(`config needs --print\n\n${USAGE}`);
+  return { command: 'config', configFile: values.config };
+}
+
+/** node:util parseArgs, its complaints turned into usage errors (printed with the usage text, exit 2). */
+function parseOrUsage<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
   try {
-    ({ values } = parseArgs({
-      args: [...args],
-      options: { print: { type: 'boolean' }, config: { type: 'string' } },
-      strict: true,
-    }));
+    return parseArgs(config);
   } catch (error) {
     throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
   }
-  if (values.print !== true) throw new UsageError(`config needs --print\n\n${USAGE}`);
-  return { command: 'config', configFile: values.config };
 }
