@@ -101,6 +101,11 @@ export interface ChunkRecord {
   readonly vector: Float32Array;
 }
 
+export interface ChunkPlace {
+  readonly docId: string;
+  readonly ordinal: number;
+}
+
 /** The read side of the corpus, for `retrieve` (§7.7). */
 export interface CorpusReader {
   searchDense(vector: Float32Array, k: number, allow?: readonly number[]): Promise<{ label: number; score: number }[]>;
@@ -110,7 +115,8 @@ export interface CorpusReader {
   lexicalScores(query: string, labels: readonly number[]): number[];
   labelsWhere(predicate: (meta: Record<string, unknown>) => boolean): number[];
   getChunk(label: number): ChunkRecord | undefined;
-  documentIdOf(label: number): string | undefined;
+  /** Where a chunk sits, from memory (no store read): hit ids and grouping need only this. */
+  placeOf(label: number): ChunkPlace | undefined;
   metaOf(documentId: string): Record<string, unknown>;
   /** Who wrote the document: `client` (index/add) or `operator` (rcp-server ingest). */
   originOf(documentId: string): 'client' | 'operator';

@@ -361,13 +361,13 @@ export function retrieveMethod(
   }
 
   function documentIdOf(label: number): string {
-    return corpus.documentIdOf(label) ?? '';
+    return corpus.placeOf(label)?.docId ?? '';
   }
 
   function hitId(label: number, unit: Unit): string {
-    const chunk = corpus.getChunk(label);
-    if (chunk === undefined) return String(label);
-    return unit === 'document' ? chunk.docId : `${chunk.docId}#${chunk.ordinal}`;
+    const place = corpus.placeOf(label);
+    if (place === undefined) return String(label);
+    return unit === 'document' ? place.docId : `${place.docId}#${place.ordinal}`;
   }
 
   function bodyOf(label: number, unit: Unit): string {

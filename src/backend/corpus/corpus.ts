@@ -3,7 +3,7 @@ import { RpcErrorCode } from '../../protocol/codes.js';
 import { RpcError } from '../../protocol/errors.js';
 import { DenseIndex, type DenseIndexOptions } from '../hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
-import type { BackendLogger, CorpusReader, CorpusWriter, Encoder, ModelHealth } from '../ports.js';
+import type { BackendLogger, ChunkPlace, CorpusReader, CorpusWriter, Encoder, ModelHealth } from '../ports.js';
 import {
   CorpusStore,
   type NewDocument,
@@ -86,7 +86,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
   #savedSeq = 0;
   #timer: NodeJS.Timeout | undefined;
   /** In memory for recall-time filtering and hit assembly: chunk label → document id, document id → metadata. */
-  readonly #chunkDocument = new Map<number, string>();
+  readonly #chunkPlace = new Map<number, ChunkPlace>();
   readonly #documentMeta = new Map<string, Record<string, unknown>>();
   readonly #documentOrigin = new Map<string, DocumentOrigin>();
 
@@ -161,8 +161,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
       this.#documentMeta.set(id, meta);
       this.#documentOrigin.set(id, origin);
     }
-    for (const { label, docId, text, context } of this.store.chunkTexts()) {
-      this.#chunkDocument.set(label, docId);
+    for (const { label, docId, ordinal, text, context } of this.store.chunkTexts()) {
+      this.#chunkPlace.set(label, { docId, ordinal });
       this.#lexical.add(label, lexicalText(text, context));
       if (++rebuilt % 2000 === 0) await new Promise((resolve) => setImmediate(resolve));
     }
@@ -286,11 +286,11 @@ export class Corpus implements CorpusWriter, CorpusReader {
     if (removed.size > 0) await this.#dense.remove([...removed]);
     for (const label of removed) {
       this.#lexical.remove(label);
-      this.#chunkDocument.delete(label);
+      this.#chunkPlace.delete(label);
     }
     for (const chunk of added) {
       this.#lexical.add(chunk.label, lexicalText(chunk.text, chunk.context));
-      this.#chunkDocument.set(chunk.label, chunk.docId);
+      this.#chunkPlace.set(chunk.label, { docId: chunk.docId, ordinal: chunk.ordinal });
     }
     for (const { id, meta, origin } of write.written) {
       this.#documentMeta.set(id, meta);
@@ -378,13 +378,13 @@ export class Corpus implements CorpusWriter, CorpusReader {
   /** Labels of chunks whose document metadata satisfies `predicate` (for filtered recall). */
   labelsWhere(predicate: (meta: Record<string, unknown>) => boolean): number[] {
     const labels: number[] = [];
-    for (const [label, docId] of this.#chunkDocument)
+    for (const [label, { docId }] of this.#chunkPlace)
       if (predicate(this.#documentMeta.get(docId) ?? {})) labels.push(label);
     return labels;
   }
 
-  documentIdOf(label: number): string | undefined {
-    return this.#chunkDocument.get(label);
+  placeOf(label: number): ChunkPlace | undefined {
+    return this.#chunkPlace.get(label);
   }
 
   originOf(documentId: string): DocumentOrigin {

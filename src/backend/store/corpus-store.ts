@@ -249,10 +249,12 @@ export class CorpusStore {
     for (const row of rows) yield chunkOf(row);
   }
 
-  /** Every chunk's label and lexical text (no vectors), streamed: what the lexical index is rebuilt from. */
-  *chunkTexts(): Generator<{ label: number; docId: string; text: string; context: string }> {
-    const rows = this.#db.prepare('SELECT label, doc_id AS docId, text, context FROM chunks ORDER BY label').iterate();
-    yield* rows as IterableIterator<{ label: number; docId: string; text: string; context: string }>;
+  /** Every chunk's place and lexical text (no vectors), streamed: what the lexical index is rebuilt from. */
+  *chunkTexts(): Generator<{ label: number; docId: string; ordinal: number; text: string; context: string }> {
+    const rows = this.#db
+      .prepare('SELECT label, doc_id AS docId, ordinal, text, context FROM chunks ORDER BY label')
+      .iterate();
+    yield* rows as IterableIterator<{ label: number; docId: string; ordinal: number; text: string; context: string }>;
   }
 
   /** Every document's metadata, streamed (the corpus keeps it in memory for filters). */
