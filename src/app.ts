@@ -15,7 +15,10 @@ import { MethodRegistry } from './protocol/registry.js';
 import { Session, type SessionOptions } from './protocol/session.js';
 import { lateInteractionScores } from './retrieval/late-interaction.js';
 import { ApiKeys } from './transport/auth.js';
+import { Admission } from './transport/admission.js';
+import { LoadShedder } from './transport/load-shedding.js';
 import { RateLimiter } from './transport/rate-limit.js';
+import { RedisBucketStore } from './transport/redis-bucket-store.js';
 import { HttpSessionStore } from './transport/http-sessions.js';
 import { rcpHttp } from './transport/http.js';
 import type { Logger } from './transport/logger.js';
@@ -67,14 +70,25 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     const corpusHealth = corpus.health();
     return { ready: state.ready && corpusHealth.ready, models: { ...state.models, corpus: corpusHealth } };
   };
+  // §17.1: notifications/log to clients that advertise `log` (stdio, and SSE answers over HTTP).
+  registry.advertise('log', { levels: ['debug', 'info', 'notice', 'warning', 'error'] });
   options.register?.(registry);
 
   const metrics = new Metrics(config.server.version, models, corpus);
+  const admission = openAdmission(config, logger, metrics);
   const limits = {
     maxBatchSize: config.limits.maxBatchSize,
     requestTimeoutMs: config.limits.requestTimeoutMs,
     onInternalError: (error: unknown, method: string) => logger.error({ err: error, method }, 'method failed'),
-    onAnswered: metrics.observe,
+    onAnswered: (method: string, code: number, ms: number, params: Record<string, unknown>) => {
+      metrics.observe(method, code, ms);
+      // §15.6: the request log names the method and outcome; bodies only when the operator turned them on.
+      logger.debug(
+        { method, code, ms: Math.round(ms * 10) / 10, ...(config.log.bodies ? { params } : {}) },
+        'answered',
+      );
+    },
+    onStage: metrics.observeStage,
   };
   const createSession = (sessionOptions: SessionOptions = {}): Session =>
     new Session(registry, config.server, limits, sessionOptions);
@@ -92,6 +106,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         ...streams,
         createSession,
         maxLineBytes: config.limits.maxBodyBytes,
+        admission,
       }),
     async buildHttp() {
       const app: FastifyInstance = Fastify({
@@ -124,7 +139,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         bodyLimit: config.limits.maxBodyBytes,
         corsOrigins: config.http.corsOrigins,
         auth: new ApiKeys(config.auth.apiKeys),
-        rateLimits: new RateLimiter(config.limits.rateLimit),
+        admission,
       });
       await app.ready();
       servers.push(app);
@@ -134,8 +149,26 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       await Promise.all(servers.splice(0).map((server) => server.close()));
       await corpus?.close();
       await models.close();
+      await admission.close();
     },
   };
+}
+
+/** Load shedding and per-caller rate limits, with buckets in Redis when `redis.url` is set (shared by replicas). */
+function openAdmission(config: Config, logger: Logger, metrics: Metrics): Admission {
+  const { rateLimit, shedding } = config.limits;
+  const store =
+    config.redis.url === ''
+      ? undefined
+      : new RedisBucketStore({
+          url: config.redis.url,
+          prefix: config.redis.prefix,
+          timeoutMs: config.redis.timeoutMs,
+          log: logger,
+          onFallback: metrics.rateLimitStoreFallback,
+        });
+  const limiter = new RateLimiter(rateLimit, store);
+  return new Admission(new LoadShedder(shedding), limiter, metrics.refused);
 }
 
 /** `embed` when an encoder is configured; `rerank` when something can really rerank (§7.6: methods name what runs). */
@@ -160,7 +193,12 @@ function registerModelMethods(registry: MethodRegistry, config: Config, models: 
     });
   }
   if (rerankers.length > 0) {
-    registry.register(...rerankMethod(rerankers, { maxCandidates: config.models.rerankMaxCandidates }));
+    registry.register(
+      ...rerankMethod(rerankers, {
+        maxCandidates: config.models.rerankMaxCandidates,
+        maxQueryChars: config.limits.maxQueryChars,
+      }),
+    );
   }
   return rerankers;
 }
@@ -175,7 +213,15 @@ function registerRetrieve(
 ): void {
   if (models.encoder === undefined) return;
   const fields = config.index.fields as Record<string, FieldType>;
-  registry.register(...retrieveMethod(corpus, models.encoder, rerankers, { ...config.retrieve, fields }));
+  const { maxQueryChars, maxFilterDepth, maxFilterNodes } = config.limits;
+  registry.register(
+    ...retrieveMethod(corpus, models.encoder, rerankers, {
+      ...config.retrieve,
+      fields,
+      maxQueryChars,
+      filterLimits: { maxDepth: maxFilterDepth, maxNodes: maxFilterNodes },
+    }),
+  );
   registry
     .advertise('filter', { fields: { ...fields }, operators: [...OPERATORS] })
     .advertise('citations', {})

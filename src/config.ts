@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Type, type Static } from '@sinclair/typebox';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { parse as parseYaml } from 'yaml';
 
 /**
  * Typed configuration, validated at start-up (DESIGN §1). Precedence: defaults < config file < RCP_* environment
@@ -30,12 +31,31 @@ export const ConfigSchema = Section({
     maxBodyBytes: Type.Integer({ minimum: 1024 }),
     maxBatchSize: Type.Integer({ minimum: 1 }),
     requestTimeoutMs: Type.Integer({ minimum: 1 }),
-    /** HTTP requests per second per caller (API key, else address), by method class; 0 = no limit. */
+    /** Longest query text (retrieve, rerank), in characters; longer is -32602 (§15.5). */
+    maxQueryChars: Type.Integer({ minimum: 1 }),
+    /** Deepest filter nesting and most filter nodes (leaves, combinators and `in`/`nin` members) (§8, §15.5). */
+    maxFilterDepth: Type.Integer({ minimum: 1, maximum: 64 }),
+    maxFilterNodes: Type.Integer({ minimum: 1 }),
+    /** Requests per second per caller (API key, else address; stdio is one caller), by method class; 0 = no limit. */
     rateLimit: Section({
       reads: Type.Number({ minimum: 0 }),
       writes: Type.Number({ minimum: 0 }),
       models: Type.Number({ minimum: 0 }),
     }),
+    /** Refuse new work with -32011 while the process is overloaded; 0 turns a check off. */
+    shedding: Section({
+      maxEventLoopDelayMs: Type.Number({ minimum: 0 }),
+      maxHeapUsedRatio: Type.Number({ minimum: 0, maximum: 1 }),
+      /** 0: 90% of the container's memory limit when there is one, else no RSS check. */
+      maxRssBytes: Type.Integer({ minimum: 0 }),
+      sampleIntervalMs: Type.Integer({ minimum: 10, maximum: 60_000 }),
+    }),
+  }),
+  /** Shared rate-limit buckets for replicas behind one load balancer; an empty url keeps them in memory. */
+  redis: Section({
+    url: Type.String({ pattern: '^(rediss?://.*)?$' }),
+    prefix: Type.String(),
+    timeoutMs: Type.Integer({ minimum: 1 }),
   }),
   models: Section({
     /** Where model directories live; a relative encoder/reranker name is looked up here. */
@@ -121,6 +141,10 @@ export const ConfigSchema = Section({
   metrics: Section({ path: Type.String({ pattern: '^(/.*)?$' }) }),
   log: Section({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
+    /** One debug line per answered request carries its params only when this is on (§15.6: off by default). */
+    bodies: Type.Boolean(),
+    /** Paths censored in every log line (pino redact syntax), e.g. `params.query`. */
+    redact: Type.Array(Type.String({ minLength: 1 })),
   }),
 });
 
@@ -146,8 +170,13 @@ export function defaultConfig(): Config {
       maxBodyBytes: 16 * 1024 * 1024,
       maxBatchSize: 128,
       requestTimeoutMs: 30_000,
+      maxQueryChars: 16_384,
+      maxFilterDepth: 16,
+      maxFilterNodes: 1024,
       rateLimit: { reads: 0, writes: 0, models: 0 },
+      shedding: { maxEventLoopDelayMs: 1000, maxHeapUsedRatio: 0.9, maxRssBytes: 0, sampleIntervalMs: 500 },
     },
+    redis: { url: '', prefix: 'rcp:rate:', timeoutMs: 250 },
     models: {
       dir: fileURLToPath(new URL('../models', import.meta.url)),
       encoder: 'use-lite',
@@ -187,12 +216,16 @@ export function defaultConfig(): Config {
     },
     auth: { apiKeys: [], allowUnauthenticated: false },
     metrics: { path: '/metrics' },
-    log: { level: 'info' },
+    log: {
+      level: 'info',
+      bodies: false,
+      redact: ['req.headers.authorization', 'params._meta.authorization', '*.apiKey', '*.password', '*.token'],
+    },
   };
 }
 
 /** RCP_<NAME> environment variables and the setting each one sets. */
-export const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) => unknown }> = {
+export const ENVIRONMENT: Record<string, EnvironmentSetting> = {
   RCP_DATA_DIR: { path: 'dataDir', parse: String },
   RCP_HTTP_HOST: { path: 'http.host', parse: String },
   RCP_HTTP_PORT: { path: 'http.port', parse: Number },
@@ -260,7 +293,54 @@ export const ENVIRONMENT: Record<string, { path: string; parse: (raw: string) =>
     parse: (raw) => ({ reads: Number(raw), writes: Number(raw), models: Number(raw) }),
   },
   RCP_LOG_LEVEL: { path: 'log.level', parse: String },
+  RCP_REDIS_URL: { path: 'redis.url', parse: String },
 };
+
+type EnvironmentSetting = { path: string; parse: (raw: string) => unknown };
+
+/**
+ * Every setting's own variable: RCP_ + its path in upper snake case (`retrieve.fusion.rrfK` -> RCP_RETRIEVE_FUSION_RRF_K,
+ * `limits.shedding.maxEventLoopDelayMs` -> RCP_LIMITS_SHEDDING_MAX_EVENT_LOOP_DELAY_MS), parsed by the setting's type:
+ * numbers, `true`/`1`/`false`/`0`, strings, and JSON for objects (arrays of strings may also be comma-separated).
+ * The short names above are aliases operators already use; where both are set, the alias wins.
+ */
+export const DERIVED_ENVIRONMENT: Record<string, EnvironmentSetting> = deriveEnvironment(ConfigSchema, []);
+
+function deriveEnvironment(schema: unknown, path: string[]): Record<string, EnvironmentSetting> {
+  const node = schema as { type?: string; properties?: Record<string, unknown>; items?: { type?: string } };
+  if (node.type === 'object' && node.properties !== undefined && path.length < 8) {
+    return Object.assign(
+      {},
+      ...Object.entries(node.properties).map(([key, child]) => deriveEnvironment(child, [...path, key])),
+    ) as Record<string, EnvironmentSetting>;
+  }
+  const name = `RCP_${path.map((key) => key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_')}`;
+  return { [name]: { path: path.join('.'), parse: parserFor(node) } };
+}
+
+function parserFor(node: { type?: string; items?: { type?: string } }): (raw: string) => unknown {
+  switch (node.type) {
+    case 'integer':
+    case 'number':
+      return Number;
+    case 'boolean':
+      return (raw) => (['true', '1'].includes(raw) ? true : ['false', '0'].includes(raw) ? false : raw);
+    case 'string':
+      return String;
+    case 'array':
+      return (raw) =>
+        raw.trimStart().startsWith('[') || node.items?.type !== 'string'
+          ? parseJson(raw)
+          : raw
+              .split(',')
+              .map((item) => item.trim())
+              .filter(Boolean);
+    case 'object':
+      return parseJson;
+    default:
+      return String; // unions of string literals
+  }
+}
 
 export type ConfigOverrides = Record<string, unknown>;
 
@@ -287,7 +367,7 @@ export class ConfigError extends Error {
 export function loadConfig(options: LoadOptions = {}): Config {
   const config: Record<string, unknown> = defaultConfig();
   if (options.file !== undefined) deepMerge(config, readConfigFile(options.file));
-  for (const [name, { path, parse }] of Object.entries(ENVIRONMENT)) {
+  for (const [name, { path, parse }] of [...Object.entries(DERIVED_ENVIRONMENT), ...Object.entries(ENVIRONMENT)]) {
     const raw = (options.env ?? {})[name];
     if (raw !== undefined && raw !== '') setPath(config, path, parse(raw), name);
   }
@@ -330,12 +410,13 @@ function readConfigFile(file: string): Record<string, unknown> {
   } catch (error) {
     throw new ConfigError(`cannot read config file ${file}: ${(error as Error).message}`);
   }
+  const yaml = /\.ya?ml$/i.test(file);
   try {
-    const parsed = JSON.parse(text) as unknown;
-    if (!isPlainObject(parsed)) throw new Error('not a JSON object');
+    const parsed = (yaml ? parseYaml(text) : JSON.parse(text)) as unknown;
+    if (!isPlainObject(parsed)) throw new Error(`not a ${yaml ? 'YAML mapping' : 'JSON object'}`);
     return parsed;
   } catch (error) {
-    throw new ConfigError(`config file ${file} is not valid JSON: ${(error as Error).message}`);
+    throw new ConfigError(`config file ${file} is not valid ${yaml ? 'YAML' : 'JSON'}: ${(error as Error).message}`);
   }
 }
 

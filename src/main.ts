@@ -196,7 +196,10 @@ async function serve(command: ServeCommand): Promise<number> {
       return 2;
     }
   }
-  const log = pino({ level: config.log.level, base: { service: config.server.name } }, pino.destination(2));
+  const log = pino(
+    { level: config.log.level, base: { service: config.server.name }, redact: config.log.redact },
+    pino.destination(2),
+  );
   await prepareDefaultModel(config.models, log);
   const app = createOrReport(config, log);
   if (app === undefined) return 2;

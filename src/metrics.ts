@@ -3,15 +3,22 @@ import type { Models } from './backend/models.js';
 import type { Corpus } from './backend/corpus/corpus.js';
 import { CORE_METHODS } from './protocol/method-table.js';
 
+/** Pipeline stage names (§9 progress stages); anything else is `other`, so the label set stays closed. */
+const STAGES = new Set(['recall', 'fuse', 'rerank', 'pack', 'embed', 'index']);
+
 /**
  * Prometheus metrics (§17, issue #6), through prom-client: process defaults, requests by method and code, latency by
- * method, model queue depth, corpus sizes and build info. Method labels are RCP's own method names (anything else is
- * `other`), so a client cannot grow the label set.
+ * method and by pipeline stage, model batch sizes, batch times and queue depth, -32011 refusals by reason, corpus
+ * sizes and build info. Method labels are RCP's own method names (anything else is `other`), so a client cannot
+ * grow the label set.
  */
 export class Metrics {
   readonly registry = new Registry();
   readonly #requests: Counter<'method' | 'code'>;
   readonly #latency: Histogram<'method'>;
+  readonly #stages: Histogram<'method' | 'stage'>;
+  readonly #refused: Counter<'reason' | 'method'>;
+  readonly #storeFallbacks: Counter;
   readonly #known: ReadonlySet<string>;
 
   constructor(version: string, models: Models, corpus: Corpus | undefined, extraMethods: readonly string[] = []) {
@@ -28,6 +35,42 @@ export class Metrics {
       labelNames: ['method'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [this.registry],
+    });
+    this.#stages = new Histogram({
+      name: 'rcp_stage_duration_seconds',
+      help: 'Time spent in each pipeline stage (recall, fuse, rerank, pack), by method.',
+      labelNames: ['method', 'stage'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [this.registry],
+    });
+    this.#refused = new Counter({
+      name: 'rcp_refused_total',
+      help: 'Requests refused with -32011 before running: reason overload (load shedding) or rate_limit.',
+      labelNames: ['reason', 'method'],
+      registers: [this.registry],
+    });
+    this.#storeFallbacks = new Counter({
+      name: 'rcp_rate_limit_store_fallbacks_total',
+      help: 'Rate-limit checks answered by local buckets because Redis could not answer in time.',
+      registers: [this.registry],
+    });
+    const batchSize = new Histogram({
+      name: 'rcp_model_batch_size',
+      help: 'Texts per model call made by the batching queue, by model role.',
+      labelNames: ['model'],
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+      registers: [this.registry],
+    });
+    const inference = new Histogram({
+      name: 'rcp_model_batch_duration_seconds',
+      help: 'Time of each model call made by the batching queue, by model role.',
+      labelNames: ['model'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [this.registry],
+    });
+    models.observeBatches((model, items, ms) => {
+      batchSize.observe({ model }, items);
+      inference.observe({ model }, ms / 1000);
     });
     new Gauge({
       name: 'rcp_model_queue_depth',
@@ -66,10 +109,28 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'rcp_' });
   }
 
+  #label(method: string): string {
+    return this.#known.has(method) ? method : 'other';
+  }
+
   /** The session hook: one observation per answered request. */
   readonly observe = (method: string, code: number, ms: number): void => {
-    const label = this.#known.has(method) ? method : 'other';
+    const label = this.#label(method);
     this.#requests.inc({ method: label, code: String(code) });
     this.#latency.observe({ method: label }, ms / 1000);
+  };
+
+  /** The session hook: one observation per finished pipeline stage. */
+  readonly observeStage = (method: string, stage: string, ms: number): void => {
+    this.#stages.observe({ method: this.#label(method), stage: STAGES.has(stage) ? stage : 'other' }, ms / 1000);
+  };
+
+  /** Admission's hook: a request refused with -32011 before it ran. */
+  readonly refused = (reason: 'overload' | 'rate_limit', method: string): void => {
+    this.#refused.inc({ reason, method: this.#label(method) });
+  };
+
+  readonly rateLimitStoreFallback = (): void => {
+    this.#storeFallbacks.inc();
   };
 }

@@ -50,6 +50,8 @@ export class InferenceQueue<I, O> {
   #timer: NodeJS.Timeout | undefined;
   /** Exponentially weighted milliseconds per item, for retryAfterMs. */
   #msPerItem = 5;
+  /** Told of every model call: items in it and its milliseconds. */
+  onBatch: ((items: number, ms: number) => void) | undefined;
 
   constructor(
     private readonly options: QueueOptions,
@@ -159,7 +161,9 @@ export class InferenceQueue<I, O> {
     try {
       const outputs = await this.run(bucket.map((entry) => entry.item.input));
       bucket.forEach((entry, i) => entry.resolve(outputs[i] as O));
-      const perItem = (performance.now() - started) / bucket.length;
+      const ms = performance.now() - started;
+      this.onBatch?.(bucket.length, ms);
+      const perItem = ms / bucket.length;
       this.#msPerItem = 0.8 * this.#msPerItem + 0.2 * perItem;
     } catch (error) {
       for (const entry of bucket) entry.reject(error);

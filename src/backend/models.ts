@@ -21,9 +21,13 @@ export interface ModelSettings {
 export const DEFAULT_ENCODER = 'use-lite';
 const NONE = 'none';
 
+/** Told of every model call the batching queue makes: how many texts it carried and how long it ran. */
+export type BatchObserver = (items: number, ms: number) => void;
+
 interface Closable {
   readonly loaded: Promise<void>;
   readonly queueDepth: number;
+  onBatch: BatchObserver | undefined;
   close(): Promise<void>;
 }
 
@@ -39,6 +43,8 @@ export interface Models {
   readonly loaded: Promise<void>;
   /** Texts waiting in each model's inference queue, by role. */
   queueDepths(): Record<string, number>;
+  /** Observes every batch each model runs (batch-size and inference-time metrics), by role. */
+  observeBatches(observer: (role: string, items: number, ms: number) => void): void;
   close(): Promise<void>;
 }
 
@@ -114,6 +120,11 @@ export function openModels(settings: ModelSettings, log: BackendLogger): Models 
     crossEncoder,
     lateInteraction,
     loaded: Promise.all([encoder?.loaded, crossEncoder?.loaded]).then(() => undefined),
+    observeBatches(observer) {
+      for (const [role, model] of Object.entries(all)) {
+        if (model !== undefined) model.onBatch = (items, ms) => observer(role, items, ms);
+      }
+    },
     queueDepths() {
       const depths: Record<string, number> = {};
       for (const [role, model] of Object.entries(all)) if (model !== undefined) depths[role] = model.queueDepth;

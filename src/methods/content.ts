@@ -27,3 +27,12 @@ export function textOf(input: TextInput, field: string): string {
 export function textsOf(inputs: readonly TextInput[], field: string): string[] {
   return inputs.map((input, i) => textOf(input, `${field}.${i}`));
 }
+
+/** A query (a string, a block or blocks, joined by newlines) bounded to `maxChars` (§15.5): longer is -32602. */
+export function queryText(query: TextInput | readonly TextInput[], maxChars: number): string {
+  const text = typeof query === 'string' ? query : textsOf([query].flat(), 'query').join('\n');
+  if (text.length > maxChars) {
+    throw RpcError.invalidParams('query', `${text.length} characters exceed the limit of ${maxChars}`);
+  }
+  return text;
+}

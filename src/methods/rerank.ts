@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
-import { ContentBlock, TextInput, textOf, textsOf } from './content.js';
+import { ContentBlock, queryText, TextInput, textsOf } from './content.js';
 
 /** §6: `rerank.methods` ⊆ these. */
 export type RerankMethod = 'cross-encoder' | 'colbert' | 'llm';
@@ -30,6 +30,7 @@ const RerankParams = Type.Object({
 export interface RerankLimits {
   /** Most passages per call; more is -32013 PayloadTooLarge, like embed.batchLimit. */
   readonly maxCandidates: number;
+  readonly maxQueryChars: number;
 }
 
 /**
@@ -66,7 +67,7 @@ export function rerankMethod(
       if (params.model !== undefined && params.model !== reranker.model) {
         throw RpcError.optionUnsupported('model', params.model);
       }
-      const query = queryText(params.query);
+      const query = queryText(params.query, limits.maxQueryChars);
       const passages = textsOf(candidates, field);
       const scores = passages.length === 0 ? new Float32Array(0) : await reranker.score(query, passages, ctx.signal);
       const order = [...scores.keys()]
@@ -80,9 +81,4 @@ export function rerankMethod(
     },
   };
   return [definition, capability];
-}
-
-function queryText(query: TextInput | readonly TextInput[]): string {
-  if (!Array.isArray(query)) return textOf(query as TextInput, 'query');
-  return textsOf(query, 'query').join('\n');
 }

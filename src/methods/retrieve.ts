@@ -5,11 +5,11 @@ import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 import { CursorCodec, requestDigest } from '../retrieval/cursor.js';
-import { compileFilter, OPERATORS } from '../retrieval/filter.js';
+import { compileFilter, OPERATORS, type FilterLimits } from '../retrieval/filter.js';
 import { convex, rrf, weighted, type FusedHit, type FusionInput, type FusionMethod } from '../retrieval/fusion.js';
 import { mmr } from '../retrieval/mmr.js';
 import { SessionDedup } from '../retrieval/session-dedup.js';
-import { ContentBlock, textsOf } from './content.js';
+import { ContentBlock, queryText } from './content.js';
 import type { Reranker } from './rerank.js';
 
 const MODES = ['dense', 'sparse', 'hybrid'] as const;
@@ -73,6 +73,9 @@ export interface RetrieveSettings {
   readonly sessionTtlSeconds: number;
   readonly fields: Readonly<Record<string, FieldType>>;
   readonly trust: Readonly<Record<string, TrustLevel>>;
+  /** §15.5 bounds on the query and the filter. */
+  readonly maxQueryChars: number;
+  readonly filterLimits: FilterLimits;
 }
 
 interface Scored {
@@ -190,14 +193,16 @@ export function retrieveMethod(
     const topN = Math.min(topNAsked ?? Math.max(k, settings.rerankTopN), candidateK);
 
     const predicate =
-      params.filter === undefined ? undefined : compileFilter(params.filter, settings.fields, OPERATORS);
+      params.filter === undefined
+        ? undefined
+        : compileFilter(params.filter, settings.fields, OPERATORS, settings.filterLimits);
     if (
       params.recency !== undefined &&
       !(Object.hasOwn(settings.fields, params.recency.field) && settings.fields[params.recency.field] === 'date')
     ) {
       throw RpcError.invalidParams('recency.field', `${params.recency.field} is not a declared date field`);
     }
-    const query = typeof params.query === 'string' ? params.query : textsOf([params.query].flat(), 'query').join('\n');
+    const query = queryText(params.query, settings.maxQueryChars);
     const allow = predicate === undefined ? undefined : corpus.labelsWhere(predicate);
 
     // Recall.
@@ -218,6 +223,9 @@ export function retrieveMethod(
     if (lists.length === 2 && method !== 'rrf') completeUnion(lists, query, queryVector);
     ctx.signal.throwIfAborted();
     const recalled = new Set(lists.flatMap((list) => list.hits.map((hit) => hit.label))).size;
+    ctx.log('debug', `recall: ${recalled} candidates`, {
+      lists: Object.fromEntries(lists.map((list) => [list.name, list.hits.length])),
+    });
     ctx.progress('recall', 0.25, {
       message: `${recalled} candidates`,
       partial: {
@@ -279,6 +287,7 @@ export function retrieveMethod(
       ranked = [...head, ...ranked.slice(topN)];
       reranked = head.length;
       ctx.progress('rerank', 0.7, { message: `reranked ${reranked} with ${reranker.method}` });
+      ctx.log('debug', `reranked ${reranked} with ${reranker.method}`, { model: reranker.model });
     }
 
     if (params.minScore !== undefined) ranked = ranked.filter((hit) => hit.score >= (params.minScore ?? -Infinity));
@@ -339,6 +348,14 @@ export function retrieveMethod(
       ...(tokens === undefined ? {} : { tokens }),
       ...(lenient.notes.length > 0 ? { notes: lenient.notes } : {}),
     };
+    for (const note of lenient.notes) ctx.log('notice', note);
+    ctx.log(
+      'info',
+      `${hits.length} hits from ${recalled} candidates (${mode}${lists.length > 1 ? `, ${method}` : ''})`,
+      {
+        latencyMs: usage.latencyMs as number,
+      },
+    );
     return {
       hits,
       indexVersion,

@@ -6,6 +6,10 @@ export interface SessionView {
   readonly clientCapabilities: JsonObject;
 }
 
+/** §17.1 syslog-style severities, least severe first. */
+export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 export interface ProgressUpdate {
   message?: string;
   partial?: JsonObject;
@@ -24,4 +28,9 @@ export interface RequestContext {
   readonly session: SessionView;
   /** §9: emits notifications/progress; a no-op unless the request carried a progressToken and streaming is advertised. */
   progress(stage: string, progress: number, update?: ProgressUpdate): void;
+  /**
+   * §17.1: emits notifications/log about this request; a no-op unless the client advertised `log` at initialize,
+   * the level is at least its `_meta.logLevel`, and the transport can carry it (stdio, or an SSE answer).
+   */
+  log(level: LogLevel, message: string, data?: JsonObject): void;
 }

@@ -1,4 +1,4 @@
-import type { ProgressUpdate, RequestContext, SessionView } from './context.js';
+import { LOG_LEVELS, type LogLevel, type ProgressUpdate, type RequestContext, type SessionView } from './context.js';
 import { RpcError } from './errors.js';
 import {
   classify,
@@ -34,8 +34,10 @@ export interface SessionLimits {
   requestTimeoutMs: number;
   /** Told of every fault that becomes a bare -32603 on the wire, so the operator sees what the client cannot. */
   onInternalError?: (error: unknown, method: string) => void;
-  /** Told of every answered request: its method, the error code (0 for success) and how long it took. */
-  onAnswered?: (method: string, code: number, ms: number) => void;
+  /** Told of every answered request: its method, the error code (0 for success), how long it took, its params. */
+  onAnswered?: (method: string, code: number, ms: number, params: JsonObject) => void;
+  /** Told of every finished pipeline stage: a stage ends where the method reports progress into the next (§9). */
+  onStage?: (method: string, stage: string, ms: number) => void;
 }
 
 export interface SessionOptions {
@@ -69,6 +71,8 @@ export class Session {
   readonly #idleWaiters: (() => void)[] = [];
   #capabilities: JsonObject | undefined;
   #view: SessionView = { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} };
+  /** §17.1: the least severe level this client wants; undefined when it did not advertise `log`. */
+  #logFloor: number | undefined;
   #shutDown = false;
 
   constructor(registry: MethodRegistry, identity: ServerIdentity, limits: SessionLimits, options: SessionOptions = {}) {
@@ -160,7 +164,7 @@ export class Session {
     const started = performance.now();
     const response = await this.#answer(request, sink, transport);
     const code = 'error' in response ? response.error.code : 0;
-    this.#limits.onAnswered?.(request.method, code, performance.now() - started);
+    this.#limits.onAnswered?.(request.method, code, performance.now() - started, request.params);
     return response;
   }
 
@@ -208,6 +212,11 @@ export class Session {
     this.#view = { protocolVersion: negotiated, clientCapabilities: capabilities ?? {} };
     // §13.2: the capability set is fixed for the session's lifetime.
     this.#capabilities = deepFreeze(this.#registry.capabilities());
+    // §7.1/§17.1: logs only to a client that opted in with `log`, from its `_meta.logLevel` up (default info).
+    if (capabilities !== undefined && 'log' in capabilities && 'log' in this.#capabilities) {
+      const floor = LOG_LEVELS.indexOf((isJsonObject(params._meta) ? params._meta.logLevel : undefined) as LogLevel);
+      this.#logFloor = floor < 0 ? LOG_LEVELS.indexOf('info') : floor;
+    }
     return this.#info();
   }
 
@@ -272,7 +281,8 @@ export class Session {
       signal: controller.signal,
       meta,
       session: this.#view,
-      progress: this.#progress(meta.progressToken, controller.signal, sink),
+      progress: this.#progress(method, meta.progressToken, controller.signal, sink),
+      log: this.#log(id, method, meta.progressToken, controller.signal, sink),
     };
     try {
       return await raceAbort(
@@ -287,15 +297,49 @@ export class Session {
     }
   }
 
-  #progress(token: unknown, signal: AbortSignal, sink: NotificationSink | undefined): RequestContext['progress'] {
+  #progress(
+    method: string,
+    token: unknown,
+    signal: AbortSignal,
+    sink: NotificationSink | undefined,
+  ): RequestContext['progress'] {
     const streaming = this.#capabilities !== undefined && 'streaming' in this.#capabilities;
     // §9: progress only for a request that carried a string or integer token, and only if streaming is advertised.
     const valid = typeof token === 'string' || (typeof token === 'number' && Number.isInteger(token));
-    if (!streaming || !valid || sink === undefined) return () => undefined;
+    const emit = streaming && valid && sink !== undefined;
+    let stageStarted = performance.now();
     return (stage: string, progress: number, update: ProgressUpdate = {}) => {
-      if (signal.aborted) return;
+      const now = performance.now();
+      this.#limits.onStage?.(method, stage, now - stageStarted);
+      stageStarted = now;
+      if (!emit || signal.aborted) return;
       const fraction = Number.isFinite(progress) ? Math.min(1, Math.max(0, progress)) : 0;
       sink(notification('notifications/progress', { progressToken: token, progress: fraction, stage, ...update }));
+    };
+  }
+
+  #log(
+    id: JsonRpcId,
+    method: string,
+    token: unknown,
+    signal: AbortSignal,
+    sink: NotificationSink | undefined,
+  ): RequestContext['log'] {
+    const floor = this.#logFloor;
+    if (floor === undefined || sink === undefined) return () => undefined;
+    const meta: JsonObject = { requestId: id };
+    if (typeof token === 'string' || typeof token === 'number') meta.progressToken = token;
+    return (level, message, data) => {
+      if (signal.aborted || LOG_LEVELS.indexOf(level) < floor) return;
+      sink(
+        notification('notifications/log', {
+          level,
+          message,
+          logger: method,
+          ...(data === undefined ? {} : { data }),
+          _meta: meta,
+        }),
+      );
     };
   }
 }

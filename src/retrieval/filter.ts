@@ -4,13 +4,19 @@ import { RpcError } from '../protocol/errors.js';
 /**
  * §8 metadata filters: validated against the advertised field types and operators, then compiled to a predicate over
  * a document's metadata. -32602 (`data.field`) for an unadvertised field, a value of the wrong JSON type for the field
- * or operator, an empty `and`/`or`, an unknown node shape, or nesting deeper than MAX_DEPTH; -32005 (`data.option`)
+ * or operator, an empty `and`/`or`, an unknown node shape, or one larger than its
+ * limits (depth, node count); -32005 (`data.option`)
  * for an operator outside `filter.operators`. String comparison is case-sensitive and code-unit ordered; dates are
  * RFC 3339 strings (or epoch ms) compared as instants.
  */
 export const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'contains', 'exists'] as const;
 export type Operator = (typeof OPERATORS)[number];
-export const MAX_DEPTH = 16;
+/** §15.5 bounds on one filter: nesting depth, and nodes (leaves, combinators and every `in`/`nin` member). */
+export interface FilterLimits {
+  maxDepth: number;
+  maxNodes: number;
+}
+export const DEFAULT_FILTER_LIMITS: FilterLimits = { maxDepth: 16, maxNodes: 1024 };
 
 export type Predicate = (meta: Readonly<Record<string, unknown>>) => boolean;
 
@@ -126,28 +132,33 @@ export function compileFilter(
   node: unknown,
   fields: Readonly<Record<string, FieldType>>,
   operators: readonly string[],
-  path = 'filter',
-  depth = 0,
+  limits: FilterLimits = DEFAULT_FILTER_LIMITS,
 ): Predicate {
-  if (depth > MAX_DEPTH) throw RpcError.invalidParams(path, `nested deeper than ${MAX_DEPTH}`);
-  if (!isObject(node)) throw RpcError.invalidParams(path, 'a filter node is an object');
-  const combinators = ['and', 'or', 'not'].filter((name) => name in node);
-  if (combinators.length > 1 || (combinators.length === 1 && 'field' in node)) {
-    throw RpcError.invalidParams(path, 'a node is one of and, or, not, or a field condition');
-  }
-  const [combinator] = combinators;
-  if (combinator === 'not') return negate(compileFilter(node.not, fields, operators, `${path}.not`, depth + 1));
-  if (combinator === 'and' || combinator === 'or') {
-    const children = node[combinator];
-    if (!Array.isArray(children) || children.length === 0) {
-      throw RpcError.invalidParams(`${path}.${combinator}`, 'a non-empty array (§8)');
+  const budget = { nodes: 0 };
+  const compile = (node: unknown, path: string, depth: number): Predicate => {
+    if (depth > limits.maxDepth) throw RpcError.invalidParams(path, `nested deeper than ${limits.maxDepth}`);
+    budget.nodes += 1 + (isObject(node) && Array.isArray(node.value) ? node.value.length : 0);
+    if (budget.nodes > limits.maxNodes) {
+      throw RpcError.invalidParams('filter', `more than ${limits.maxNodes} nodes (conditions and in/nin values)`);
     }
-    const compiled = children.map((child, i) =>
-      compileFilter(child, fields, operators, `${path}.${combinator}.${i}`, depth + 1),
-    );
-    return combinator === 'and' ? (meta) => compiled.every((p) => p(meta)) : (meta) => compiled.some((p) => p(meta));
-  }
-  return leaf(node, path, fields, operators);
+    if (!isObject(node)) throw RpcError.invalidParams(path, 'a filter node is an object');
+    const combinators = ['and', 'or', 'not'].filter((name) => name in node);
+    if (combinators.length > 1 || (combinators.length === 1 && 'field' in node)) {
+      throw RpcError.invalidParams(path, 'a node is one of and, or, not, or a field condition');
+    }
+    const [combinator] = combinators;
+    if (combinator === 'not') return negate(compile(node.not, `${path}.not`, depth + 1));
+    if (combinator === 'and' || combinator === 'or') {
+      const children = node[combinator];
+      if (!Array.isArray(children) || children.length === 0) {
+        throw RpcError.invalidParams(`${path}.${combinator}`, 'a non-empty array (§8)');
+      }
+      const compiled = children.map((child, i) => compile(child, `${path}.${combinator}.${i}`, depth + 1));
+      return combinator === 'and' ? (meta) => compiled.every((p) => p(meta)) : (meta) => compiled.some((p) => p(meta));
+    }
+    return leaf(node, path, fields, operators);
+  };
+  return compile(node, 'filter', 0);
 }
 
 function negate(predicate: Predicate): Predicate {

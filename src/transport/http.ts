@@ -2,10 +2,11 @@ import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RpcError } from '../protocol/errors.js';
 import { parseFrame, serialize } from '../protocol/frames.js';
-import { failure, isJsonObject, type JsonRpcId, type Response } from '../protocol/messages.js';
+import { failure, isJsonObject, type Response } from '../protocol/messages.js';
+import { mergeReplies, requestId, screen, type Screened } from '../protocol/screen.js';
 import type { NotificationSink, Reply } from '../protocol/session.js';
+import type { Admission } from './admission.js';
 import { authorize, type ApiKeys, type Caller } from './auth.js';
-import type { RateLimiter } from './rate-limit.js';
 import type { HttpSessionStore } from './http-sessions.js';
 
 export interface HttpTransportOptions {
@@ -18,8 +19,8 @@ export interface HttpTransportOptions {
   corsOrigins: readonly string[];
   /** API keys; when any are configured every request must carry one (§15.6). */
   auth?: ApiKeys | undefined;
-  /** Per-caller token buckets by method class; -32011 when empty. */
-  rateLimits?: RateLimiter | undefined;
+  /** Load shedding and per-caller rate limits: -32011 with retryAfterMs. */
+  admission?: Admission | undefined;
 }
 
 const SESSION_HEADER = 'rcp-session';
@@ -86,18 +87,18 @@ async function answer(
     }
     caller = who;
   }
-  const byPath = checkPathMethod(parsed.value, pathMethod);
-  const byScope =
-    caller === undefined ? { accepted: byPath.accepted, rejected: [] } : checkScopes(byPath.accepted, caller);
-  // Per-caller rate limits by method class: a refused member is -32011 with retryAfterMs from its bucket.
-  const limits = options.rateLimits;
   const callerId = caller?.id ?? request.ip;
-  const byRate =
-    limits?.enabled === true
-      ? screen(byScope.accepted, (method) => (typeof method === 'string' ? limits.take(callerId, method) : undefined))
+  const byPath = checkPathMethod(parsed.value, pathMethod);
+  const byScope: Screened =
+    caller === undefined ? { accepted: byPath.accepted, rejected: [] } : await checkScopes(byPath.accepted, caller);
+  // Load shedding and per-caller rate limits by method class: a refused member is -32011 with retryAfterMs.
+  const admission = options.admission;
+  const byLoad: Screened =
+    admission?.enabled === true
+      ? await screen(byScope.accepted, (method) => admission.check(callerId, method))
       : { accepted: byScope.accepted, rejected: [] };
-  const accepted = byRate.accepted;
-  const rejected = [...byPath.rejected, ...byScope.rejected, ...byRate.rejected];
+  const accepted = byLoad.accepted;
+  const rejected = [...byPath.rejected, ...byScope.rejected, ...byLoad.rejected];
   const header = request.headers[SESSION_HEADER];
   const token = typeof header === 'string' && header !== '' ? header : undefined;
   const session = options.sessions.resolve(token, callerId, isInitialize(accepted));
@@ -114,7 +115,7 @@ async function answer(
     return stream(request, reply, (sink) => session.handle(accepted, sink, hangUp.signal));
   }
   const handled = accepted === undefined ? undefined : await session.handle(accepted, undefined, hangUp.signal);
-  const replies = merge(handled, rejected);
+  const replies = mergeReplies(handled, rejected);
   if (replies === undefined) return void reply.code(204).send();
   reply.code(200).header('content-type', 'application/json; charset=utf-8').send(serialize(replies));
 }
@@ -123,7 +124,7 @@ async function answer(
  * §5.2: the method in the path must match the body's; a mismatch is -32600. For a batch posted to a
  * method path, each mismatching member gets its own -32600 and the rest proceed (§11).
  */
-function checkPathMethod(value: unknown, pathMethod: string | undefined): { accepted: unknown; rejected: Response[] } {
+function checkPathMethod(value: unknown, pathMethod: string | undefined): Screened {
   if (pathMethod === undefined) return { accepted: value, rejected: [] };
   const mismatch = (member: unknown): member is Record<string, unknown> =>
     isJsonObject(member) && typeof member.method === 'string' && member.method !== pathMethod;
@@ -152,42 +153,8 @@ function refuseAll(value: unknown, error: RpcError): Reply | undefined {
 }
 
 /** Members whose method the caller's scopes do not allow get -32012; the rest proceed. */
-function checkScopes(value: unknown, caller: Caller): { accepted: unknown; rejected: Response[] } {
+function checkScopes(value: unknown, caller: Caller): Promise<Screened> {
   return screen(value, (method) => authorize(caller, method));
-}
-
-/** Members `refuse` objects to are answered with its error (notifications silently dropped); the rest proceed. */
-function screen(
-  value: unknown,
-  refuse: (method: unknown) => RpcError | undefined,
-): { accepted: unknown; rejected: Response[] } {
-  const refusal = (member: unknown) => (isJsonObject(member) ? refuse(member.method) : undefined);
-  const answer = (member: unknown, error: RpcError): Response[] =>
-    isJsonObject(member) && 'id' in member ? [failure(requestId(member), error)] : [];
-  if (!Array.isArray(value)) {
-    const error = refusal(value);
-    return error === undefined
-      ? { accepted: value, rejected: [] }
-      : { accepted: undefined, rejected: answer(value, error) };
-  }
-  const rejected: Response[] = [];
-  const accepted = value.filter((member) => {
-    const error = refusal(member);
-    if (error !== undefined) rejected.push(...answer(member, error));
-    return error === undefined;
-  });
-  return { accepted: accepted.length === 0 && value.length > 0 ? undefined : accepted, rejected };
-}
-
-function merge(handled: Reply | undefined, rejected: Response[]): Reply | undefined {
-  if (rejected.length === 0) return handled;
-  if (handled === undefined) return rejected.length === 1 && rejected[0] !== undefined ? rejected[0] : rejected;
-  return [...(Array.isArray(handled) ? handled : [handled]), ...rejected];
-}
-
-function requestId(message: Record<string, unknown>): JsonRpcId | null {
-  const { id } = message;
-  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
 }
 
 function isInitialize(value: unknown): boolean {

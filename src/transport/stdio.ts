@@ -1,9 +1,11 @@
 import type { Readable, Writable } from 'node:stream';
 import { RpcError } from '../protocol/errors.js';
 import { parseFrame, serialize } from '../protocol/frames.js';
-import { failure } from '../protocol/messages.js';
+import { failure, isJsonObject } from '../protocol/messages.js';
 import { LineSplitter } from '../protocol/ndjson.js';
+import { mergeReplies, screen, type Screened } from '../protocol/screen.js';
 import type { Session, SessionOptions } from '../protocol/session.js';
+import type { Admission } from './admission.js';
 import type { Logger } from './logger.js';
 
 export interface StdioOptions {
@@ -14,6 +16,14 @@ export interface StdioOptions {
   /** The largest frame accepted, in bytes; a longer line is answered -32013 and discarded (§15.5). */
   maxLineBytes: number;
   log: Logger;
+  /** Load shedding and rate limits; the connection is one caller (`stdio`). */
+  admission?: Admission | undefined;
+}
+
+function isShutdown(value: unknown): boolean {
+  return (Array.isArray(value) ? value : [value]).some(
+    (member) => isJsonObject(member) && member.method === 'shutdown' && 'id' in member,
+  );
 }
 
 export interface StdioConnection {
@@ -48,16 +58,43 @@ export function serveStdio(options: StdioOptions): StdioConnection {
     }
   };
 
+  const admission = options.admission;
+  const run = async ({ accepted, rejected }: Screened): Promise<void> => {
+    const handled = accepted === undefined ? undefined : await session.handle(accepted, write);
+    const reply = mergeReplies(handled, rejected);
+    if (reply !== undefined) write(reply);
+  };
+
+  // Admission may wait on Redis, yet frames must reach the session in arrival order (a cancel after its request,
+  // nothing after shutdown, §7.14, §13.1): each frame waits for the frames before it, and while none is waiting a
+  // frame goes straight through, synchronously — so shutdown stops reading before the next line is dispatched.
+  let previous: Promise<unknown> = Promise.resolve();
+  let waiting = 0;
+  const admitInOrder = (value: unknown): Promise<void> => {
+    const guard = admission;
+    const applies = guard?.appliesTo(value) === true;
+    if (guard === undefined || (!applies && waiting === 0)) return run({ accepted: value, rejected: [] });
+    const screened: Promise<Screened> = applies
+      ? screen(value, (method) => guard.check('stdio', method))
+      : Promise.resolve({ accepted: value, rejected: [] });
+    waiting++;
+    const ready = Promise.all([previous, screened]).then(([, result]) => result);
+    previous = ready.finally(() => waiting--);
+    return ready.then(run);
+  };
+
   const dispatch = (text: string): void => {
     const parsed = parseFrame(text);
     if (!parsed.ok) return write(parsed.reply);
-    const work = session.handle(parsed.value, write).then((reply) => reply !== undefined && write(reply));
+    const work = admitInOrder(parsed.value);
     const tracked = work.then(
       () => undefined,
       (error: unknown) => log.error({ err: error }, 'stdio dispatch failed'),
     );
     pending.add(tracked);
     void tracked.finally(() => pending.delete(tracked));
+    // A shutdown waiting its turn still ends reading now: nothing after it is processed (§13.1).
+    if (isShutdown(parsed.value)) stopReading();
   };
 
   const onData = (chunk: Buffer | string): void => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createApp, type App } from '../../src/app.js';
-import { ENVIRONMENT, loadConfig, type ConfigOverrides } from '../../src/config.js';
+import { DERIVED_ENVIRONMENT, ENVIRONMENT, loadConfig, type ConfigOverrides } from '../../src/config.js';
 import { parseFrame, serialize } from '../../src/protocol/frames.js';
 import type { Session } from '../../src/protocol/session.js';
 import { registerTestMethods } from '../fixtures/test-methods.js';
@@ -187,8 +187,7 @@ export interface StdioChild {
 /** Spawns the stdio fixture server (real transport, real process) with RCP_* settings from `config`. */
 export function spawnStdio(options: ServerOptions = {}, argv?: string[]): StdioChild {
   const env: NodeJS.ProcessEnv = { ...process.env, RCP_LOG_LEVEL: 'warn' };
-  for (const [path, value] of Object.entries({ ...defaults(), ...options.config }))
-    env[envName(path)] = typeof value === 'string' ? value : JSON.stringify(value);
+  for (const [path, value] of Object.entries({ ...defaults(), ...options.config })) setEnv(env, path, value);
   const args = argv ?? ['--import', 'tsx', 'test/fixtures/serve-stdio.ts'];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
   // A test may outlive the child (it exits after shutdown); late writes must not crash the runner.
@@ -199,11 +198,16 @@ export function spawnStdio(options: ServerOptions = {}, argv?: string[]): StdioC
   return { child, stderr: () => stderr, exited };
 }
 
-/** The RCP_* variable that sets a dotted config path, from the server's own table. */
-function envName(path: string): string {
-  const name = Object.entries(ENVIRONMENT).find(([, setting]) => setting.path === path)?.[0];
+/** Sets a dotted config path through the server's own RCP_* variables (a section through each of its settings). */
+function setEnv(env: NodeJS.ProcessEnv, path: string, value: unknown): void {
+  const own = Object.entries(DERIVED_ENVIRONMENT).find(([, setting]) => setting.path === path)?.[0];
+  if (own === undefined && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    for (const [key, inner] of Object.entries(value)) setEnv(env, `${path}.${key}`, inner);
+    return;
+  }
+  const name = own ?? Object.entries(ENVIRONMENT).find(([, setting]) => setting.path === path)?.[0];
   if (name === undefined) throw new Error(`no environment variable sets ${path}`);
-  return name;
+  env[name] = typeof value === 'string' ? value : JSON.stringify(value);
 }
 
 /** Reads NDJSON frames from a child's stdout; a line that is not JSON fails the test (§5.1 stdout is protocol-only). */

@@ -1,36 +1,45 @@
 import { describe, expect, it } from 'vitest';
+import { MemoryBucketStore } from '../../src/transport/bucket-store.js';
 import { RateLimiter } from '../../src/transport/rate-limit.js';
 
+/** A limiter over in-memory buckets whose clock the test moves. */
+function limiterAt(rates: { reads: number; writes: number; models: number }, maxKeys = 100_000) {
+  const clock = { now: 0 };
+  return { clock, limiter: new RateLimiter(rates, new MemoryBucketStore(maxKeys, () => clock.now)) };
+}
+
 describe('per-caller token buckets (issue #6)', () => {
-  it('allows a second of burst, then -32011 with retryAfterMs until the bucket refills', () => {
-    const limiter = new RateLimiter({ reads: 2, writes: 0, models: 0 });
-    expect(limiter.take('a', 'retrieve', 0)).toBeUndefined();
-    expect(limiter.take('a', 'retrieve', 0)).toBeUndefined();
-    const refused = limiter.take('a', 'retrieve', 0);
+  it('allows a second of burst, then -32011 with retryAfterMs until the bucket refills', async () => {
+    const { clock, limiter } = limiterAt({ reads: 2, writes: 0, models: 0 });
+    expect(await limiter.take('a', 'retrieve')).toBeUndefined();
+    expect(await limiter.take('a', 'retrieve')).toBeUndefined();
+    const refused = await limiter.take('a', 'retrieve');
     expect(refused).toMatchObject({ code: -32011, data: { retryable: true, retryAfterMs: 500 } });
-    expect(limiter.take('a', 'retrieve', 250)).toMatchObject({ data: { retryAfterMs: 250 } });
-    expect(limiter.take('a', 'retrieve', 500)).toBeUndefined();
+    clock.now = 250;
+    expect(await limiter.take('a', 'retrieve')).toMatchObject({ data: { retryAfterMs: 250 } });
+    clock.now = 500;
+    expect(await limiter.take('a', 'retrieve')).toBeUndefined();
   });
 
-  it('keeps callers and method classes apart, never limits ping or info, and 0 means unlimited', () => {
-    const limiter = new RateLimiter({ reads: 1, writes: 1, models: 0 });
-    expect(limiter.take('a', 'retrieve', 0)).toBeUndefined();
-    expect(limiter.take('a', 'retrieve', 0)).toBeDefined();
-    expect(limiter.take('b', 'retrieve', 0)).toBeUndefined();
-    expect(limiter.take('a', 'index/add', 0)).toBeUndefined();
+  it('keeps callers and method classes apart, never limits the lifecycle or notifications, and 0 means unlimited', async () => {
+    const { limiter } = limiterAt({ reads: 1, writes: 1, models: 0 });
+    expect(await limiter.take('a', 'retrieve')).toBeUndefined();
+    expect(await limiter.take('a', 'retrieve')).toBeDefined();
+    expect(await limiter.take('b', 'retrieve')).toBeUndefined();
+    expect(await limiter.take('a', 'index/add')).toBeUndefined();
     for (let i = 0; i < 10; i++) {
-      expect(limiter.take('a', 'ping', 0)).toBeUndefined();
-      expect(limiter.take('a', 'info', 0)).toBeUndefined();
-      expect(limiter.take('a', 'embed', 0)).toBeUndefined();
+      for (const method of ['ping', 'info', 'initialize', 'shutdown', 'notifications/cancel', 'embed']) {
+        expect(await limiter.take('a', method)).toBeUndefined();
+      }
     }
   });
 
-  it('forgets the least recently seen callers past its bound', () => {
-    const limiter = new RateLimiter({ reads: 1, writes: 0, models: 0 }, 2);
-    limiter.take('a', 'retrieve', 0);
-    limiter.take('b', 'retrieve', 0);
-    limiter.take('c', 'retrieve', 0); // evicts a
-    expect(limiter.take('a', 'retrieve', 0)).toBeUndefined(); // a starts over with a full bucket
-    expect(limiter.take('c', 'retrieve', 0)).toBeDefined();
+  it('forgets the least recently seen callers past its bound', async () => {
+    const { limiter } = limiterAt({ reads: 1, writes: 0, models: 0 }, 2);
+    await limiter.take('a', 'retrieve');
+    await limiter.take('b', 'retrieve');
+    await limiter.take('c', 'retrieve'); // evicts a
+    expect(await limiter.take('a', 'retrieve')).toBeUndefined(); // a starts over with a full bucket
+    expect(await limiter.take('c', 'retrieve')).toBeDefined();
   });
 });

@@ -27,6 +27,15 @@ export abstract class HostedModel<Tokenizer, Job, Output> {
     return this.host.loaded;
   }
 
+  /** Observes each model call the queue makes (a metric). */
+  get onBatch(): ((items: number, ms: number) => void) | undefined {
+    return this.queue.onBatch;
+  }
+
+  set onBatch(observer: ((items: number, ms: number) => void) | undefined) {
+    this.queue.onBatch = observer;
+  }
+
   /** Texts waiting in this model's queue (a metric). */
   get queueDepth(): number {
     return this.queue.depth;

@@ -1,0 +1,51 @@
+import type { RpcError } from './errors.js';
+import { failure, isJsonObject, type JsonRpcId, type Response } from './messages.js';
+
+/**
+ * Screening of a parsed frame before the session sees it (authorisation, admission): each member `refuse` objects
+ * to is answered with its error — a notification silently dropped (§4.5) — and the rest proceed. A batch whose every
+ * member was refused does not become an empty batch (which would be a different error, §11).
+ */
+export interface Screened {
+  /** What the session should handle; undefined when nothing is left. */
+  accepted: unknown;
+  rejected: Response[];
+}
+
+export type Refusal = (method: unknown) => RpcError | undefined | Promise<RpcError | undefined>;
+
+export async function screen(value: unknown, refuse: Refusal): Promise<Screened> {
+  const refusal = (member: unknown) => (isJsonObject(member) ? refuse(member.method) : undefined);
+  const answer = (member: unknown, error: RpcError): Response[] =>
+    isJsonObject(member) && 'id' in member ? [failure(requestId(member), error)] : [];
+  if (!Array.isArray(value)) {
+    const error = await refusal(value);
+    return error === undefined
+      ? { accepted: value, rejected: [] }
+      : { accepted: undefined, rejected: answer(value, error) };
+  }
+  const errors = await Promise.all(value.map(async (member) => refusal(member)));
+  const rejected: Response[] = [];
+  const accepted = value.filter((member, i) => {
+    const error = errors[i];
+    if (error !== undefined) rejected.push(...answer(member, error));
+    return error === undefined;
+  });
+  return { accepted: accepted.length === 0 && value.length > 0 ? undefined : accepted, rejected };
+}
+
+/** The session's reply with the screened-out answers added (a batch reply stays an array, §11). */
+export function mergeReplies(
+  handled: Response | Response[] | undefined,
+  rejected: readonly Response[],
+): Response | Response[] | undefined {
+  if (rejected.length === 0) return handled;
+  if (handled === undefined) return rejected.length === 1 && rejected[0] !== undefined ? rejected[0] : [...rejected];
+  return [...(Array.isArray(handled) ? handled : [handled]), ...rejected];
+}
+
+/** The id to echo for a member: a string or finite number, else null (§4.7). */
+export function requestId(message: Record<string, unknown>): JsonRpcId | null {
+  const { id } = message;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
+}

@@ -1,0 +1,50 @@
+import type { RpcError } from '../protocol/errors.js';
+import { isJsonObject } from '../protocol/messages.js';
+import type { LoadShedder } from './load-shedding.js';
+import { methodClass, type RateLimiter } from './rate-limit.js';
+
+export type RefusalReason = 'overload' | 'rate_limit';
+
+/**
+ * Whether new work is admitted now (§15.5): load shedding first (an overloaded server refuses everyone, and spends
+ * no caller's tokens doing so), then the caller's rate limit. The lifecycle methods and notifications are always
+ * admitted, so `ping`, `info` and `notifications/cancel` keep working under any load. Both transports use it:
+ * HTTP per caller (API key, else address), stdio as its one caller.
+ */
+export class Admission {
+  constructor(
+    private readonly shedder: LoadShedder | undefined,
+    private readonly limiter: RateLimiter | undefined,
+    private readonly onRefused: (reason: RefusalReason, method: string) => void = () => undefined,
+  ) {}
+
+  get enabled(): boolean {
+    return this.shedder !== undefined || this.limiter?.enabled === true;
+  }
+
+  /** Whether any member of a frame is subject to admission (the lifecycle and notifications never are). */
+  appliesTo(value: unknown): boolean {
+    if (!this.enabled) return false;
+    const members: unknown[] = Array.isArray(value) ? value : [value];
+    return members.some(
+      (member) => isJsonObject(member) && typeof member.method === 'string' && methodClass(member.method) !== undefined,
+    );
+  }
+
+  async check(caller: string, method: unknown): Promise<RpcError | undefined> {
+    if (typeof method !== 'string' || methodClass(method) === undefined) return undefined;
+    const overloaded = this.shedder?.check();
+    if (overloaded !== undefined) {
+      this.onRefused('overload', method);
+      return overloaded;
+    }
+    const limited = this.limiter?.enabled === true ? await this.limiter.take(caller, method) : undefined;
+    if (limited !== undefined) this.onRefused('rate_limit', method);
+    return limited;
+  }
+
+  async close(): Promise<void> {
+    this.shedder?.close();
+    await this.limiter?.close();
+  }
+}
