@@ -150,7 +150,7 @@ async function openQuietApp(
   return app === undefined ? undefined : { config, app };
 }
 
-/** The configuration with secrets hidden: plain API keys become "***" (their sha256 form is not a secret). */
+/** The configuration with secrets hidden: plain API keys and a Redis password become "***" (a sha256 is no secret). */
 function redact(config: Config): Config {
   return {
     ...config,
@@ -158,6 +158,7 @@ function redact(config: Config): Config {
       ...config.auth,
       apiKeys: config.auth.apiKeys.map((key) => (key.key === undefined ? key : { ...key, key: '***' })),
     },
+    redis: { ...config.redis, url: config.redis.url.replace(/\/\/([^@/]*):[^@/]*@/, '//$1:***@') },
   };
 }
 
@@ -196,10 +197,17 @@ async function serve(command: ServeCommand): Promise<number> {
       return 2;
     }
   }
-  const log = pino(
-    { level: config.log.level, base: { service: config.server.name }, redact: config.log.redact },
-    pino.destination(2),
-  );
+  let log: Logger;
+  try {
+    log = pino(
+      { level: config.log.level, base: { service: config.server.name }, redact: config.log.redact },
+      pino.destination(2),
+    );
+  } catch (error) {
+    // pino refuses a malformed redact path at construction: a configuration error, reported as one.
+    process.stderr.write(`rcp-server: invalid configuration:\n  log.redact: ${(error as Error).message}\n`);
+    return 2;
+  }
   await prepareDefaultModel(config.models, log);
   const app = createOrReport(config, log);
   if (app === undefined) return 2;

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCommandLine, parseListen } from '../../src/cli.js';
-import { ConfigError, defaultConfig, loadConfig } from '../../src/config.js';
+import { ConfigError, DERIVED_ENVIRONMENT, defaultConfig, loadConfig } from '../../src/config.js';
 
-const file = (content: string): string => {
-  const path = join(mkdtempSync(join(tmpdir(), 'rcp-config-')), 'config.json');
+const file = (content: string, name = 'config.json'): string => {
+  const path = join(mkdtempSync(join(tmpdir(), 'rcp-config-')), name);
   writeFileSync(path, content);
   return path;
 };
@@ -45,6 +45,65 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { RCP_HTTP_SESSIONS: 'sticky' } })).toThrow(ConfigError);
     expect(() => loadConfig({ file: file('{not json') })).toThrow(/not valid JSON/);
     expect(() => loadConfig({ file: '/no/such/file.json' })).toThrow(/cannot read config file/);
+  });
+});
+
+describe('configuration files in YAML, and a variable for every setting', () => {
+  it('reads a .yaml file like its JSON twin', () => {
+    const yaml = file(
+      [
+        'http:',
+        '  port: 9300',
+        'limits:',
+        '  rateLimit: { reads: 5, writes: 1, models: 2 }',
+        'redis:',
+        '  url: redis://cache:6379',
+      ].join('\n'),
+      'rcp.yaml',
+    );
+    const config = loadConfig({ file: yaml });
+    expect(config.http.port).toBe(9300);
+    expect(config.limits.rateLimit).toEqual({ reads: 5, writes: 1, models: 2 });
+    expect(config.redis.url).toBe('redis://cache:6379');
+    expect(() => loadConfig({ file: file('http: [unclosed', 'bad.yml') })).toThrow(/is not valid YAML/);
+    expect(() => loadConfig({ file: file('- a list', 'list.yaml') })).toThrow(/not a YAML mapping/);
+    expect(() => loadConfig({ file: file('http:\n  prot: 1', 'typo.yaml') })).toThrow(/unknown setting 'prot'/);
+  });
+
+  it('derives RCP_<PATH> for every setting, typed by the schema; the short aliases win', () => {
+    const leaves = (node: object, prefix = ''): string[] =>
+      Object.entries(node).flatMap(([key, value]) =>
+        typeof value === 'object' && value !== null && !Array.isArray(value) && !['fields', 'trust'].includes(key)
+          ? leaves(value as object, `${prefix}${key}.`)
+          : [`${prefix}${key}`],
+      );
+    const settings = leaves(defaultConfig());
+    const derived = Object.values(DERIVED_ENVIRONMENT).map((setting) => setting.path);
+    expect(derived.sort()).toEqual(settings.sort());
+    const config = loadConfig({
+      env: {
+        RCP_RETRIEVE_FUSION_RRF_K: '42',
+        RCP_LIMITS_SHEDDING_MAX_EVENT_LOOP_DELAY_MS: '250',
+        RCP_LOG_BODIES: 'true',
+        RCP_LOG_REDACT: 'params.query, params.inputs',
+        RCP_HTTP_TRUST_PROXY: '0',
+        RCP_INDEX_FIELDS: '{"year":"int"}',
+        RCP_HTTP_PORT: '9400',
+        RCP_HTTP_HOST: '0.0.0.0',
+        RCP_REDIS_URL: 'redis://r:6379',
+      },
+    });
+    expect(config.retrieve.fusion.rrfK).toBe(42);
+    expect(config.limits.shedding.maxEventLoopDelayMs).toBe(250);
+    expect(config.log).toMatchObject({ bodies: true, redact: ['params.query', 'params.inputs'] });
+    expect(config.http).toMatchObject({ trustProxy: false, port: 9400, host: '0.0.0.0' });
+    expect(config.index.fields).toEqual({ year: 'int' });
+    expect(config.redis.url).toBe('redis://r:6379');
+    expect(
+      loadConfig({ env: { RCP_LIMITS_MAX_BODY_BYTES: '2048', RCP_MAX_BODY_BYTES: '4096' } }).limits.maxBodyBytes,
+    ).toBe(4096);
+    expect(() => loadConfig({ env: { RCP_LOG_BODIES: 'yes' } })).toThrow(/log.bodies: must be boolean/);
+    expect(() => loadConfig({ env: { RCP_REDIS_URL: 'http://r' } })).toThrow(/redis.url/);
   });
 });
 

@@ -167,13 +167,14 @@ describe('binding (§15.6: loopback by default)', () => {
 });
 
 describe('rcp-server config --print', () => {
-  it('prints the effective configuration from file and environment, with plain API keys hidden', async () => {
+  it('prints the effective configuration from file and environment, with plain API keys and the Redis password hidden', async () => {
     const child = spawn(process.execPath, ['bin/rcp-server.js', 'config', '--print'], {
       cwd: ROOT,
       env: {
         ...process.env,
         RCP_API_KEYS: JSON.stringify([{ key: WRITE_KEY, scopes: ['write'] }]),
         RCP_HTTP_PORT: '9099',
+        RCP_REDIS_URL: 'redis://ops:hunter2@cache:6379/0',
       },
     });
     let stdout = '';
@@ -181,8 +182,14 @@ describe('rcp-server config --print', () => {
     const exit = await new Promise((resolve) => child.once('close', resolve));
     expect(exit).toBe(0);
     expect(stdout).not.toContain(WRITE_KEY);
-    const printed = JSON.parse(stdout) as { http: { port: number }; auth: { apiKeys: { key: string }[] } };
+    const printed = JSON.parse(stdout) as {
+      http: { port: number };
+      auth: { apiKeys: { key: string }[] };
+      redis: { url: string };
+    };
     expect(printed.http.port).toBe(9099);
     expect(printed.auth.apiKeys[0]?.key).toBe('***');
+    expect(stdout).not.toContain('hunter2');
+    expect(printed.redis.url).toBe('redis://ops:***@cache:6379/0');
   });
 });

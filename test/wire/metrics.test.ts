@@ -6,7 +6,12 @@ import { INITIALIZE, request, ROOT, testConfig } from '../helpers/wire.js';
 let app: App;
 let origin: string;
 beforeAll(async () => {
-  app = createApp(testConfig({ 'models.encoder': `${ROOT}/models/use-lite` }));
+  app = createApp(
+    testConfig({
+      'models.encoder': `${ROOT}/models/use-lite`,
+      'limits.rateLimit': { reads: 0, writes: 0, models: 1 },
+    }),
+  );
   origin = await (await app.buildHttp()).listen({ host: '127.0.0.1', port: 0 });
   await app.corpus?.ready;
 });
@@ -20,13 +25,18 @@ const post = (body: object) =>
   });
 
 describe('GET /metrics', () => {
-  it('counts requests by method and code, times them, and reports queues, corpus size and build info', async () => {
+  it('counts requests by method and code, times methods and stages, and reports batches, queues, refusals, corpus size and build info', async () => {
     await post(INITIALIZE(1));
     await post(request(2, 'ping'));
     await post(request(3, 'ping'));
     await post(request(4, 'embed', { inputs: ['metrics'] }));
     await post(request(5, 'no/such/method'));
     await post(request(6, 'index/add', { documents: [{ id: 'm', text: 'counted' }] }));
+    await post(request(7, 'retrieve', { query: 'counted', k: 1 }));
+    const refused = (await (await post(request(8, 'embed', { inputs: ['over the limit'] }))).json()) as {
+      error: { code: number };
+    };
+    expect(refused.error.code).toBe(-32011);
     const response = await fetch(`${origin}/metrics`);
     expect(response.headers.get('content-type')).toContain('text/plain');
     const text = await response.text();
@@ -38,6 +48,13 @@ describe('GET /metrics', () => {
     expect(text).toContain('rcp_corpus_size{kind="documents"} 1');
     expect(text).toMatch(/rcp_build_info\{version="[\d.]+"\} 1/);
     expect(text).toContain('rcp_process_resident_memory_bytes');
+    for (const stage of ['recall', 'fuse', 'pack']) {
+      expect(text).toMatch(new RegExp(`rcp_stage_duration_seconds_count\\{method="retrieve",stage="${stage}"\\} 1`));
+    }
+    // The embed call, the document's chunk and the retrieve's query: each a model call of one text.
+    expect(text).toMatch(/rcp_model_batch_size_count\{model="encoder"\} [1-9]/);
+    expect(text).toMatch(/rcp_model_batch_duration_seconds_count\{model="encoder"\} [1-9]/);
+    expect(text).toContain('rcp_refused_total{reason="rate_limit",method="embed"} 1');
   });
 });
 

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js';
+
+/**
+ * §15.6: the operator's request log (JSON lines on stderr, one per answered request at debug) names the method, code
+ * and time, never query or document bodies unless `log.bodies` is on, and censors `log.redact` paths even then.
+ * The real binary, over a real pipe; stdout stays protocol-only throughout (readFrames fails on anything else).
+ */
+const SECRET = 'patient 4242 has condition X';
+
+async function embedSecret(config: Record<string, unknown>): Promise<{ stderr: string; code: number | null }> {
+  const server = spawnStdio({ config: { 'models.encoder': 'use-lite', 'log.level': 'debug', ...config } }, [
+    'bin/rcp-server.js',
+    'serve',
+    '--stdio',
+  ]);
+  const frames: Frame[] = [];
+  readFrames(server.child, (frame) => frames.push(frame as Frame));
+  for (const frame of [
+    request(0, 'initialize', { protocolVersion: 1, capabilities: {} }),
+    request(1, 'embed', { inputs: [SECRET] }),
+  ]) {
+    server.child.stdin.write(`${JSON.stringify(frame)}\n`);
+  }
+  for (let i = 0; i < 800 && !frames.some((frame) => frame.id === 1); i++)
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  expect(frames.find((frame) => frame.id === 1)).toHaveProperty('result');
+  server.child.stdin.end();
+  return { stderr: server.stderr(), code: await server.exited };
+}
+
+describe('the request log (§15.6)', () => {
+  it('by default names method, code and time, and no body', async () => {
+    const { stderr, code } = await embedSecret({});
+    expect(code).toBe(0);
+    const answered = stderr
+      .split('\n')
+      .filter((line) => line.includes('"msg":"answered"'))
+      .map((line) => JSON.parse(line) as { method: string; code: number; ms: number });
+    expect(answered.map((line) => [line.method, line.code])).toEqual([
+      ['initialize', 0],
+      ['embed', 0],
+    ]);
+    expect(answered[1]?.ms).toBeGreaterThanOrEqual(0);
+    expect(stderr).not.toContain('4242');
+  });
+
+  it('logs bodies only when log.bodies is on, and censors log.redact paths even then', async () => {
+    expect((await embedSecret({ 'log.bodies': true })).stderr).toContain(SECRET);
+    const redacted = await embedSecret({ 'log.bodies': true, 'log.redact': ['params.inputs'] });
+    expect(redacted.stderr).not.toContain('4242');
+    expect(redacted.stderr).toMatch(/"method":"embed".*"params":\{"inputs":"\[Redacted\]"/);
+  });
+
+  it('refuses a malformed redact path at start with a clear message', async () => {
+    const server = spawnStdio({ config: { 'log.redact': ['params..query'] } }, [
+      'bin/rcp-server.js',
+      'serve',
+      '--stdio',
+    ]);
+    expect(await server.exited).toBe(2);
+    expect(server.stderr()).toMatch(/invalid configuration:\n {2}log.redact: /);
+  });
+});
