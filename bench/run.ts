@@ -3,7 +3,8 @@
  * same run (these machines are noisy, so absolute figures mean little on their own). Suites: protocol, embed
  * (default: both), colbert (the SciFact late-interaction measurement, slow: minutes) lexical (BM25 analyzer
  * choices on SciFact) and corpus (100k-chunk restart vs rebuild, ingest rate; minutes) and retrieve
- * (latency, throughput vs ping, HNSW recall vs exact; RCP_BENCH_SYNTHETIC=100000 adds the synthetic corpus).
+ * (latency, throughput vs ping, HNSW recall vs exact; RCP_BENCH_SYNTHETIC=100000 adds the synthetic corpus) and soak
+ * (a minute of mixed traffic above capacity: goodput held, -32011 share, p99, RSS over time; RCP_SOAK_SECONDS).
  */
 import { benchEmbed } from './embed.js';
 import { benchProtocol } from './protocol.js';
@@ -15,6 +16,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   lexical: async () => (await import('./lexical-scifact.js')).benchLexical(),
   corpus: async () => (await import('./corpus.js')).benchCorpus(),
   retrieve: async () => (await import('./retrieve.js')).benchRetrieve(),
+  soak: async () => (await import('./soak.js')).benchSoak(),
 };
 const chosen = process.argv.slice(2);
 for (const name of chosen.length > 0 ? chosen : ['protocol', 'embed']) {

@@ -146,12 +146,29 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       return app;
     },
     async close() {
-      await Promise.all(servers.splice(0).map((server) => server.close()));
+      await Promise.all(servers.splice(0).map((server) => drain(server, config.limits.requestTimeoutMs)));
       await corpus?.close();
       await models.close();
       await admission.close();
     },
   };
+}
+
+/**
+ * Graceful HTTP close: stop accepting, let requests in flight finish, then end. Node closes the connections that are
+ * idle when closing starts, but a keep-alive connection whose request finishes later would hold the server open for
+ * as long as its client keeps it; so idle connections are closed as they appear, and whatever is still open after
+ * the request deadline is cut.
+ */
+async function drain(server: FastifyInstance, deadlineMs: number): Promise<void> {
+  const sweep = setInterval(() => server.server.closeIdleConnections(), 50);
+  const cut = setTimeout(() => server.server.closeAllConnections(), deadlineMs);
+  try {
+    await server.close();
+  } finally {
+    clearInterval(sweep);
+    clearTimeout(cut);
+  }
 }
 
 /** Load shedding and per-caller rate limits, with buckets in Redis when `redis.url` is set (shared by replicas). */

@@ -77,6 +77,8 @@ export const ConfigSchema = Section({
       maxBatchItems: Type.Integer({ minimum: 1 }),
       /** Texts waiting per model before new work is refused with -32011. */
       maxQueuedItems: Type.Integer({ minimum: 1 }),
+      /** Estimated milliseconds of queued work beyond which new work is refused with -32011; 0: no time bound. */
+      maxQueueWaitMs: Type.Integer({ minimum: 0 }),
     }),
   }),
   index: Section({
@@ -190,6 +192,7 @@ export function defaultConfig(): Config {
         maxBatchTokens: 16_384,
         maxBatchItems: 64,
         maxQueuedItems: 4096,
+        maxQueueWaitMs: 2000,
       },
     },
     index: {

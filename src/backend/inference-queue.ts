@@ -6,14 +6,18 @@ import { RpcError } from '../protocol/errors.js';
  * (powers of two) so a short text is never padded to a long one's length. One batch runs at a time per model; the
  * model's own intra-op threads do the parallel work.
  *
- * The queue is bounded: a submission that would take it past `maxQueuedItems` is refused at once with -32011 and
- * a `retryAfterMs` estimated from measured throughput — never queued without limit.
+ * The queue is bounded twice: a submission that would take it past `maxQueuedItems`, or that would wait behind more
+ * than `maxQueueWaitMs` of work (estimated from measured throughput), is refused at once with -32011 and a
+ * `retryAfterMs` from that estimate — never queued without limit, never left to time out in the queue (§15.5).
+ * A submission to an empty queue is always taken, whatever its size.
  */
 export interface QueueOptions {
   readonly maxWaitMs: number;
   readonly maxBatchTokens: number;
   readonly maxBatchItems: number;
   readonly maxQueuedItems: number;
+  /** The most estimated work a submission may wait behind; 0 or absent: no time bound. */
+  readonly maxQueueWaitMs?: number;
 }
 
 export interface QueueItem<I> {
@@ -65,12 +69,22 @@ export class InferenceQueue<I, O> {
 
   submit(items: readonly QueueItem<I>[], signal?: AbortSignal): Promise<O[]> {
     if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
+    const aheadMs = this.#pending.length * this.#msPerItem;
+    const maxWait = this.options.maxQueueWaitMs ?? 0;
     if (this.#pending.length + items.length > this.options.maxQueuedItems) {
       const ahead = this.#pending.length + items.length;
       return Promise.reject(
         RpcError.rateLimited(
           Math.max(10, ahead * this.#msPerItem),
           `model queue full (${this.options.maxQueuedItems} items)`,
+        ),
+      );
+    }
+    if (maxWait > 0 && this.#pending.length > 0 && aheadMs > maxWait) {
+      return Promise.reject(
+        RpcError.rateLimited(
+          Math.max(10, aheadMs - maxWait / 2),
+          `model queue busy (about ${Math.round(aheadMs)} ms of work ahead; the bound is ${maxWait} ms)`,
         ),
       );
     }

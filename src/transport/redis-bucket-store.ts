@@ -46,6 +46,8 @@ export class RedisBucketStore implements BucketStore {
   readonly #redis: WithTake;
   readonly #fallback = new MemoryBucketStore();
   readonly #options: RedisBucketStoreOptions;
+  /** Settles once the first connection is up, or the timeout has passed: the first requests wait for it. */
+  readonly #connected: Promise<void>;
   #lastWarning = 0;
 
   constructor(options: RedisBucketStoreOptions) {
@@ -63,10 +65,21 @@ export class RedisBucketStore implements BucketStore {
     redis.on('error', (error: Error) => this.#warn(error));
     redis.defineCommand('rcpTake', { numberOfKeys: 1, lua: TAKE });
     this.#redis = redis as WithTake;
+    this.#connected = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.max(1000, timeoutMs));
+      timer.unref();
+      redis.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   async take(key: string, rate: number, capacity: number): Promise<number> {
     const hashed = createHash('sha256').update(key).digest('hex').slice(0, 32);
+    // Right after start the connection may still be opening: wait for it (bounded) rather than spend local tokens.
+    // Later outages do not wait: commands fail at once while disconnected.
+    await this.#connected;
     try {
       const wait = await this.#redis.rcpTake(
         `${this.#options.prefix ?? 'rcp:rate:'}${hashed}`,

@@ -60,6 +60,25 @@ describe('inference queue (DESIGN §5: batching, buckets, bound)', () => {
     await expect(admitted).resolves.toHaveLength(3);
   });
 
+  it('refuses work that would wait behind more than maxQueueWaitMs, measured from real batches; an empty queue takes anything', async () => {
+    const { run } = recorder(40);
+    const queue = new InferenceQueue({ ...options, maxWaitMs: 0, maxBatchItems: 2, maxQueueWaitMs: 50 }, run);
+    // Measure: one batch of 2 items in ~40 ms, so ~20 ms per item.
+    await queue.submit(items(1, 1));
+    // An empty queue takes a submission of any size; with 10 items (~200 ms) now ahead, the next is refused at once.
+    const big = queue.submit(items(...Array.from({ length: 12 }, () => 1)));
+    const started = performance.now();
+    const refused = await queue.submit(items(1)).catch((error: unknown) => error);
+    expect(performance.now() - started).toBeLessThan(20);
+    expect((refused as RpcError).code).toBe(-32011);
+    expect((refused as RpcError).data.detail).toMatch(
+      /model queue busy \(about \d+ ms of work ahead; the bound is 50 ms\)/,
+    );
+    expect((refused as RpcError).data.retryAfterMs).toBeGreaterThan(50);
+    await expect(big).resolves.toHaveLength(12);
+    await expect(queue.submit(items(1))).resolves.toEqual([0]);
+  });
+
   it('withdraws queued items when their request is cancelled, rejecting with the abort reason', async () => {
     const { calls, run } = recorder();
     const queue = new InferenceQueue({ ...options, maxWaitMs: 50 }, run);

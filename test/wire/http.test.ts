@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { registerTestMethods } from '../fixtures/test-methods.js';
@@ -196,5 +199,59 @@ describe('§5.2 the real binary over HTTP', () => {
     expect(await response.json()).toEqual({ jsonrpc: '2.0', id: 1, result: { nonce: 3 } });
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
+  });
+
+  it('on SIGTERM stops accepting, finishes the request in flight, saves the index and exits 0', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'rcp-sigterm-'));
+    const serve = () =>
+      spawnStdio({ config: { 'log.level': 'info', 'models.encoder': 'use-lite', dataDir } }, [
+        'bin/rcp-server.js',
+        'serve',
+        '--http',
+        '127.0.0.1:0',
+      ]);
+    const listening = async (server: ReturnType<typeof serve>) => {
+      for (let i = 0; i < 400; i++) {
+        const address = /"address":"(http:\/\/[^"]+)"/.exec(server.stderr())?.[1];
+        if (address !== undefined) return address;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      throw new Error(`never listened: ${server.stderr()}`);
+    };
+    const call = (address: string, id: number, method: string, params: object) =>
+      fetch(`${address}/rcp/${method}`, { method: 'POST', body: JSON.stringify(request(id, method, params)) }).then(
+        async (response) => (await response.json()) as { result?: Record<string, unknown>; error?: unknown },
+      );
+    const server = serve();
+    const address = await listening(server);
+    expect(await call(address, 1, 'initialize', { protocolVersion: 1, capabilities: {} })).toHaveProperty('result');
+    expect(
+      await call(address, 2, 'index/add', { documents: [{ id: 'kept', text: 'written before the signal' }] }),
+    ).toHaveProperty('result');
+    // A large embed is in flight when the signal arrives: it is answered in full before the process exits, and the
+    // client's keep-alive connection (this test process keeps it open) does not hold the shutdown.
+    const sentence = 'the heart pumps blood through arteries and veins while the lungs move oxygen into it';
+    const texts = Array.from({ length: 250 }, (_, i) => `${i}: ${sentence} ${sentence} ${sentence}`);
+    const inFlight = call(address, 3, 'embed', { inputs: texts }).then((answer) => ({ answer, at: performance.now() }));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const signalledAt = performance.now();
+    server.child.kill('SIGTERM');
+    const { answer, at } = await inFlight;
+    expect(at).toBeGreaterThan(signalledAt);
+    expect((answer.result?.vectors as unknown[] | undefined)?.length).toBe(250);
+    expect(await server.exited).toBe(0);
+    expect(server.stderr()).toMatch(/"msg":"stopped"/);
+    // Saved on the way out: the next start opens the index without replaying the write.
+    const again = serve();
+    const next = await listening(again);
+    for (let i = 0; i < 400 && !again.stderr().includes('corpus ready'); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(again.stderr()).toMatch(/"denseIndex":"loaded at seq 1"/);
+    expect(await call(next, 4, 'initialize', { protocolVersion: 1, capabilities: {} })).toHaveProperty('result');
+    const found = await call(next, 5, 'retrieve', { query: 'written before the signal', k: 1, mode: 'sparse' });
+    expect(found.result?.hits).toMatchObject([{ id: 'kept#0' }]);
+    again.child.kill('SIGTERM');
+    expect(await again.exited).toBe(0);
   });
 });
