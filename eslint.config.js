@@ -3,7 +3,10 @@ import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
-const FRAMEWORKS = { group: ['fastify', '@fastify/*', 'node:http'], message: 'Only the HTTP transport and app.ts use Fastify.' };
+const FRAMEWORKS = {
+  group: ['fastify', '@fastify/*', 'node:http'],
+  message: 'Only the HTTP transport and app.ts use Fastify.',
+};
 const NATIVE = {
   group: ['onnxruntime-node', 'hnswlib-node', 'better-sqlite3'],
   message: 'A native library belongs to its adapter under src/backend/<adapter>/.',
@@ -24,7 +27,10 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ['eslint.config.js', 'bin/*.js'] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: {
+        projectService: { allowDefaultProject: ['eslint.config.js', 'bin/*.js'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
@@ -48,6 +54,11 @@ export default tseslint.config(
   layer('src/methods/**', ['transport', 'backend/*/'], FRAMEWORKS, NATIVE),
   layer('src/retrieval/**', ['transport', 'methods', 'backend/*/'], FRAMEWORKS, NATIVE),
   layer('src/backend/**', ['transport', 'methods', 'retrieval'], FRAMEWORKS),
+  // The Content uri fetcher is an HTTP *client* that pins the checked address (§15.5): node:http, never Fastify.
+  layer('src/backend/content/**', ['transport', 'methods', 'retrieval'], {
+    ...FRAMEWORKS,
+    group: ['fastify', '@fastify/*'],
+  }),
   {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {

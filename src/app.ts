@@ -4,6 +4,8 @@ import { pino } from 'pino';
 import { Corpus } from './backend/corpus/corpus.js';
 import { openModels, type Models } from './backend/models.js';
 import type { Config } from './config.js';
+import { PolicyUriFetcher } from './backend/content/uri-fetcher.js';
+import { ContentReader } from './methods/content.js';
 import { embedMethod } from './methods/embed.js';
 import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
@@ -54,15 +56,16 @@ export interface App {
  */
 export function createApp(config: Config, options: AppOptions = {}): App {
   const registry = new MethodRegistry();
+  const content = new ContentReader(new PolicyUriFetcher(config.content.fetch));
   const logger = options.logger ?? pino({ level: 'silent' });
   const models = openModels(config.models, logger);
-  const rerankers = registerModelMethods(registry, config, models);
+  const rerankers = registerModelMethods(registry, config, models, content);
   const corpus = models.encoder === undefined ? undefined : openCorpus(config, models, logger);
   if (corpus !== undefined) {
     const limits = { writable: config.index.writable, maxDocuments: config.index.maxDocumentsPerAdd };
     const [add, remove] = indexMethods(corpus, limits);
     registry.register(...add).register(...remove);
-    registerRetrieve(registry, config, models, corpus, rerankers);
+    registerRetrieve(registry, config, models, corpus, rerankers, content);
   }
   const health = () => {
     const state = models.health();
@@ -189,9 +192,15 @@ function openAdmission(config: Config, logger: Logger, metrics: Metrics): Admiss
 }
 
 /** `embed` when an encoder is configured; `rerank` when something can really rerank (§7.6: methods name what runs). */
-function registerModelMethods(registry: MethodRegistry, config: Config, models: Models): Reranker[] {
+function registerModelMethods(
+  registry: MethodRegistry,
+  config: Config,
+  models: Models,
+  content: ContentReader,
+): Reranker[] {
   const { encoder, crossEncoder } = models;
-  if (encoder !== undefined) registry.register(...embedMethod(encoder, { batchLimit: config.models.embedBatchLimit }));
+  if (encoder !== undefined)
+    registry.register(...embedMethod(encoder, { batchLimit: config.models.embedBatchLimit, content }));
   const rerankers: Reranker[] = [];
   if (crossEncoder !== undefined) {
     rerankers.push({
@@ -214,6 +223,7 @@ function registerModelMethods(registry: MethodRegistry, config: Config, models: 
       ...rerankMethod(rerankers, {
         maxCandidates: config.models.rerankMaxCandidates,
         maxQueryChars: config.limits.maxQueryChars,
+        content,
       }),
     );
   }
@@ -227,6 +237,7 @@ function registerRetrieve(
   models: Models,
   corpus: Corpus,
   rerankers: Reranker[],
+  content: ContentReader,
 ): void {
   if (models.encoder === undefined) return;
   const fields = config.index.fields as Record<string, FieldType>;
@@ -237,6 +248,7 @@ function registerRetrieve(
       fields,
       maxQueryChars,
       filterLimits: { maxDepth: maxFilterDepth, maxNodes: maxFilterNodes },
+      content,
     }),
   );
   registry

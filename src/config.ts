@@ -51,6 +51,19 @@ export const ConfigSchema = Section({
       sampleIntervalMs: Type.Integer({ minimum: 10, maximum: 60_000 }),
     }),
   }),
+  /** §15.5: whether and where Content `uri`s are dereferenced (an SSRF surface: off unless schemes are listed). */
+  content: Section({
+    fetch: Section({
+      /** e.g. ["https"]; `file` only when listed by name. Empty: no uri is ever dereferenced (-32602). */
+      schemes: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9+.-]*$' })),
+      /** Allowed hosts (`docs.example.com`, `*.example.com`); empty: any host the schemes reach. */
+      hosts: Type.Array(Type.String({ minLength: 1 })),
+      /** Allow hosts that resolve to private, loopback or link-local addresses. */
+      allowPrivate: Type.Boolean(),
+      maxBytes: Type.Integer({ minimum: 1 }),
+      timeoutMs: Type.Integer({ minimum: 1 }),
+    }),
+  }),
   /** Shared rate-limit buckets for replicas behind one load balancer; an empty url keeps them in memory. */
   redis: Section({
     url: Type.String({ pattern: '^(rediss?://.*)?$' }),
@@ -178,6 +191,7 @@ export function defaultConfig(): Config {
       rateLimit: { reads: 0, writes: 0, models: 0 },
       shedding: { maxEventLoopDelayMs: 1000, maxHeapUsedRatio: 0.9, maxRssBytes: 0, sampleIntervalMs: 500 },
     },
+    content: { fetch: { schemes: [], hosts: [], allowPrivate: false, maxBytes: 1024 * 1024, timeoutMs: 5000 } },
     redis: { url: '', prefix: 'rcp:rate:', timeoutMs: 250 },
     models: {
       dir: fileURLToPath(new URL('../models', import.meta.url)),

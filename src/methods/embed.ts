@@ -4,7 +4,7 @@ import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 import { encodeF32Base64 } from '../protocol/vectors.js';
-import { TextInput, textsOf } from './content.js';
+import { TextInput, type ContentReader } from './content.js';
 
 export const EMBED_ENCODINGS = ['json', 'f32-base64'] as const;
 
@@ -19,6 +19,8 @@ const EmbedParams = Type.Object({
 export interface EmbedLimits {
   /** Most inputs per call; more is -32013 PayloadTooLarge (§12: "batch size, inputs count"). */
   readonly batchLimit: number;
+  /** Reads inputs (a `uri` only under the fetch policy, §15.5). */
+  readonly content: ContentReader;
 }
 
 /** `embed` (§7.3, §7.3.1) over one encoder; returns the definition and the capability it advertises. */
@@ -42,7 +44,11 @@ export function embedMethod(encoder: Encoder, limits: EmbedLimits): [MethodDefin
       if (inputs.length > limits.batchLimit) {
         throw RpcError.payloadTooLarge(`${inputs.length} inputs exceed embed.batchLimit ${limits.batchLimit}`, field);
       }
-      const vectors = await encoder.embed(textsOf(inputs, field), params.kind, ctx.signal);
+      const vectors = await encoder.embed(
+        await limits.content.texts(inputs, field, ctx.signal),
+        params.kind,
+        ctx.signal,
+      );
       if (params.encoding === 'f32-base64') {
         // §7.3.1: echo the encoding used, with the dimension each blob decodes to.
         return {

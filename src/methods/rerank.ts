@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
-import { ContentBlock, queryText, TextInput, textsOf } from './content.js';
+import { ContentBlock, TextInput, type ContentReader } from './content.js';
 
 /** §6: `rerank.methods` ⊆ these. */
 export type RerankMethod = 'cross-encoder' | 'colbert' | 'llm';
@@ -31,6 +31,7 @@ export interface RerankLimits {
   /** Most passages per call; more is -32013 PayloadTooLarge, like embed.batchLimit. */
   readonly maxCandidates: number;
   readonly maxQueryChars: number;
+  readonly content: ContentReader;
 }
 
 /**
@@ -67,8 +68,8 @@ export function rerankMethod(
       if (params.model !== undefined && params.model !== reranker.model) {
         throw RpcError.optionUnsupported('model', params.model);
       }
-      const query = queryText(params.query, limits.maxQueryChars);
-      const passages = textsOf(candidates, field);
+      const query = await limits.content.query(params.query, limits.maxQueryChars, ctx.signal);
+      const passages = await limits.content.texts(candidates, field, ctx.signal);
       const scores = passages.length === 0 ? new Float32Array(0) : await reranker.score(query, passages, ctx.signal);
       const order = [...scores.keys()]
         .sort((a, b) => (scores[b] ?? 0) - (scores[a] ?? 0) || a - b)

@@ -9,7 +9,7 @@ import { compileFilter, OPERATORS, type FilterLimits } from '../retrieval/filter
 import { convex, rrf, weighted, type FusedHit, type FusionInput, type FusionMethod } from '../retrieval/fusion.js';
 import { mmr } from '../retrieval/mmr.js';
 import { SessionDedup } from '../retrieval/session-dedup.js';
-import { ContentBlock, queryText } from './content.js';
+import { ContentBlock, type ContentReader } from './content.js';
 import type { Reranker } from './rerank.js';
 
 const MODES = ['dense', 'sparse', 'hybrid'] as const;
@@ -76,6 +76,7 @@ export interface RetrieveSettings {
   /** §15.5 bounds on the query and the filter. */
   readonly maxQueryChars: number;
   readonly filterLimits: FilterLimits;
+  readonly content: ContentReader;
 }
 
 interface Scored {
@@ -202,7 +203,7 @@ export function retrieveMethod(
     ) {
       throw RpcError.invalidParams('recency.field', `${params.recency.field} is not a declared date field`);
     }
-    const query = queryText(params.query, settings.maxQueryChars);
+    const query = await settings.content.query(params.query, settings.maxQueryChars, ctx.signal);
     const allow = predicate === undefined ? undefined : corpus.labelsWhere(predicate);
 
     // Recall.
