@@ -54,6 +54,7 @@ export function rerankMethod(
     // §7.6: `method` MUST be in rerank.methods, else -32005.
     options: [{ path: 'method', supported: methods }],
     handler: async (params, ctx) => {
+      const started = performance.now();
       const field = params.passages !== undefined ? 'passages' : 'documents';
       const candidates = params.passages ?? params.documents;
       if (candidates === undefined) throw RpcError.invalidParams('passages', 'required (or its synonym documents)');
@@ -78,6 +79,12 @@ export function rerankMethod(
         scores: Array.from(scores),
         order,
         results: order.map((index) => ({ index, score: scores[index] })),
+        // §17.2: per-request telemetry, as on retrieve.
+        usage: {
+          candidates: passages.length,
+          reranked: passages.length,
+          latencyMs: Math.round(performance.now() - started),
+        },
       };
     },
   };

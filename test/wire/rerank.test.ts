@@ -63,6 +63,14 @@ describe.each(TRANSPORTS)('rerank over %s, with a generated cross-encoder (§7.6
     expect(scores).toHaveLength(PASSAGES.length);
   });
 
+  it('§17.2 carries usage: candidates and reranked counts and the latency', async () => {
+    const answer = (await call({ query: 'cancer risk', passages: PASSAGES, topN: 2 })).result as {
+      usage: { candidates: number; reranked: number; latencyMs: number };
+    };
+    expect(answer.usage).toMatchObject({ candidates: PASSAGES.length, reranked: PASSAGES.length });
+    expect(answer.usage.latencyMs).toBeGreaterThanOrEqual(0);
+  });
+
   it('accepts `documents` as a synonym of `passages`, and a Content block query', async () => {
     const viaPassages = result(await call({ query: 'cancer risk', passages: PASSAGES }));
     const viaDocuments = result(await call({ query: { type: 'text', text: 'cancer risk' }, documents: PASSAGES }));

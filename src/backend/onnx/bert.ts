@@ -119,6 +119,10 @@ export class BertCrossEncoder extends HostedModel<HuggingFaceTokenizer, EncodedT
     return Float32Array.from(await this.queue.submit(items, signal));
   }
 
+  protected warmUp(): Promise<unknown> {
+    return this.score('warm-up', ['warm-up']);
+  }
+
   protected async runBatch(pairs: readonly EncodedText[]): Promise<number[]> {
     const { session } = await this.host.acquire();
     const output = this.manifest.output ?? 'logits';

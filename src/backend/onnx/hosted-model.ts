@@ -3,10 +3,16 @@ import { modelIdentity, type ModelManifest } from '../manifest.js';
 import type { Encoder, EncoderInfo, ModelHealth, TextKind, TokenMatrix } from '../ports.js';
 import { ModelHost, type RuntimeOptions } from './model-host.js';
 
-/** What every ONNX model adapter shares: a host (load, health, faults) and its own batching queue. */
+/**
+ * What every ONNX model adapter shares: a host (load, health, faults) and its own batching queue. Once loaded, a
+ * model runs one small warm-up inference (ONNX Runtime allocates its arenas and picks kernels on the first run)
+ * before it reports ready, so the first client call does not pay for it and `/readyz` means "loaded and warmed".
+ */
 export abstract class HostedModel<Tokenizer, Job, Output> {
   protected readonly host: ModelHost<Tokenizer>;
   protected readonly queue: InferenceQueue<Job, Output>;
+  readonly #warmed: Promise<void>;
+  #warm = false;
 
   constructor(
     name: string,
@@ -18,13 +24,25 @@ export abstract class HostedModel<Tokenizer, Job, Output> {
   ) {
     this.host = new ModelHost(name, dir, manifest, loadTokenizer, runtime);
     this.queue = new InferenceQueue(queue, (jobs) => this.runBatch(jobs));
+    // A failed load is the host's to report; warm-up failures only cost the first call its speed.
+    this.#warmed = this.host.loaded
+      .then(() => (this.host.health().ready ? this.warmUp() : undefined))
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => (this.#warm = true));
   }
 
   /** One model call over one length bucket; outputs in input order. */
   protected abstract runBatch(jobs: readonly Job[]): Promise<Output[]>;
 
+  /** One small real inference after loading. */
+  protected abstract warmUp(): Promise<unknown>;
+
+  /** Settles once the first load attempt has finished and, if it succeeded, the warm-up has run. */
   get loaded(): Promise<void> {
-    return this.host.loaded;
+    return this.#warmed;
   }
 
   /** Observes each model call the queue makes (a metric). */
@@ -42,7 +60,8 @@ export abstract class HostedModel<Tokenizer, Job, Output> {
   }
 
   health(): ModelHealth {
-    return this.host.health();
+    const health = this.host.health();
+    return health.ready && !this.#warm ? { ready: false, reason: `${this.host.name}: warming up` } : health;
   }
 
   close(): Promise<void> {
@@ -80,6 +99,10 @@ export abstract class HostedEncoder<Tokenizer, Job>
 
   /** Tokens the model would see for `text` (before truncation, special tokens included). */
   protected abstract countTokens(tokenizer: Tokenizer, text: string): number;
+
+  protected warmUp(): Promise<unknown> {
+    return this.embed(['warm-up'], undefined);
+  }
 
   async tokenCounter(): Promise<(text: string) => number> {
     const { tokenizer } = await this.host.acquire();

@@ -23,6 +23,17 @@ describe('the default encoder: USE-lite converted from TF.js to ONNX by the buil
   const encoder = new UseLiteEncoder(DIR, manifest, { intraOpThreads: 1, log: silent }, queue);
   afterAll(() => encoder.close());
 
+  it('reports ready only once loaded and warmed: one real inference runs before the first call', async () => {
+    const fresh = new UseLiteEncoder(DIR, manifest, { intraOpThreads: 1, log: silent }, queue);
+    const batches: number[] = [];
+    fresh.onBatch = (items) => batches.push(items);
+    expect(fresh.health()).toMatchObject({ ready: false });
+    await fresh.loaded;
+    expect(batches).toEqual([1]);
+    expect(fresh.health()).toEqual({ ready: true });
+    await fresh.close();
+  });
+
   it('ships a manifest whose sha256 entries match the built files', async () => {
     expect(manifest).toMatchObject({ kind: 'encoder', architecture: 'use-lite', dimension: 512, maxTokens: 128 });
     await expect(verifyFiles(DIR, manifest)).resolves.toBeUndefined();
