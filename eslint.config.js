@@ -54,8 +54,9 @@ export default tseslint.config(
   layer('src/methods/**', ['transport', 'backend/*/'], FRAMEWORKS, NATIVE),
   layer('src/retrieval/**', ['transport', 'methods', 'backend/*/'], FRAMEWORKS, NATIVE),
   layer('src/backend/**', ['transport', 'methods', 'retrieval'], FRAMEWORKS),
-  // The Content uri fetcher is an HTTP *client* that pins the checked address (§15.5): node:http, never Fastify.
-  layer('src/backend/content/**', ['transport', 'methods', 'retrieval'], {
+  // HTTP *clients* may use node:http, never Fastify: the Content uri fetcher (it pins the checked address, §15.5) and
+  // the federation links to other engines (§16).
+  layer('src/backend/{content,federation}/**', ['transport', 'methods', 'retrieval'], {
     ...FRAMEWORKS,
     group: ['fastify', '@fastify/*'],
   }),

@@ -31,6 +31,10 @@ export interface AppOptions {
   register?: (registry: MethodRegistry) => void;
   /** The logger for HTTP request logs (a pino instance); none when absent. */
   logger?: FastifyBaseLogger;
+  /** Readiness of what the registered methods depend on beyond models and corpus (a gateway's engines). */
+  health?: () => { ready: boolean; [detail: string]: unknown };
+  /** Called by close(), after the servers have drained. */
+  onClose?: () => Promise<void>;
 }
 
 export interface App {
@@ -40,7 +44,7 @@ export interface App {
   /** The corpus (store + dense + lexical indexes); present when an encoder is configured. */
   readonly corpus: Corpus | undefined;
   /** Readiness: every configured model loaded and the corpus open (the HTTP transport serves it at GET /readyz). */
-  health(): ReturnType<Models['health']>;
+  health(): { ready: boolean; [detail: string]: unknown };
   /** A new RCP session over this app's methods (one per stdio connection or HTTP session). */
   readonly createSession: (options?: SessionOptions) => Session;
   /** Serves one stdio connection (§5.1) over the given streams, with this app's limits. */
@@ -67,11 +71,16 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     registry.register(...add).register(...remove);
     registerRetrieve(registry, config, models, corpus, rerankers, content);
   }
-  const health = () => {
+  const ownHealth = () => {
     const state = models.health();
     if (corpus === undefined) return state;
     const corpusHealth = corpus.health();
     return { ready: state.ready && corpusHealth.ready, models: { ...state.models, corpus: corpusHealth } };
+  };
+  const health = () => {
+    const own = ownHealth();
+    const extra = options.health?.();
+    return extra === undefined ? own : { ...own, ...extra, ready: own.ready && extra.ready };
   };
   // §17.1: notifications/log to clients that advertise `log` (stdio, and SSE answers over HTTP).
   registry.advertise('log', { levels: ['debug', 'info', 'notice', 'warning', 'error'] });
@@ -153,6 +162,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       await corpus?.close();
       await models.close();
       await admission.close();
+      await options.onClose?.();
     },
   };
 }

@@ -34,6 +34,14 @@ export interface EvalCommand {
   params: Record<string, unknown>;
 }
 
+export interface GatewayCommand {
+  command: 'gateway';
+  registry: string;
+  transport: Transport;
+  configFile: string | undefined;
+  overrides: ConfigOverrides;
+}
+
 export interface ConfigCommand {
   command: 'config';
   configFile: string | undefined;
@@ -50,6 +58,7 @@ export class UsageError extends Error {
 
 export const USAGE = `usage:
   rcp-server serve [--stdio | --http [HOST:]PORT] [--data DIR] [--config FILE]
+  rcp-server gateway --registry FILE [--stdio | --http [HOST:]PORT] [--id NAME] [--config FILE]
   rcp-server ingest [--data DIR] [--config FILE] [--chunk] [--contextual] PATH...
   rcp-server eval --queries FILE --qrels FILE [--data DIR] [--config FILE] [--report FILE]
                   [--mode M] [--fusion F] [--alpha A] [--rrf-k N] [--candidate-k N] [--rerank METHOD]
@@ -59,6 +68,8 @@ export const USAGE = `usage:
   rcp-server models fetch NAME... [--dir DIR] [--hub URL] [--unpinned]
 
   serve              run the server
+  gateway            federate the engines of a registry (rcp.json, spec §16.1) behind one RCP server:
+                     fan-out retrieve with fusion, catalog/list, routed embed/rerank, sharded writes
   ingest             add documents to the corpus in DIR: BEIR-style JSON Lines ({"_id", "title", "text",
                      "metadata"}) and folders of .txt/.md files; resumable (unchanged documents are
                      skipped); --chunk splits long documents, --contextual adds title/heading context
@@ -73,13 +84,15 @@ export const USAGE = `usage:
   --stdio            speak RCP over stdin/stdout (NDJSON, spec §5.1)
   --http [HOST:]PORT speak RCP over HTTP (spec §5.2); the default, on 127.0.0.1:8080
   --data DIR         data directory (default ./indexes/default)
-  --config FILE      JSON configuration file; RCP_* environment variables override it
+  --config FILE      JSON or YAML configuration file; RCP_* environment variables override it
+  --registry FILE    the gateway's engines: {"engines": [{"id", "transport", "command" | "url", ...}]}
+  --id NAME          the gateway's identity on federation paths (default rcp-gateway)
 `;
 
 /** Parses the command line. The `serve` contract is stable: other tools call it. */
 export function parseCommandLine(
   argv: readonly string[],
-): ServeCommand | IngestCommand | EvalCommand | ConfigCommand | ModelsCommand | HelpCommand {
+): ServeCommand | GatewayCommand | IngestCommand | EvalCommand | ConfigCommand | ModelsCommand | HelpCommand {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     return { command: 'help', text: USAGE };
@@ -88,32 +101,52 @@ export function parseCommandLine(
   if (command === 'ingest') return parseIngest(rest);
   if (command === 'eval') return parseEval(rest);
   if (command === 'config') return parseConfigCommand(rest);
+  if (command === 'gateway') return parseGateway(rest);
   if (command !== 'serve') throw new UsageError(`unknown command '${command}'\n\n${USAGE}`);
+  const { values, help, transport, overrides } = parseListening(rest, { data: { type: 'string' } });
+  if (help) return { command: 'help', text: USAGE };
+  if (typeof values.data === 'string') overrides.dataDir = values.data;
+  return { command: 'serve', transport, configFile: values.config as string | undefined, overrides };
+}
+
+function parseGateway(args: readonly string[]): GatewayCommand | HelpCommand {
+  const { values, help, transport, overrides } = parseListening(args, {
+    registry: { type: 'string' },
+    id: { type: 'string' },
+  });
+  if (help) return { command: 'help', text: USAGE };
+  if (typeof values.registry !== 'string') throw new UsageError(`gateway needs --registry FILE\n\n${USAGE}`);
+  if (typeof values.id === 'string') overrides['federation.id'] = values.id;
+  return {
+    command: 'gateway',
+    registry: values.registry,
+    transport,
+    configFile: values.config as string | undefined,
+    overrides,
+  };
+}
+
+/** What `serve` and `gateway` share: --stdio | --http [HOST:]PORT, --config, --help. */
+function parseListening(args: readonly string[], extra: NonNullable<ParseArgsConfig['options']>) {
   const parsed = parseOrUsage({
-    args: rest,
+    args: [...args],
     options: {
       stdio: { type: 'boolean' },
       http: { type: 'string' },
-      data: { type: 'string' },
       config: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
+      ...extra,
     },
     strict: true,
     allowPositionals: false,
   });
-  const { values } = parsed;
-  if (values.help === true) return { command: 'help', text: USAGE };
+  const values = parsed.values as Record<string, string | boolean | undefined>;
   if (values.stdio === true && values.http !== undefined)
     throw new UsageError(`--stdio and --http exclude each other\n\n${USAGE}`);
   const overrides: ConfigOverrides = {};
-  if (values.data !== undefined) overrides.dataDir = values.data;
-  if (values.http !== undefined) Object.assign(overrides, parseListen(values.http));
-  return {
-    command: 'serve',
-    transport: values.stdio === true ? { kind: 'stdio' } : { kind: 'http' },
-    configFile: values.config,
-    overrides,
-  };
+  if (typeof values.http === 'string') Object.assign(overrides, parseListen(values.http));
+  const transport: Transport = values.stdio === true ? { kind: 'stdio' } : { kind: 'http' };
+  return { values, help: values.help === true, transport, overrides };
 }
 
 /** `[HOST:]PORT`, with `[::1]:PORT` for IPv6. */

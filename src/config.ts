@@ -64,6 +64,19 @@ export const ConfigSchema = Section({
       timeoutMs: Type.Integer({ minimum: 1 }),
     }),
   }),
+  /** `rcp-server gateway` (§16): this gateway's identity on federation paths, hop budget, fusion and deadlines. */
+  federation: Section({
+    id: Type.String({ minLength: 1 }),
+    depth: Type.Integer({ minimum: 0, maximum: 16 }),
+    fusion: Section({
+      method: Type.Union([Type.Literal('rrf'), Type.Literal('weighted'), Type.Literal('convex')]),
+      rrfK: Type.Integer({ minimum: 1 }),
+    }),
+    fusionReserveMs: Type.Integer({ minimum: 0 }),
+    attempts: Type.Integer({ minimum: 1, maximum: 10 }),
+    /** How long start-up waits for each engine's initialize before serving without it. */
+    connectTimeoutMs: Type.Integer({ minimum: 1 }),
+  }),
   /** Shared rate-limit buckets for replicas behind one load balancer; an empty url keeps them in memory. */
   redis: Section({
     url: Type.String({ pattern: '^(rediss?://.*)?$' }),
@@ -192,6 +205,14 @@ export function defaultConfig(): Config {
       shedding: { maxEventLoopDelayMs: 1000, maxHeapUsedRatio: 0.9, maxRssBytes: 0, sampleIntervalMs: 500 },
     },
     content: { fetch: { schemes: [], hosts: [], allowPrivate: false, maxBytes: 1024 * 1024, timeoutMs: 5000 } },
+    federation: {
+      id: 'rcp-gateway',
+      depth: 3,
+      fusion: { method: 'rrf', rrfK: 60 },
+      fusionReserveMs: 50,
+      attempts: 2,
+      connectTimeoutMs: 30_000,
+    },
     redis: { url: '', prefix: 'rcp:rate:', timeoutMs: 250 },
     models: {
       dir: fileURLToPath(new URL('../models', import.meta.url)),

@@ -2,6 +2,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { createApp, type App } from './app.js';
+import { readRegistry, RegistryError } from './backend/federation/registry.js';
+import { createGateway } from './gateway.js';
 import { CorpusError } from './backend/corpus/corpus.js';
 import { ManifestError } from './backend/manifest.js';
 import { FetchError, fetchModel, readCatalog } from './backend/model-fetch.js';
@@ -11,6 +13,7 @@ import {
   parseCommandLine,
   UsageError,
   type EvalCommand,
+  type GatewayCommand,
   type IngestCommand,
   type ModelsCommand,
   type ServeCommand,
@@ -48,6 +51,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(redact(config), null, 2)}\n`);
     return 0;
   }
+  if (command.command === 'gateway') return gatewayCommand(command);
   return serve(command);
 }
 
@@ -184,8 +188,36 @@ function createOrReport(config: Config, log: Logger): App | undefined {
 }
 
 async function serve(command: ServeCommand): Promise<number> {
+  const started = startLogged(command);
+  if (started === undefined) return 2;
+  const { config, log } = started;
+  await prepareDefaultModel(config.models, log);
+  const app = createOrReport(config, log);
+  if (app === undefined) return 2;
+  return run(app, command.transport, log);
+}
+
+/** `rcp-server gateway`: the registry's engines federated behind one server (§16). */
+async function gatewayCommand(command: GatewayCommand): Promise<number> {
+  const started = startLogged(command);
+  if (started === undefined) return 2;
+  const { config, log } = started;
+  let specs;
+  try {
+    specs = readRegistry(command.registry);
+  } catch (error) {
+    if (!(error instanceof RegistryError)) throw error;
+    process.stderr.write(`rcp-server: ${error.message}\n`);
+    return 2;
+  }
+  const app = await createGateway(config, specs, log);
+  return run(app, command.transport, log);
+}
+
+/** Configuration, the bind policy and the logger, shared by every long-running command; undefined after saying why not. */
+function startLogged(command: ServeCommand | GatewayCommand): { config: Config; log: Logger } | undefined {
   const config = loadOrReport(command.configFile, command.overrides);
-  if (config === undefined) return 2;
+  if (config === undefined) return undefined;
   if (command.transport.kind === 'http') {
     // §15.6: loopback by default; a public address needs API keys unless the operator says otherwise.
     const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.http.host);
@@ -194,25 +226,26 @@ async function serve(command: ServeCommand): Promise<number> {
         `rcp-server: refusing to serve ${config.http.host} without authentication: set RCP_API_KEYS ` +
           '(or RCP_ALLOW_UNAUTHENTICATED=true to accept anyone)\n',
       );
-      return 2;
+      return undefined;
     }
   }
-  let log: Logger;
   try {
-    log = pino(
+    const log = pino(
       { level: config.log.level, base: { service: config.server.name }, redact: config.log.redact },
       pino.destination(2),
     );
+    return { config, log };
   } catch (error) {
     // pino refuses a malformed redact path at construction: a configuration error, reported as one.
     process.stderr.write(`rcp-server: invalid configuration:\n  log.redact: ${(error as Error).message}\n`);
-    return 2;
+    return undefined;
   }
-  await prepareDefaultModel(config.models, log);
-  const app = createOrReport(config, log);
-  if (app === undefined) return 2;
+}
 
-  if (command.transport.kind === 'stdio') {
+/** Serves the app on the chosen transport until EOF/shutdown (stdio) or a signal (HTTP), then closes it: exit 0. */
+async function run(app: App, transport: ServeCommand['transport'], log: Logger): Promise<number> {
+  const { config } = app;
+  if (transport.kind === 'stdio') {
     const connection = app.serveStdio({
       input: process.stdin,
       output: process.stdout,

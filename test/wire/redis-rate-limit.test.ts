@@ -1,8 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { registerTestMethods } from '../fixtures/test-methods.js';
+import { freePort } from '../helpers/processes.js';
 import { connect, INITIALIZE, request, testConfig, type Connection, type Frame } from '../helpers/wire.js';
 
 /**
@@ -17,14 +17,6 @@ const RATES = { reads: 0.5, writes: 0, models: 0 };
 
 let redis: ChildProcess | undefined;
 let url = '';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 async function startRedis(): Promise<void> {
   const port = await freePort();

@@ -1,0 +1,65 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { createApp, type App } from './app.js';
+import { Engine, type EngineSpec } from './backend/federation/engine.js';
+import type { Config } from './config.js';
+import { registerFederation } from './methods/federation.js';
+
+/**
+ * The gateway's composition root (§16): engines from the registry, initialized once at start (each waited for up to
+ * `federation.connectTimeoutMs`; one that does not answer is served without, named in readiness, and tried again
+ * every 2 s), and an app whose methods are the federated ones. The capability set is fixed at start from the engines
+ * reached then (§13.2). Everything else — transports, auth, limits, metrics, logs — is the app's.
+ */
+export async function createGateway(
+  config: Config,
+  specs: readonly EngineSpec[],
+  logger: FastifyBaseLogger,
+): Promise<App> {
+  const { federation } = config;
+  const client = { name: federation.id, version: config.server.version };
+  const engines = specs.map((spec) => new Engine(spec, client, logger));
+  await Promise.all(
+    engines.map((engine) =>
+      engine.connect(federation.connectTimeoutMs).catch((error: unknown) => {
+        logger.warn(
+          { engine: engine.id, reason: (error as Error).message },
+          'engine did not initialize; serving without it',
+        );
+      }),
+    ),
+  );
+  // An engine that was down at start is tried again in the background; once it answers it takes part in queries.
+  const reconnect = setInterval(() => {
+    for (const engine of engines) if (engine.info === undefined) engine.connect(2000).catch(() => undefined);
+  }, 2000);
+  reconnect.unref();
+  const settings = {
+    id: federation.id,
+    depth: federation.depth,
+    fusion: federation.fusion,
+    fusionReserveMs: federation.fusionReserveMs,
+    requestTimeoutMs: config.limits.requestTimeoutMs,
+    attempts: federation.attempts,
+  };
+  const gatewayConfig: Config = {
+    ...config,
+    // The gateway has no models and no corpus of its own; its name is its identity on federation paths.
+    server: { ...config.server, name: federation.id },
+    models: { ...config.models, encoder: 'none', reranker: 'none', colbert: false },
+  };
+  return createApp(gatewayConfig, {
+    logger,
+    register: (registry) => registerFederation(registry, engines, settings),
+    health: () => {
+      const reached = engines.filter((engine) => engine.info !== undefined).map((engine) => engine.id);
+      return {
+        ready: reached.length > 0,
+        engines: { reached, missing: engines.filter((e) => e.info === undefined).map((e) => e.id) },
+      };
+    },
+    onClose: async () => {
+      clearInterval(reconnect);
+      await Promise.all(engines.map((engine) => engine.close()));
+    },
+  });
+}

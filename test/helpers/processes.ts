@@ -1,0 +1,49 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createServer } from 'node:net';
+import { ROOT } from './wire.js';
+
+/** A port nobody listens on right now (for servers that must know each other's address before they start). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export interface ServerProcess {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** `http://127.0.0.1:PORT` once listening. */
+  readonly origin: string;
+  stderr(): string;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Runs `node bin/rcp-server.js ARGS...` with `env` over HTTP and waits until it logs that it listens. */
+export async function startHttpProcess(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['bin/rcp-server.js', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, RCP_LOG_LEVEL: 'info', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  let origin: string | undefined;
+  for (let i = 0; i < 1200 && origin === undefined; i++) {
+    origin = /"address":"(http:\/\/[^"]+)"/.exec(stderr)?.[1];
+    if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited ${child.exitCode}: ${stderr}`);
+    if (origin === undefined) await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  if (origin === undefined) throw new Error(`${args.join(' ')} never listened: ${stderr}`);
+  return {
+    child,
+    origin,
+    stderr: () => stderr,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,279 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { shardOf } from '../../src/methods/federation.js';
+import { assertValidFrame } from '../helpers/schema.js';
+import { freePort, startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js';
+
+/**
+ * `rcp-server gateway` (§16) over real engine processes — this project's own server over stdio and HTTP — behind real
+ * gateway processes: fan-out and fusion, catalog/list, sharded writes, a gateway federating a gateway, a cycle, a slow
+ * engine, a dead engine and a required dead engine. Every frame is checked against the normative schema.
+ */
+const ENGINE = ['node', 'bin/rcp-server.js', 'serve', '--stdio'];
+const DOCUMENTS = [
+  { id: 'owl', text: 'Owls hunt small animals at night with silent wings.' },
+  { id: 'heart', text: 'The heart pumps blood through arteries and veins.' },
+  { id: 'lung', text: 'The lungs move oxygen into the blood.' },
+  { id: 'star', text: 'Stars form in clouds of gas and dust.' },
+  { id: 'plant', text: 'Plants turn sunlight and water into sugar.' },
+  { id: 'brain', text: 'The brain sends signals through the nerves.' },
+];
+type Hit = { id: string; score: number; meta: { engine: string; engineRank: number; engineScore: number } };
+type Usage = { candidates: number; latencyMs: number; notes?: string[] };
+type RetrieveResult = { hits: Hit[]; usage: Usage; _meta?: { degraded?: { engine: string; code: number }[] } };
+
+const dataDir = () => mkdtempSync(join(tmpdir(), 'rcp-engine-'));
+const registryFile = (engines: object[]): string => {
+  const file = join(mkdtempSync(join(tmpdir(), 'rcp-registry-')), 'rcp.json');
+  writeFileSync(file, JSON.stringify({ engines }));
+  return file;
+};
+const stdioEngine = (id: string, dir: string, extra: object = {}) => ({
+  id,
+  transport: 'stdio',
+  command: [...ENGINE, '--data', dir],
+  ...extra,
+});
+
+let nextId = 1;
+async function call(origin: string, method: string, params: object = {}): Promise<Frame> {
+  const id = nextId++;
+  const response = await fetch(`${origin}/rcp/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(request(id, method, params)),
+  });
+  const frame = (await response.json()) as Frame;
+  assertValidFrame(frame, method);
+  return frame;
+}
+const result = <T>(frame: Frame): T => {
+  if (frame.error !== undefined) throw new Error(JSON.stringify(frame.error));
+  return frame.result as T;
+};
+
+const running: ServerProcess[] = [];
+async function start(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  const server = await startHttpProcess(args, { RCP_HTTP_SESSIONS: 'stateless', ...env });
+  running.push(server);
+  return server;
+}
+const gateway = (id: string, registry: string, port = 0) =>
+  start(['gateway', '--registry', registry, '--id', id, '--http', `127.0.0.1:${port}`]);
+afterAll(async () => {
+  await Promise.all(running.map((server) => server.stop()));
+});
+
+describe('a gateway over a stdio engine and an HTTP engine', () => {
+  let httpEngine: ServerProcess;
+  let gw: ServerProcess;
+  beforeAll(async () => {
+    httpEngine = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]);
+    gw = await gateway(
+      'gw',
+      registryFile([stdioEngine('e1', dataDir()), { id: 'e2', transport: 'http', url: `${httpEngine.origin}/rcp` }]),
+    );
+  });
+
+  it('advertises the union of its engines with retrieve fused and catalog, and lists the engines (§7.13, §16.4)', async () => {
+    const info = result<{ server: { name: string }; capabilities: Record<string, unknown> }>(
+      await call(gw.origin, 'info'),
+    );
+    expect(info.server.name).toBe('gw');
+    expect(Object.keys(info.capabilities)).toEqual(
+      expect.arrayContaining(['retrieve', 'catalog', 'embed', 'rerank', 'index', 'filter', 'citations']),
+    );
+    expect(info.capabilities.catalog).toEqual({ engines: 2 });
+    const { engines } = result<{ engines: { id: string; server: { name: string }; endpoint?: object }[] }>(
+      await call(gw.origin, 'catalog/list'),
+    );
+    expect(engines.map((engine) => [engine.id, engine.server.name, engine.endpoint])).toEqual([
+      ['e1', 'rcp-server', undefined],
+      ['e2', 'rcp-server', { transport: 'http', url: `${httpEngine.origin}/rcp` }],
+    ]);
+  });
+
+  it('writes each document to the shard that owns its id, and deletes it there', async () => {
+    const added = result<{ ids: string[]; chunks: number }>(
+      await call(gw.origin, 'index/add', { documents: DOCUMENTS }),
+    );
+    expect(added).toEqual({ ids: DOCUMENTS.map((doc) => doc.id), chunks: DOCUMENTS.length });
+    // The HTTP engine (e2, second by id) holds exactly the documents the hash gives it.
+    const direct = result<{ hits: { id: string }[] }>(
+      await call(httpEngine.origin, 'retrieve', { query: 'anything', k: 20, mode: 'dense' }),
+    );
+    const onE2 = DOCUMENTS.filter((doc) => shardOf(doc.id, 2) === 1).map((doc) => `${doc.id}#0`);
+    expect(direct.hits.map((hit) => hit.id).sort()).toEqual(onE2.sort());
+    expect(onE2.length).toBeGreaterThan(0);
+    expect(onE2.length).toBeLessThan(DOCUMENTS.length);
+  });
+
+  it('fans retrieve out to both engines and fuses with RRF: hits from each, meta.engine, a deterministic order', async () => {
+    const answer = result<RetrieveResult>(await call(gw.origin, 'retrieve', { query: 'blood and the heart', k: 6 }));
+    expect(answer.hits).toHaveLength(6);
+    expect(new Set(answer.hits.map((hit) => hit.meta.engine))).toEqual(new Set(['e1', 'e2']));
+    // RRF over disjoint shards: each engine's first hit scores 1/61; the tie breaks on the smaller id (§16.3).
+    const firsts = answer.hits.filter((hit) => hit.meta.engineRank === 1);
+    expect(answer.hits.slice(0, 2)).toEqual(firsts);
+    expect(firsts.map((hit) => hit.id)).toEqual([...firsts.map((hit) => hit.id)].sort());
+    for (const hit of firsts) expect(hit.score).toBeCloseTo(1 / 61, 10);
+    expect(answer.hits.map((hit) => hit.id)).toContain('heart#0');
+    expect(answer.usage.candidates).toBe(6);
+    const again = result<RetrieveResult>(await call(gw.origin, 'retrieve', { query: 'blood and the heart', k: 6 }));
+    expect(again.hits.map((hit) => hit.id)).toEqual(answer.hits.map((hit) => hit.id));
+    const deleted = result<{ deleted: number }>(
+      await call(gw.origin, 'index/delete', { ids: ['owl', 'star', 'none'] }),
+    );
+    expect(deleted.deleted).toBe(2);
+  });
+
+  it('routes embed to an engine that has it', async () => {
+    const { vectors } = result<{ vectors: number[][] }>(await call(gw.origin, 'embed', { inputs: ['routed'] }));
+    expect(vectors[0]).toHaveLength(512);
+  });
+});
+
+describe('a gateway over stdio, federating another gateway', () => {
+  it('answers over its own stdio with hits from its engine and, through the inner gateway, from the other', async () => {
+    const e2 = dataDir();
+    const e1 = dataDir();
+    const inner = await gateway('inner', registryFile([stdioEngine('deep', e2)]));
+    expect(result(await call(inner.origin, 'index/add', { documents: [DOCUMENTS[2]!] }))).toBeDefined();
+    const registry = registryFile([
+      stdioEngine('near', e1),
+      { id: 'inner', transport: 'http', url: `${inner.origin}/rcp` },
+    ]);
+    const outer = spawnStdio({}, ['bin/rcp-server.js', 'gateway', '--registry', registry, '--id', 'outer', '--stdio']);
+    const frames: Frame[] = [];
+    readFrames(outer.child, (frame) => frames.push(frame as Frame));
+    const ask = async (id: number, method: string, params: object) => {
+      outer.child.stdin.write(`${JSON.stringify(request(id, method, params))}\n`);
+      for (let i = 0; i < 1200 && !frames.some((f) => f.id === id); i++) await new Promise((r) => setTimeout(r, 25));
+      const frame = frames.find((f) => f.id === id)!;
+      assertValidFrame(frame, method);
+      return frame;
+    };
+    expect(await ask(1, 'initialize', { protocolVersion: 1, capabilities: {} })).toHaveProperty('result');
+    // Written through the outer gateway: both shards are its own (near) and the inner gateway's (deep).
+    expect(result(await ask(2, 'index/add', { documents: [DOCUMENTS[1]!] }))).toBeDefined();
+    const answer = result<RetrieveResult>(await ask(3, 'retrieve', { query: 'blood', k: 5 }));
+    expect(answer.hits.map((hit) => hit.id).sort()).toEqual(['heart#0', 'lung#0']);
+    expect(new Set(answer.hits.map((hit) => hit.meta.engine))).toEqual(new Set(['near', 'inner']));
+    outer.child.stdin.end();
+    expect(await outer.exited).toBe(0);
+  });
+});
+
+describe('loops, budgets and failures (§16.2)', () => {
+  it('a cycle terminates: each gateway skips the one already on the path and says so', async () => {
+    const [portA, portB] = [await freePort(), await freePort()];
+    const eb = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]);
+    await call(eb.origin, 'index/add', { documents: DOCUMENTS.slice(3) });
+    const a = await gateway(
+      'A',
+      registryFile([
+        stdioEngine('ea', dataDir()),
+        { id: 'B', transport: 'http', url: `http://127.0.0.1:${portB}/rcp` },
+      ]),
+      portA,
+    );
+    await gateway(
+      'B',
+      registryFile([
+        { id: 'eb', transport: 'http', url: `${eb.origin}/rcp` },
+        { id: 'A', transport: 'http', url: `http://127.0.0.1:${portA}/rcp` },
+      ]),
+      portB,
+    );
+    // A's shard is ea alone (B is a gateway): these land there.
+    await call(a.origin, 'index/add', { documents: DOCUMENTS.slice(0, 3) });
+    const answer = result<RetrieveResult>(await call(a.origin, 'retrieve', { query: 'blood', k: 10 }));
+    expect(new Set(answer.hits.map((hit) => hit.meta.engine))).toEqual(new Set(['ea', 'B']));
+    expect(answer.hits).toHaveLength(DOCUMENTS.length);
+    expect(answer.usage.notes).toContain('B: cycle: engine A is already on the path; skipped');
+  });
+
+  it('depth 0 is answered without forwarding', async () => {
+    const gw = await gateway('flat', registryFile([stdioEngine('one', dataDir())]));
+    const answer = result<RetrieveResult>(
+      await call(gw.origin, 'retrieve', { query: 'x', k: 3, _meta: { federation: { depth: 0, path: [] } } }),
+    );
+    expect(answer.hits).toEqual([]);
+    expect(answer.usage.notes?.[0]).toMatch(/hop budget exhausted/);
+  });
+
+  it('a slow engine is dropped at the deadline, a dead one skipped, both named; a required dead engine fails the query', async () => {
+    const slowEngine = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]);
+    const proxy = await delayingProxy(slowEngine.origin, 3000);
+    const deadPort = await freePort();
+    const engines = [
+      stdioEngine('fast', dataDir()),
+      { id: 'slow', transport: 'http', url: `${proxy.origin}/rcp` },
+      { id: 'dead', transport: 'http', url: `http://127.0.0.1:${deadPort}/rcp` },
+    ];
+    const gw = await gateway('mixed', registryFile(engines));
+    await call(gw.origin, 'index/add', { documents: DOCUMENTS });
+    const started = Date.now();
+    const answer = result<RetrieveResult>(
+      await call(gw.origin, 'retrieve', { query: 'blood', k: 5, _meta: { deadlineMs: 1500 } }),
+    );
+    expect(Date.now() - started).toBeLessThan(2500);
+    expect(answer.hits.length).toBeGreaterThan(0);
+    expect(new Set(answer.hits.map((hit) => hit.meta.engine))).toEqual(new Set(['fast']));
+    expect(answer._meta?.degraded?.map((d) => [d.engine, d.code]).sort()).toEqual([
+      ['dead', -32010],
+      ['slow', -32014],
+    ]);
+    expect(answer.usage.notes?.some((note) => note.startsWith('engine slow skipped: -32014'))).toBe(true);
+    expect(answer.usage.notes?.some((note) => note.startsWith('engine dead skipped: -32010'))).toBe(true);
+    proxy.server.close();
+
+    const strict = await gateway(
+      'strict',
+      registryFile([
+        stdioEngine('fine', dataDir()),
+        { id: 'vital', transport: 'http', url: `http://127.0.0.1:${deadPort}/rcp`, required: true },
+      ]),
+    );
+    const failed = await call(strict.origin, 'retrieve', { query: 'blood', k: 5 });
+    expect((failed.error as { code: number }).code).toBe(-32010);
+  });
+
+  it('every engine failing is -32010, never an empty success', async () => {
+    const [p1, p2] = [await freePort(), await freePort()];
+    const gw = await gateway(
+      'empty',
+      registryFile([
+        { id: 'x', transport: 'http', url: `http://127.0.0.1:${p1}/rcp` },
+        { id: 'y', transport: 'http', url: `http://127.0.0.1:${p2}/rcp` },
+      ]),
+    );
+    const answer = await call(gw.origin, 'retrieve', { query: 'blood', k: 5 });
+    expect((answer.error as { code: number }).code).toBe(-32010);
+  });
+});
+
+/** An HTTP proxy that holds every answer for `delayMs`: a slow engine over a real socket. */
+async function delayingProxy(target: string, delayMs: number): Promise<{ server: Server; origin: string }> {
+  const server = createServer((req, res) => {
+    const upstream = httpRequest(
+      `${target}${req.url ?? ''}`,
+      { method: req.method, headers: req.headers },
+      (answer) => {
+        const chunks: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+        answer.on('end', () =>
+          setTimeout(() => res.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(chunks)), delayMs),
+        );
+      },
+    );
+    upstream.on('error', () => res.writeHead(502).end());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, origin: `http://127.0.0.1:${(server.address() as { port: number }).port}` };
+}
