@@ -37,6 +37,8 @@ export interface EvalCommand {
 export interface GatewayCommand {
   command: 'gateway';
   registry: string;
+  /** `primary`: the Selector — every call to the highest-priority live engine, with failover. */
+  select: 'primary' | undefined;
   transport: Transport;
   configFile: string | undefined;
   overrides: ConfigOverrides;
@@ -58,7 +60,8 @@ export class UsageError extends Error {
 
 export const USAGE = `usage:
   rcp-server serve [--stdio | --http [HOST:]PORT] [--data DIR] [--config FILE]
-  rcp-server gateway --registry FILE [--stdio | --http [HOST:]PORT] [--id NAME] [--config FILE]
+  rcp-server gateway --registry FILE [--stdio | --http [HOST:]PORT] [--id NAME] [--select primary]
+                     [--config FILE]
   rcp-server ingest [--data DIR] [--config FILE] [--chunk] [--contextual] PATH...
   rcp-server eval --queries FILE --qrels FILE [--data DIR] [--config FILE] [--report FILE]
                   [--mode M] [--fusion F] [--alpha A] [--rrf-k N] [--candidate-k N] [--rerank METHOD]
@@ -69,7 +72,9 @@ export const USAGE = `usage:
 
   serve              run the server
   gateway            federate the engines of a registry (rcp.json, spec §16.1) behind one RCP server:
-                     fan-out retrieve with fusion, catalog/list, routed embed/rerank, sharded writes
+                     fan-out retrieve with fusion, catalog/list, routed embed/rerank, sharded writes;
+                     --select primary instead sends every call to the highest-priority live engine,
+                     failing over on -32010 or a dead engine (ping probes liveness)
   ingest             add documents to the corpus in DIR: BEIR-style JSON Lines ({"_id", "title", "text",
                      "metadata"}) and folders of .txt/.md files; resumable (unchanged documents are
                      skipped); --chunk splits long documents, --contextual adds title/heading context
@@ -113,13 +118,18 @@ function parseGateway(args: readonly string[]): GatewayCommand | HelpCommand {
   const { values, help, transport, overrides } = parseListening(args, {
     registry: { type: 'string' },
     id: { type: 'string' },
+    select: { type: 'string' },
   });
   if (help) return { command: 'help', text: USAGE };
   if (typeof values.registry !== 'string') throw new UsageError(`gateway needs --registry FILE\n\n${USAGE}`);
   if (typeof values.id === 'string') overrides['federation.id'] = values.id;
+  if (values.select !== undefined && values.select !== 'primary') {
+    throw new UsageError(`--select expects 'primary'\n\n${USAGE}`);
+  }
   return {
     command: 'gateway',
     registry: values.registry,
+    select: values.select === 'primary' ? 'primary' : undefined,
     transport,
     configFile: values.config as string | undefined,
     overrides,

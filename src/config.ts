@@ -76,6 +76,8 @@ export const ConfigSchema = Section({
     attempts: Type.Integer({ minimum: 1, maximum: 10 }),
     /** How long start-up waits for each engine's initialize before serving without it. */
     connectTimeoutMs: Type.Integer({ minimum: 1 }),
+    /** Selector mode: how often each engine's liveness is probed with ping (§7.15). */
+    probeIntervalMs: Type.Integer({ minimum: 50 }),
   }),
   /** Shared rate-limit buckets for replicas behind one load balancer; an empty url keeps them in memory. */
   redis: Section({
@@ -212,6 +214,7 @@ export function defaultConfig(): Config {
       fusionReserveMs: 50,
       attempts: 2,
       connectTimeoutMs: 30_000,
+      probeIntervalMs: 2000,
     },
     redis: { url: '', prefix: 'rcp:rate:', timeoutMs: 250 },
     models: {

@@ -3,6 +3,7 @@ import { createApp, type App } from './app.js';
 import { Engine, type EngineSpec } from './backend/federation/engine.js';
 import type { Config } from './config.js';
 import { registerFederation } from './methods/federation.js';
+import { Selector } from './methods/selector.js';
 
 /**
  * The gateway's composition root (§16): engines from the registry, initialized once at start (each waited for up to
@@ -14,6 +15,7 @@ export async function createGateway(
   config: Config,
   specs: readonly EngineSpec[],
   logger: FastifyBaseLogger,
+  mode: 'federate' | 'select' = 'federate',
 ): Promise<App> {
   const { federation } = config;
   const client = { name: federation.id, version: config.server.version };
@@ -41,6 +43,13 @@ export async function createGateway(
     requestTimeoutMs: config.limits.requestTimeoutMs,
     attempts: federation.attempts,
   };
+  const selector =
+    mode === 'select'
+      ? new Selector(engines, {
+          requestTimeoutMs: config.limits.requestTimeoutMs,
+          probeIntervalMs: federation.probeIntervalMs,
+        })
+      : undefined;
   const gatewayConfig: Config = {
     ...config,
     // The gateway has no models and no corpus of its own; its name is its identity on federation paths.
@@ -49,7 +58,8 @@ export async function createGateway(
   };
   return createApp(gatewayConfig, {
     logger,
-    register: (registry) => registerFederation(registry, engines, settings),
+    register: (registry) =>
+      selector === undefined ? registerFederation(registry, engines, settings) : selector.register(registry),
     health: () => {
       const reached = engines.filter((engine) => engine.info !== undefined).map((engine) => engine.id);
       return {
@@ -59,6 +69,7 @@ export async function createGateway(
     },
     onClose: async () => {
       clearInterval(reconnect);
+      selector?.close();
       await Promise.all(engines.map((engine) => engine.close()));
     },
   });

@@ -210,7 +210,7 @@ async function gatewayCommand(command: GatewayCommand): Promise<number> {
     process.stderr.write(`rcp-server: ${error.message}\n`);
     return 2;
   }
-  const app = await createGateway(config, specs, log);
+  const app = await createGateway(config, specs, log, command.select === 'primary' ? 'select' : 'federate');
   return run(app, command.transport, log);
 }
 

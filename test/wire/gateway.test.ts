@@ -257,6 +257,52 @@ describe('loops, budgets and failures (§16.2)', () => {
   });
 });
 
+describe('the Selector (gateway --select primary)', () => {
+  it('sends every call to the highest-priority live engine and fails over when it dies', async () => {
+    const primary = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]);
+    const standby = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]);
+    await call(primary.origin, 'index/add', { documents: [{ id: 'on-primary', text: 'the heart pumps blood' }] });
+    await call(standby.origin, 'index/add', { documents: [{ id: 'on-standby', text: 'the heart pumps blood' }] });
+    const registry = registryFile([
+      { id: 'standby', transport: 'http', url: `${standby.origin}/rcp`, priority: 1 },
+      { id: 'primary', transport: 'http', url: `${primary.origin}/rcp`, priority: 2 },
+    ]);
+    const selector = await start(['gateway', '--registry', registry, '--select', 'primary', '--http', '127.0.0.1:0']);
+    const info = result<{ capabilities: Record<string, unknown> }>(await call(selector.origin, 'info'));
+    expect(Object.keys(info.capabilities)).toEqual(expect.arrayContaining(['retrieve', 'embed', 'index', 'filter']));
+    expect(info.capabilities).not.toHaveProperty('catalog');
+    const first = result<RetrieveResult>(await call(selector.origin, 'retrieve', { query: 'heart', k: 3 }));
+    expect(first.hits.map((hit) => hit.id)).toEqual(['on-primary#0']);
+    // Writes follow the primary too.
+    await call(selector.origin, 'index/add', { documents: [{ id: 'written', text: 'blood vessels' }] });
+    expect(
+      result<RetrieveResult>(await call(primary.origin, 'retrieve', { query: 'blood vessels', k: 1 })).hits[0]?.id,
+    ).toBe('written#0');
+    expect(await primary.stop()).toBe(0);
+    const after = result<RetrieveResult>(await call(selector.origin, 'retrieve', { query: 'heart', k: 3 }));
+    expect(after.hits.map((hit) => hit.id)).toEqual(['on-standby#0']);
+  });
+});
+
+describe('retries (§12.2)', () => {
+  it("honours an engine's -32011 retryAfterMs and answers within the deadline", async () => {
+    const limited = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()], { RCP_RATE_LIMIT: '1' });
+    const gw = await gateway(
+      'patient',
+      registryFile([{ id: 'limited', transport: 'http', url: `${limited.origin}/rcp` }]),
+    );
+    expect(result<RetrieveResult>(await call(gw.origin, 'retrieve', { query: 'a', k: 1 })).hits).toEqual([]);
+    // The engine's bucket is empty now: the gateway waits out retryAfterMs (~1 s) and retries, once.
+    const started = Date.now();
+    const second = await call(gw.origin, 'retrieve', { query: 'b', k: 1, _meta: { deadlineMs: 5000 } });
+    expect(second).toHaveProperty('result');
+    expect(Date.now() - started).toBeGreaterThan(500);
+    // Without the time to wait, the engine's -32011 is not retried past the deadline: the query degrades to -32010.
+    const rushed = await call(gw.origin, 'retrieve', { query: 'c', k: 1, _meta: { deadlineMs: 300 } });
+    expect((rushed.error as { code: number }).code).toBe(-32010);
+  });
+});
+
 /** An HTTP proxy that holds every answer for `delayMs`: a slow engine over a real socket. */
 async function delayingProxy(target: string, delayMs: number): Promise<{ server: Server; origin: string }> {
   const server = createServer((req, res) => {
