@@ -4,7 +4,8 @@
  * (default: both), colbert (the SciFact late-interaction measurement, slow: minutes) lexical (BM25 analyzer
  * choices on SciFact) and corpus (100k-chunk restart vs rebuild, ingest rate; minutes) and retrieve
  * (latency, throughput vs ping, HNSW recall vs exact; RCP_BENCH_SYNTHETIC=100000 adds the synthetic corpus) and soak
- * (a minute of mixed traffic above capacity: goodput held, -32011 share, p99, RSS over time; RCP_SOAK_SECONDS).
+ * (a minute of mixed traffic above capacity: goodput held, -32011 share, p99, RSS over time; RCP_SOAK_SECONDS) and
+ * federation (SciFact in 3 shards behind the gateway: nDCG@10 per fusion, gateway overhead, throughput by engines).
  */
 import { benchEmbed } from './embed.js';
 import { benchProtocol } from './protocol.js';
@@ -17,6 +18,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   corpus: async () => (await import('./corpus.js')).benchCorpus(),
   retrieve: async () => (await import('./retrieve.js')).benchRetrieve(),
   soak: async () => (await import('./soak.js')).benchSoak(),
+  federation: async () => (await import('./federation.js')).benchFederation(),
 };
 const chosen = process.argv.slice(2);
 for (const name of chosen.length > 0 ? chosen : ['protocol', 'embed']) {

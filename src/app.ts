@@ -259,6 +259,10 @@ function registerRetrieve(
       maxQueryChars,
       filterLimits: { maxDepth: maxFilterDepth, maxNodes: maxFilterNodes },
       content,
+      // §6.1: cosine ≥ -1 bounds every score this pipeline makes (BM25 ≥ 0, fusions ≥ 0, colbert MaxSim ≥ -1,
+      // recency only shrinks); inner products and cross-encoder logits have no floor, so then none is claimed.
+      scoreFloor:
+        config.index.space === 'cosine' && !rerankers.some((r) => r.method === 'cross-encoder') ? -1 : undefined,
     }),
   );
   registry

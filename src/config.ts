@@ -69,7 +69,13 @@ export const ConfigSchema = Section({
     id: Type.String({ minLength: 1 }),
     depth: Type.Integer({ minimum: 0, maximum: 16 }),
     fusion: Section({
-      method: Type.Union([Type.Literal('rrf'), Type.Literal('weighted'), Type.Literal('convex')]),
+      /** §16.3 rrf | weighted | convex, or `shards` for engines that are shards of one corpus (same encoder). */
+      method: Type.Union([
+        Type.Literal('rrf'),
+        Type.Literal('weighted'),
+        Type.Literal('convex'),
+        Type.Literal('shards'),
+      ]),
       rrfK: Type.Integer({ minimum: 1 }),
     }),
     fusionReserveMs: Type.Integer({ minimum: 0 }),

@@ -101,6 +101,15 @@ function federationOf(meta: JsonObject, settings: FederationSettings): Federatio
   return { depth, path };
 }
 
+/** Shards of one corpus: every engine embeds with the same model (§15.7 `embed.identity`). */
+function sameEncoder(engines: readonly RemoteEngine[]): boolean {
+  const identities = engines.map((engine) => {
+    const embed = engine.info?.capabilities.embed;
+    return isJsonObject(embed) && typeof embed.identity === 'string' ? embed.identity : undefined;
+  });
+  return identities[0] !== undefined && identities.every((identity) => identity === identities[0]);
+}
+
 const nameOf = (engine: RemoteEngine): string | undefined => {
   const name = engine.info?.server.name;
   return typeof name === 'string' ? name : undefined;
@@ -160,6 +169,9 @@ function registerRetrieve(
       const reserve = Math.max(settings.fusionReserveMs, left * 0.1);
       const budget = Math.floor(left - reserve);
       if (budget <= 0) throw RpcError.timeout(Math.round(left));
+      // §16.2 headroom: shards re-fused globally get 2k each, since a shard's own normalisation may rank a global
+      // top-k document a little lower; the rank-based strategies gain nothing from more.
+      const asked = settings.fusion.method === 'shards' ? params.k * 2 : params.k;
       const forwarded = (engine: RemoteEngine): JsonObject => {
         const retrieve = engine.info?.capabilities.retrieve;
         const engineMaxK = isJsonObject(retrieve) ? retrieve.maxK : undefined;
@@ -167,7 +179,7 @@ function registerRetrieve(
         void _progress;
         return {
           ...(params as JsonObject),
-          k: typeof engineMaxK === 'number' ? Math.min(params.k, engineMaxK) : params.k,
+          k: typeof engineMaxK === 'number' ? Math.min(asked, engineMaxK) : asked,
           _meta: {
             ...meta,
             deadlineMs: budget,
@@ -206,14 +218,20 @@ function registerRetrieve(
         lists.push({ engine: engine.id, weight: engine.weight, hits, scoreFloor });
       }
       // §16.2: nothing answered is -32010, never an empty success.
-      if (lists.length === 0) throw RpcError.backendUnavailable(`every engine failed (${degraded.length})`, 1000);
+      if (lists.length === 0) throw RpcError.backendUnavailable(`every engine failed: ${notes.join('; ')}`, 1000);
       let method = settings.fusion.method;
       if (method === 'convex' && lists.some((list) => list.scoreFloor === undefined)) {
         // §16.3: convex only when every engine advertises scoreFloor; otherwise RRF.
         notes.push('fusion: convex needs scoreFloor from every engine; rrf was used');
         method = 'rrf';
       }
-      const fused = fuseEngines(lists, { method, rrfK: settings.fusion.rrfK }).slice(0, params.k);
+      if (method === 'shards' && !sameEncoder(targets)) {
+        notes.push('fusion: shards needs one embed.identity across engines; rrf was used');
+        method = 'rrf';
+      }
+      const fusion = isJsonObject((params as JsonObject).fusion) ? ((params as JsonObject).fusion as JsonObject) : {};
+      const alpha = typeof fusion.alpha === 'number' ? fusion.alpha : undefined;
+      const fused = fuseEngines(lists, { method, rrfK: settings.fusion.rrfK, alpha }).slice(0, params.k);
       return answer(fused, candidates);
     },
   };

@@ -77,6 +77,8 @@ export interface RetrieveSettings {
   readonly maxQueryChars: number;
   readonly filterLimits: FilterLimits;
   readonly content: ContentReader;
+  /** §6.1 the theoretical minimum of Hit.score, when there is one (advertised for federated convex fusion). */
+  readonly scoreFloor?: number | undefined;
 }
 
 interface Scored {
@@ -120,6 +122,7 @@ export function retrieveMethod(
     units: [...UNITS],
     tokenBudget: true,
     defaultMode: settings.defaultMode,
+    ...(settings.scoreFloor === undefined ? {} : { scoreFloor: settings.scoreFloor }),
     /** Which index serves `mode: "sparse"`: lexical BM25, not a learned-sparse model. */
     sparse: 'bm25',
   };

@@ -7,7 +7,7 @@ import type { JsonObject } from '../protocol/messages.js';
  * origin in `meta.engine` — the engine that ranked it best (the earlier engine on a tie) — with `meta.engineRank`
  * (1-based) and `meta.engineScore` from that engine.
  */
-export type FederatedFusion = 'rrf' | 'weighted' | 'convex';
+export type FederatedFusion = 'rrf' | 'weighted' | 'convex' | 'shards';
 
 export interface EngineHits {
   readonly engine: string;
@@ -20,6 +20,8 @@ export interface EngineHits {
 export interface FusionSettings {
   readonly method: FederatedFusion;
   readonly rrfK: number;
+  /** `shards`: the dense share of the convex combination (the request's `fusion.alpha`, default 0.5). */
+  readonly alpha?: number | undefined;
 }
 
 interface Candidate {
@@ -42,6 +44,7 @@ function contribution(list: EngineHits, rank: number, score: number, settings: F
   switch (settings.method) {
     case 'rrf':
       return list.weight / (settings.rrfK + rank + 1);
+    case 'shards': // scored globally, never per engine
     case 'weighted':
     case 'convex': {
       // weighted: min-max over the returned set; convex: the floor is the engine's theoretical minimum (§16.3).
@@ -57,15 +60,58 @@ interface Bounds {
   max: number;
 }
 
+/**
+ * `shards` — not one of §16.3's strategies, and only for engines that are shards of one corpus (same encoder, same
+ * scoring): per-engine normalisation maps every shard's best hit to the same value, so RRF, weighted and convex
+ * interleave shards instead of ranking documents. This re-fuses from the per-list scores each hit carries
+ * (`scores.dense` cosine, `scores.sparse` BM25, `scores.rerank`) against the maxima over all shards — the convex
+ * combination the single index would have computed. The gateway uses it only when every engine advertises the same
+ * `embed.identity`.
+ */
+function globalScores(lists: readonly EngineHits[], alpha: number): Map<JsonObject, number> {
+  const part = (hit: JsonObject, name: string): number | undefined => {
+    const scores = hit.scores;
+    const value = typeof scores === 'object' && scores !== null ? (scores as JsonObject)[name] : undefined;
+    return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+  };
+  const all = lists.flatMap((list) => list.hits);
+  const result = new Map<JsonObject, number>();
+  if (all.length > 0 && all.every((hit) => part(hit, 'rerank') !== undefined)) {
+    for (const hit of all) result.set(hit, part(hit, 'rerank') ?? 0);
+    return result;
+  }
+  const maxOf = (name: string) => Math.max(-Infinity, ...all.map((hit) => part(hit, name) ?? -Infinity));
+  const [maxDense, maxSparse] = [maxOf('dense'), maxOf('sparse')];
+  const hasDense = Number.isFinite(maxDense);
+  const hasSparse = Number.isFinite(maxSparse);
+  for (const hit of all) {
+    const dense = part(hit, 'dense');
+    const sparse = part(hit, 'sparse');
+    const normDense = dense === undefined ? 0 : maxDense > -1 ? (dense + 1) / (maxDense + 1) : 1;
+    const normSparse = sparse === undefined ? 0 : maxSparse > 0 ? sparse / maxSparse : 1;
+    const score =
+      hasDense && hasSparse
+        ? alpha * normDense + (1 - alpha) * normSparse
+        : hasDense
+          ? normDense
+          : hasSparse
+            ? normSparse
+            : scoreOf(hit);
+    result.set(hit, score);
+  }
+  return result;
+}
+
 export function fuseEngines(lists: readonly EngineHits[], settings: FusionSettings): JsonObject[] {
   const fused = new Map<string, Candidate>();
+  const global = settings.method === 'shards' ? globalScores(lists, settings.alpha ?? 0.5) : undefined;
   for (const list of lists) {
     const scores = list.hits.map(scoreOf);
     const bounds = { min: Math.min(...scores), max: Math.max(...scores) };
     list.hits.forEach((hit, rank) => {
       const id = String(hit.id);
       const score = scores[rank] ?? 0;
-      const part = contribution(list, rank, score, settings, bounds);
+      const part = global?.get(hit) ?? contribution(list, rank, score, settings, bounds);
       const seen = fused.get(id);
       if (seen === undefined) {
         fused.set(id, {
@@ -78,7 +124,8 @@ export function fuseEngines(lists: readonly EngineHits[], settings: FusionSettin
         });
         return;
       }
-      seen.score += part;
+      // Shards hold each document once; should two return it, its better score stands.
+      seen.score = global === undefined ? seen.score + part : Math.max(seen.score, part);
       seen.weight += list.weight;
       if (rank + 1 < seen.origin.rank) seen.origin = { engine: list.engine, rank: rank + 1, score };
       seen.meta = { ...metaOf(hit), ...seen.meta };

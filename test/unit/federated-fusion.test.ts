@@ -80,6 +80,44 @@ describe('§16.3 federated fusion', () => {
   });
 });
 
+describe('shards: global re-fusion for shards of one corpus', () => {
+  const shardHit = (id: string, dense: number, sparse: number) => ({
+    id,
+    score: 1,
+    scores: { dense, sparse, fused: 1 },
+  });
+
+  it('ranks by the convex combination over all shards, where per-engine normalisation would interleave', () => {
+    // Each shard's best hit scores 1 in its own fusion; globally, shard b's best is far weaker.
+    const lists = [
+      { engine: 'a', weight: 1, hits: [shardHit('strong', 0.8, 12), shardHit('second', 0.7, 10)] },
+      { engine: 'b', weight: 1, hits: [shardHit('weak', 0.2, 1)] },
+    ];
+    expect(fuseEngines(lists, { method: 'rrf', rrfK: 60 }).map((hit) => hit.id)).toEqual(['strong', 'weak', 'second']);
+    const fused = fuseEngines(lists, { method: 'shards', rrfK: 60, alpha: 0.5 });
+    expect(fused.map((hit) => hit.id)).toEqual(['strong', 'second', 'weak']);
+    expect(fused[0]?.score).toBeCloseTo(1, 12);
+    // second: 0.5·(1.7/1.8) + 0.5·(10/12)
+    expect(fused[1]?.score).toBeCloseTo(0.5 * (1.7 / 1.8) + 0.5 * (10 / 12), 12);
+  });
+
+  it('uses rerank scores when every hit carries one, and a single list alone when only one was recalled', () => {
+    const reranked = [
+      { engine: 'a', weight: 1, hits: [{ id: 'x', score: 0, scores: { dense: 0.9, rerank: 0.2 } }] },
+      { engine: 'b', weight: 1, hits: [{ id: 'y', score: 0, scores: { dense: 0.1, rerank: 0.6 } }] },
+    ];
+    expect(fuseEngines(reranked, { method: 'shards', rrfK: 60 }).map((hit) => hit.id)).toEqual(['y', 'x']);
+    const sparseOnly = [
+      { engine: 'a', weight: 1, hits: [{ id: 'x', score: 3, scores: { sparse: 3 } }] },
+      { engine: 'b', weight: 1, hits: [{ id: 'y', score: 9, scores: { sparse: 9 } }] },
+    ];
+    expect(fuseEngines(sparseOnly, { method: 'shards', rrfK: 60 }).map((hit) => [hit.id, hit.score])).toEqual([
+      ['y', 1],
+      ['x', 1 / 3],
+    ]);
+  });
+});
+
 describe('§16.1 registry', () => {
   it('reads engines with defaults, and refuses unknown keys, missing commands or urls and repeated ids', () => {
     const [engine] = parseRegistry({ engines: [{ id: 'a', transport: 'http', url: 'http://h/rcp' }] });

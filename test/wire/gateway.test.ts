@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -62,8 +63,8 @@ async function start(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Serve
   running.push(server);
   return server;
 }
-const gateway = (id: string, registry: string, port = 0) =>
-  start(['gateway', '--registry', registry, '--id', id, '--http', `127.0.0.1:${port}`]);
+const gateway = (id: string, registry: string, port = 0, env: NodeJS.ProcessEnv = {}) =>
+  start(['gateway', '--registry', registry, '--id', id, '--http', `127.0.0.1:${port}`], env);
 afterAll(async () => {
   await Promise.all(running.map((server) => server.stop()));
 });
@@ -129,6 +130,13 @@ describe('a gateway over a stdio engine and an HTTP engine', () => {
       await call(gw.origin, 'index/delete', { ids: ['owl', 'star', 'none'] }),
     );
     expect(deleted.deleted).toBe(2);
+  });
+
+  it('keeps many queries in flight to one engine at once (§4.7: a fresh id for each)', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => call(gw.origin, 'retrieve', { query: `query ${i} about blood`, k: 3 })),
+    );
+    for (const answer of answers) expect(result<RetrieveResult>(answer).usage.notes).toBeUndefined();
   });
 
   it('routes embed to an engine that has it', async () => {
@@ -208,7 +216,7 @@ describe('loops, budgets and failures (§16.2)', () => {
 
   it('a slow engine is dropped at the deadline, a dead one skipped, both named; a required dead engine fails the query', async () => {
     const slowEngine = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]);
-    const proxy = await delayingProxy(slowEngine.origin, 3000);
+    const proxy = await delayingProxy(slowEngine.origin, 2000);
     const deadPort = await freePort();
     const engines = [
       stdioEngine('fast', dataDir()),
@@ -254,6 +262,57 @@ describe('loops, budgets and failures (§16.2)', () => {
     );
     const answer = await call(gw.origin, 'retrieve', { query: 'blood', k: 5 });
     expect((answer.error as { code: number }).code).toBe(-32010);
+  });
+});
+
+describe('shards fusion (one corpus split over engines)', () => {
+  it('ranks dense recall over two shards exactly as one engine holding the whole corpus does', async () => {
+    const [left, right, whole] = await Promise.all(
+      [0, 1, 2].map(() => start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()])),
+    );
+    await call(left!.origin, 'index/add', { documents: DOCUMENTS.slice(0, 3) });
+    await call(right!.origin, 'index/add', { documents: DOCUMENTS.slice(3) });
+    await call(whole!.origin, 'index/add', { documents: DOCUMENTS });
+    const gw = await gateway(
+      'sharded',
+      registryFile([
+        { id: 'left', transport: 'http', url: `${left!.origin}/rcp` },
+        { id: 'right', transport: 'http', url: `${right!.origin}/rcp` },
+      ]),
+      0,
+      { RCP_FEDERATION_FUSION_METHOD: 'shards' },
+    );
+    for (const query of ['blood and the heart', 'night animals', 'sugar from sunlight', 'gas clouds']) {
+      const params = { query, k: 4, mode: 'dense' };
+      const one = result<RetrieveResult>(await call(whole!.origin, 'retrieve', params));
+      const two = result<RetrieveResult>(await call(gw.origin, 'retrieve', params));
+      expect(
+        two.hits.map((hit) => hit.id),
+        query,
+      ).toEqual(one.hits.map((hit) => hit.id));
+      expect(two.usage.notes).toBeUndefined();
+    }
+  });
+});
+
+describe('supervision', () => {
+  it('restarts a stdio engine that dies, initializes it again, and serves from it', async () => {
+    const gw = await gateway('keeper', registryFile([stdioEngine('solo', dataDir())]));
+    await call(gw.origin, 'index/add', { documents: DOCUMENTS.slice(0, 2) });
+    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(gw.child.pid)], { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => Number(line.trim()))
+      .filter((pid) => pid > 0);
+    expect(children).toHaveLength(1);
+    process.kill(children[0]!, 'SIGKILL');
+    let answer: RetrieveResult | undefined;
+    for (let i = 0; i < 40 && (answer?.hits.length ?? 0) === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      const frame = await call(gw.origin, 'retrieve', { query: 'heart', k: 2 });
+      if (frame.result !== undefined) answer = frame.result as RetrieveResult;
+    }
+    expect(answer?.hits.map((hit) => hit.id)).toContain('heart#0');
+    expect(gw.stderr()).toMatch(/engine exited; restarting/);
   });
 });
 

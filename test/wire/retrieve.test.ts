@@ -123,6 +123,8 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
       tokenBudget: true,
     });
     expect(capabilities.retrieve?.scoreScale).toBeUndefined(); // differs by mode: not advertised
+    // §6.1 the floor is known: cosine ≥ -1 bounds every score the pipeline makes (no cross-encoder configured).
+    expect(capabilities.retrieve?.scoreFloor).toBe(-1);
     expect(capabilities.filter).toMatchObject({ fields: FIELDS });
     for (const key of ['citations', 'pagination', 'streaming', 'session']) expect(capabilities[key]).toBeDefined();
   });

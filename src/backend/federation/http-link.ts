@@ -12,6 +12,7 @@ export class HttpLink implements Link {
   readonly generation = 1;
   readonly #agent: Agent;
   readonly #url: URL;
+  #nextId = 1;
 
   constructor(
     private readonly name: string,
@@ -26,7 +27,8 @@ export class HttpLink implements Link {
   }
 
   request(method: string, params: JsonObject, timeoutMs: number, signal?: AbortSignal): Promise<ResponseFrame> {
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
+    // §4.7: ids are unique among this client's requests in flight (an engine may keep one session for us).
+    const body = JSON.stringify({ jsonrpc: '2.0', id: this.#nextId++, method, params });
     const url = new URL(`${this.#url.pathname}/${method}`, this.#url);
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise<ResponseFrame>((resolve, reject) => {
