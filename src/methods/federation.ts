@@ -217,8 +217,18 @@ function registerRetrieve(
           isJsonObject(retrieve) && typeof retrieve.scoreFloor === 'number' ? retrieve.scoreFloor : undefined;
         lists.push({ engine: engine.id, weight: engine.weight, hits, scoreFloor });
       }
-      // §16.2: nothing answered is -32010, never an empty success.
-      if (lists.length === 0) throw RpcError.backendUnavailable(`every engine failed: ${notes.join('; ')}`, 1000);
+      if (lists.length === 0) {
+        // Every engine refusing the request itself the same way (-32602, -32005, ...) is the request's fault, not a
+        // backend's: that answer is the client's to fix. Otherwise nothing answered is -32010, never an empty
+        // success (§16.2).
+        const errors = settled.flatMap((outcome) =>
+          outcome.status === 'rejected' ? [RpcError.from(outcome.reason)] : [],
+        );
+        const [first] = errors;
+        if (first !== undefined && errors.every((e) => e.code === first.code && e.data.retryable === false))
+          throw first;
+        throw RpcError.backendUnavailable(`every engine failed: ${notes.join('; ')}`, 1000);
+      }
       let method = settings.fusion.method;
       if (method === 'convex' && lists.some((list) => list.scoreFloor === undefined)) {
         // §16.3: convex only when every engine advertises scoreFloor; otherwise RRF.

@@ -139,6 +139,11 @@ describe('a gateway over a stdio engine and an HTTP engine', () => {
     for (const answer of answers) expect(result<RetrieveResult>(answer).usage.notes).toBeUndefined();
   });
 
+  it('answers a request every engine refuses as invalid with that error, not -32010', async () => {
+    const refused = await call(gw.origin, 'retrieve', { query: 'blood', k: 5, candidateK: 2 });
+    expect(refused.error).toMatchObject({ code: -32602, data: { field: 'candidateK' } });
+  });
+
   it('routes embed to an engine that has it', async () => {
     const { vectors } = result<{ vectors: number[][] }>(await call(gw.origin, 'embed', { inputs: ['routed'] }));
     expect(vectors[0]).toHaveLength(512);
