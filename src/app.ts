@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { PolicyUriFetcher } from './backend/content/uri-fetcher.js';
 import { ContentReader } from './methods/content.js';
 import { embedMethod } from './methods/embed.js';
+import { embedSparseMethod } from './methods/embed-sparse.js';
 import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
 import { retrieveMethod } from './methods/retrieve.js';
@@ -70,6 +71,10 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     const [add, remove] = indexMethods(corpus, limits);
     registry.register(...add).register(...remove);
     registerRetrieve(registry, config, models, corpus, rerankers, content);
+    // §7.4 from the lexical index: BM25 term weights, named as such (not SPLADE).
+    registry.register(
+      ...embedSparseMethod(corpus, { batchLimit: config.models.embedBatchLimit, content, bm25: config.index.bm25 }),
+    );
   }
   const ownHealth = () => {
     const state = models.health();

@@ -113,6 +113,8 @@ export interface CorpusReader {
   /** Exact scores of given chunks, for candidates one recall list missed (fusion over the union, §16.3). */
   denseScores(vector: Float32Array, labels: readonly number[]): number[];
   lexicalScores(query: string, labels: readonly number[]): number[];
+  /** The lexical index's term weights for a text (BM25's query or document side, §7.4 embed/sparse). */
+  termWeights(text: string, kind: TextKind): Map<string, number>;
   labelsWhere(predicate: (meta: Record<string, unknown>) => boolean): number[];
   getChunk(label: number): ChunkRecord | undefined;
   /** Where a chunk sits, from memory (no store read): hit ids and grouping need only this. */

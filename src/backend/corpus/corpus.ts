@@ -371,6 +371,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
     });
   }
 
+  termWeights(text: string, kind: 'query' | 'document'): Map<string, number> {
+    return this.#lexical.termWeights(text, kind);
+  }
+
   lexicalScores(query: string, labels: readonly number[]): number[] {
     return this.#lexical.scoreLabels(query, labels);
   }

@@ -57,6 +57,32 @@ export class Bm25Index {
     this.#totalLength -= length;
   }
 
+  /**
+   * BM25 split into its two sides, as term → weight maps over the analyzer's terms, so that the dot product of a
+   * query's map and a document's map is that document's BM25 score for the query under this index's statistics:
+   * a query weighs each distinct term 1; a document weighs each term idf · tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl)),
+   * with its own length dl and this index's N, df and avgdl (an empty index counts the text as its only document).
+   */
+  termWeights(text: string, kind: 'query' | 'document'): Map<string, number> {
+    const terms = analyze(text, this.options);
+    const weights = new Map<string, number>();
+    if (kind === 'query') {
+      for (const term of terms) weights.set(term, 1);
+      return weights;
+    }
+    const counts = new Map<string, number>();
+    for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
+    const n = this.#lengths.size;
+    const average = n === 0 ? terms.length : this.#totalLength / n;
+    const { k1, b } = this.options;
+    for (const [term, tf] of counts) {
+      const df = this.#postings.get(term)?.size ?? 0;
+      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+      weights.set(term, (idf * tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * terms.length) / Math.max(average, 1e-9))));
+    }
+    return weights;
+  }
+
   /** BM25 scores of the given labels (0 for labels without query terms), for completing fused candidate sets. */
   scoreLabels(query: string, labels: readonly number[]): number[] {
     const wanted = new Set(labels);
