@@ -44,6 +44,14 @@ export interface GatewayCommand {
   overrides: ConfigOverrides;
 }
 
+export interface McpCommand {
+  command: 'mcp';
+  /** Federate a registry's engines instead of serving a local corpus. */
+  registry: string | undefined;
+  configFile: string | undefined;
+  overrides: ConfigOverrides;
+}
+
 export interface ConfigCommand {
   command: 'config';
   configFile: string | undefined;
@@ -62,6 +70,7 @@ export const USAGE = `usage:
   rcp-server serve [--stdio | --http [HOST:]PORT] [--data DIR] [--config FILE]
   rcp-server gateway --registry FILE [--stdio | --http [HOST:]PORT] [--id NAME] [--select primary]
                      [--config FILE]
+  rcp-server mcp [--data DIR | --registry FILE] [--config FILE]
   rcp-server ingest [--data DIR] [--config FILE] [--chunk] [--contextual] PATH...
   rcp-server eval --queries FILE --qrels FILE [--data DIR] [--config FILE] [--report FILE]
                   [--mode M] [--fusion F] [--alpha A] [--rrf-k N] [--candidate-k N] [--rerank METHOD]
@@ -75,6 +84,8 @@ export const USAGE = `usage:
                      fan-out retrieve with fusion, catalog/list, routed embed/rerank, sharded writes;
                      --select primary instead sends every call to the highest-priority live engine,
                      failing over on -32010 or a dead engine (ping probes liveness)
+  mcp                an MCP server on stdin/stdout (for agents that speak MCP): tools "retrieve" and, when
+                     writes are allowed, "index_add", over the local corpus or a registry's engines
   ingest             add documents to the corpus in DIR: BEIR-style JSON Lines ({"_id", "title", "text",
                      "metadata"}) and folders of .txt/.md files; resumable (unchanged documents are
                      skipped); --chunk splits long documents, --contextual adds title/heading context
@@ -97,7 +108,15 @@ export const USAGE = `usage:
 /** Parses the command line. The `serve` contract is stable: other tools call it. */
 export function parseCommandLine(
   argv: readonly string[],
-): ServeCommand | GatewayCommand | IngestCommand | EvalCommand | ConfigCommand | ModelsCommand | HelpCommand {
+):
+  | ServeCommand
+  | GatewayCommand
+  | McpCommand
+  | IngestCommand
+  | EvalCommand
+  | ConfigCommand
+  | ModelsCommand
+  | HelpCommand {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     return { command: 'help', text: USAGE };
@@ -107,6 +126,7 @@ export function parseCommandLine(
   if (command === 'eval') return parseEval(rest);
   if (command === 'config') return parseConfigCommand(rest);
   if (command === 'gateway') return parseGateway(rest);
+  if (command === 'mcp') return parseMcp(rest);
   if (command !== 'serve') throw new UsageError(`unknown command '${command}'\n\n${USAGE}`);
   const { values, help, transport, overrides } = parseListening(rest, { data: { type: 'string' } });
   if (help) return { command: 'help', text: USAGE };
@@ -133,6 +153,24 @@ function parseGateway(args: readonly string[]): GatewayCommand | HelpCommand {
     transport,
     configFile: values.config as string | undefined,
     overrides,
+  };
+}
+
+function parseMcp(args: readonly string[]): McpCommand {
+  const { values } = parseOrUsage({
+    args: [...args],
+    options: { data: { type: 'string' }, registry: { type: 'string' }, config: { type: 'string' } },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.data !== undefined && values.registry !== undefined) {
+    throw new UsageError(`--data and --registry exclude each other\n\n${USAGE}`);
+  }
+  return {
+    command: 'mcp',
+    registry: values.registry,
+    configFile: values.config,
+    overrides: values.data === undefined ? {} : { dataDir: values.data },
   };
 }
 

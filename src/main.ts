@@ -4,6 +4,7 @@ import { pino, type Logger } from 'pino';
 import { createApp, type App } from './app.js';
 import { readRegistry, RegistryError } from './backend/federation/registry.js';
 import { createGateway } from './gateway.js';
+import { serveMcp } from './transport/mcp.js';
 import { CorpusError } from './backend/corpus/corpus.js';
 import { ManifestError } from './backend/manifest.js';
 import { FetchError, fetchModel, readCatalog } from './backend/model-fetch.js';
@@ -14,6 +15,7 @@ import {
   UsageError,
   type EvalCommand,
   type GatewayCommand,
+  type McpCommand,
   type IngestCommand,
   type ModelsCommand,
   type ServeCommand,
@@ -52,6 +54,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (command.command === 'gateway') return gatewayCommand(command);
+  if (command.command === 'mcp') return mcpCommand(command);
   return serve(command);
 }
 
@@ -212,6 +215,41 @@ async function gatewayCommand(command: GatewayCommand): Promise<number> {
   }
   const app = await createGateway(config, specs, log, command.select === 'primary' ? 'select' : 'federate');
   return run(app, command.transport, log);
+}
+
+/** `rcp-server mcp`: the MCP bridge on stdin/stdout over the local corpus or a registry's engines. */
+async function mcpCommand(command: McpCommand): Promise<number> {
+  const config = loadOrReport(command.configFile, command.overrides);
+  if (config === undefined) return 2;
+  const log = pino({ level: config.log.level, base: { service: config.server.name } }, pino.destination(2));
+  let app: App | undefined;
+  if (command.registry !== undefined) {
+    let specs;
+    try {
+      specs = readRegistry(command.registry);
+    } catch (error) {
+      if (!(error instanceof RegistryError)) throw error;
+      process.stderr.write(`rcp-server: ${error.message}\n`);
+      return 2;
+    }
+    app = await createGateway(config, specs, log);
+  } else {
+    await prepareDefaultModel(config.models, log);
+    app = createOrReport(config, log);
+    if (app === undefined) return 2;
+    await app.models.loaded;
+    await app.corpus?.ready;
+  }
+  const bridge = await serveMcp({
+    input: process.stdin,
+    output: process.stdout,
+    session: app.createSession({ implicit: true }),
+    server: { name: config.server.name, version: config.server.version },
+  });
+  onSignals(log, () => process.stdin.destroy());
+  await bridge.closed;
+  await app.close();
+  return 0;
 }
 
 /** Configuration, the bind policy and the logger, shared by every long-running command; undefined after saying why not. */

@@ -1,0 +1,161 @@
+import type { Readable, Writable } from 'node:stream';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { z } from 'zod';
+import { isJsonObject, type JsonObject } from '../protocol/messages.js';
+import type { Session } from '../protocol/session.js';
+
+/**
+ * The MCP bridge (§1.3: an RCP retrieve MAY be exposed as an MCP tool): an MCP server over stdio, built with the
+ * official SDK, whose tools call this server's own RCP methods on one implicitly initialized session — the same
+ * dispatch ladder, validation and limits as any RCP client gets. Tools:
+ * - `retrieve`: query, k, mode, filter, tokenBudget in; hits (id, score, text, citation, meta) out, as structured
+ *   content and as text;
+ * - `index_add` (only when `index.writable`): documents in; ids and chunk count out.
+ * An RCP error becomes a tool error (`isError`) whose text is `[RCP <code>] <message>: <detail>`, so an agent can
+ * tell "no hits" from "the call failed", and why.
+ */
+export interface McpBridgeOptions {
+  input: Readable;
+  output: Writable;
+  /** The RCP session the tools call (stateless: implicitly initialized at the server's capabilities). */
+  session: Session;
+  server: { name: string; version: string };
+}
+
+const Hit = z.object({
+  id: z.string(),
+  score: z.number(),
+  text: z.string().optional(),
+  citation: z.record(z.unknown()).optional(),
+  meta: z.record(z.unknown()).optional(),
+});
+
+export async function serveMcp(options: McpBridgeOptions): Promise<{ closed: Promise<void> }> {
+  const { session } = options;
+  const mcp = new McpServer({ name: `${options.server.name}-mcp`, version: options.server.version });
+  const capabilities = (await rcp(session, 'info', {})).result ?? {};
+  const advertised = isJsonObject(capabilities.capabilities) ? capabilities.capabilities : {};
+  const retrieveCapability = isJsonObject(advertised.retrieve) ? advertised.retrieve : undefined;
+
+  if (retrieveCapability !== undefined) {
+    const maxK = typeof retrieveCapability.maxK === 'number' ? retrieveCapability.maxK : 100;
+    const modes = Array.isArray(retrieveCapability.modes) ? retrieveCapability.modes.map(String) : [];
+    mcp.registerTool(
+      'retrieve',
+      {
+        title: 'Retrieve passages',
+        description:
+          'Search the corpus for passages relevant to a query (RCP retrieve). Returns hits best first, each with its ' +
+          'id, score, text and a citation of where it comes from.',
+        inputSchema: {
+          query: z.string().min(1).describe('What to look for, in natural language.'),
+          k: z.number().int().min(1).max(maxK).default(5).describe(`How many hits (at most ${maxK}).`),
+          ...(modes.length > 0
+            ? {
+                mode: z
+                  .enum(modes as [string, ...string[]])
+                  .optional()
+                  .describe('dense, sparse or hybrid recall.'),
+              }
+            : {}),
+          filter: z
+            .record(z.unknown())
+            .optional()
+            .describe('An RCP metadata filter (§8), e.g. {"field":"year","op":"gte","value":2020}.'),
+          tokenBudget: z.number().int().min(1).optional().describe('Pack the best hits that fit this many tokens.'),
+        },
+        outputSchema: { hits: z.array(Hit), indexVersion: z.string().optional() },
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+      async (args) => {
+        const answer = await rcp(session, 'retrieve', args);
+        if (answer.error !== undefined) return toolError(answer.error);
+        const result = answer.result ?? {};
+        const hits = (Array.isArray(result.hits) ? result.hits : []).filter(isJsonObject).map(toHit);
+        const structured = {
+          hits,
+          ...(typeof result.indexVersion === 'string' ? { indexVersion: result.indexVersion } : {}),
+        };
+        return {
+          structuredContent: structured,
+          content: [
+            {
+              type: 'text' as const,
+              text:
+                hits.map((hit, i) => `[${i + 1}] ${hit.id} (${hit.score.toFixed(3)}) ${hit.text ?? ''}`).join('\n') ||
+                'no hits',
+            },
+          ],
+        };
+      },
+    );
+  }
+
+  if (isJsonObject(advertised.index) && advertised.index.writable === true) {
+    mcp.registerTool(
+      'index_add',
+      {
+        title: 'Add documents',
+        description:
+          'Add or replace documents in the corpus (RCP index/add). A document with an existing id is replaced.',
+        inputSchema: {
+          documents: z
+            .array(z.object({ id: z.string().optional(), text: z.string(), meta: z.record(z.unknown()).optional() }))
+            .min(1),
+        },
+        outputSchema: { ids: z.array(z.string()), chunks: z.number().int().optional() },
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+      },
+      async (args) => {
+        const answer = await rcp(session, 'index/add', args);
+        if (answer.error !== undefined) return toolError(answer.error);
+        const result = answer.result ?? {};
+        const ids = (Array.isArray(result.ids) ? result.ids : []).map(String);
+        const structured = { ids, ...(typeof result.chunks === 'number' ? { chunks: result.chunks } : {}) };
+        return { structuredContent: structured, content: [{ type: 'text' as const, text: `added ${ids.join(', ')}` }] };
+      },
+    );
+  }
+
+  const transport = new StdioServerTransport(options.input, options.output);
+  const closed = new Promise<void>((resolve) => {
+    transport.onclose = () => resolve();
+    options.input.once('end', () => void mcp.close().then(resolve, resolve));
+  });
+  await mcp.connect(transport);
+  return { closed };
+}
+
+let nextId = 0;
+
+/** One RCP request on the session; the answer's result or error. */
+async function rcp(
+  session: Session,
+  method: string,
+  params: JsonObject,
+): Promise<{ result?: JsonObject; error?: { code: number; message: string; data?: unknown } }> {
+  const reply = await session.handle({ jsonrpc: '2.0', id: `mcp-${++nextId}`, method, params });
+  const answer = (Array.isArray(reply) ? reply[0] : reply) as
+    { result?: JsonObject; error?: { code: number; message: string; data?: unknown } } | undefined;
+  return answer ?? { error: { code: -32603, message: 'no answer' } };
+}
+
+function toolError(error: { code: number; message: string; data?: unknown }) {
+  const detail = isJsonObject(error.data) && typeof error.data.detail === 'string' ? `: ${error.data.detail}` : '';
+  return {
+    isError: true,
+    // No structured content: clients check it against the tool's output schema, errors included.
+    content: [{ type: 'text' as const, text: `[RCP ${error.code}] ${error.message}${detail}` }],
+  };
+}
+
+function toHit(hit: JsonObject): z.infer<typeof Hit> {
+  return {
+    id: String(hit.id),
+    score: typeof hit.score === 'number' ? hit.score : 0,
+    ...(typeof hit.text === 'string' ? { text: hit.text } : {}),
+    ...(isJsonObject(hit.citation) ? { citation: hit.citation } : {}),
+    ...(isJsonObject(hit.meta) ? { meta: hit.meta } : {}),
+  };
+}

@@ -1,0 +1,120 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers/wire.js';
+
+/**
+ * The MCP bridge (`rcp-server mcp`), driven by the official MCP SDK's own client over a real stdio pipe: tools/list
+ * shows retrieve (and index_add when writable) with JSON Schemas; tools/call runs them on the real corpus and model.
+ */
+type Tool = {
+  name: string;
+  inputSchema: { properties: Record<string, unknown>; required?: string[] };
+  outputSchema?: object;
+};
+type CallResult = {
+  isError?: boolean;
+  content: { type: string; text: string }[];
+  structuredContent?: Record<string, unknown>;
+};
+
+async function open(args: string[], env: Record<string, string> = {}): Promise<Client> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['bin/rcp-server.js', 'mcp', ...args],
+    cwd: ROOT,
+    env: { ...(process.env as Record<string, string>), RCP_LOG_LEVEL: 'warn', ...env },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'mcp-wire-test', version: '1.0.0' });
+  await client.connect(transport);
+  return client;
+}
+
+describe('rcp-server mcp over a local corpus', () => {
+  let client: Client;
+  beforeAll(async () => {
+    client = await open(['--data', mkdtempSync(join(tmpdir(), 'rcp-mcp-'))]);
+  });
+  afterAll(() => client.close());
+
+  it('lists retrieve and index_add with their JSON Schemas', async () => {
+    const { tools } = (await client.listTools()) as { tools: Tool[] };
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['index_add', 'retrieve']);
+    const retrieve = tools.find((tool) => tool.name === 'retrieve')!;
+    expect(Object.keys(retrieve.inputSchema.properties).sort()).toEqual([
+      'filter',
+      'k',
+      'mode',
+      'query',
+      'tokenBudget',
+    ]);
+    expect(retrieve.inputSchema.required).toEqual(['query']);
+    expect(retrieve.outputSchema).toBeDefined();
+  });
+
+  it('adds documents and retrieves them with ids, scores, text and citations, as structured content', async () => {
+    const added = (await client.callTool({
+      name: 'index_add',
+      arguments: {
+        documents: [
+          { id: 'owl', text: 'Owls hunt at night with silent wings.' },
+          { id: 'heart', text: 'The heart pumps blood through the body.' },
+        ],
+      },
+    })) as CallResult;
+    expect(added.isError).toBeFalsy();
+    expect(added.structuredContent).toEqual({ ids: ['owl', 'heart'], chunks: 2 });
+    const found = (await client.callTool({
+      name: 'retrieve',
+      arguments: { query: 'birds at night', k: 1 },
+    })) as CallResult;
+    expect(found.isError).toBeFalsy();
+    const hits = found.structuredContent?.hits as { id: string; score: number; text: string; citation: object }[];
+    expect(hits).toHaveLength(1);
+    expect(hits[0]).toMatchObject({
+      id: 'owl#0',
+      text: 'Owls hunt at night with silent wings.',
+      citation: { source: 'owl' },
+    });
+    expect(found.content[0]?.text).toMatch(/^\[1\] owl#0 \(\d\.\d{3}\) Owls hunt/);
+  });
+
+  it('turns an RCP error into a tool error carrying the code', async () => {
+    const failed = (await client.callTool({
+      name: 'retrieve',
+      arguments: { query: 'x', filter: { field: 'year', op: 'gte', value: 2020 } },
+    })) as CallResult;
+    expect(failed.isError).toBe(true);
+    expect(failed.content[0]?.text).toMatch(/^\[RCP -32602\] invalid params: filter/);
+  });
+});
+
+describe('rcp-server mcp over a registry, read-only engines', () => {
+  it('offers retrieve only when nothing behind it is writable', async () => {
+    const registry = join(mkdtempSync(join(tmpdir(), 'rcp-mcp-registry-')), 'rcp.json');
+    const data = mkdtempSync(join(tmpdir(), 'rcp-mcp-engine-'));
+    writeFileSync(
+      registry,
+      JSON.stringify({
+        engines: [
+          {
+            id: 'ro',
+            transport: 'stdio',
+            command: [process.execPath, 'bin/rcp-server.js', 'serve', '--stdio', '--data', data],
+            env: { RCP_INDEX_WRITABLE: 'false' },
+          },
+        ],
+      }),
+    );
+    const client = await open(['--registry', registry]);
+    const { tools } = (await client.listTools()) as { tools: Tool[] };
+    expect(tools.map((tool) => tool.name)).toEqual(['retrieve']);
+    const found = (await client.callTool({ name: 'retrieve', arguments: { query: 'anything' } })) as CallResult;
+    expect(found.structuredContent).toMatchObject({ hits: [] });
+    await client.close();
+  });
+});
