@@ -110,7 +110,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   const createSession = (sessionOptions: SessionOptions = {}): Session =>
     new Session(registry, config.server, limits, sessionOptions);
 
-  const servers: FastifyInstance[] = [];
+  const servers: { server: FastifyInstance; inFlight: () => number }[] = [];
   return {
     config,
     registry,
@@ -159,11 +159,19 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         admission,
       });
       await app.ready();
-      servers.push(app);
+      // Responses in flight (SSE included: a hijacked response still closes), for a graceful close.
+      let inFlight = 0;
+      app.server.on('request', (_request: unknown, response: { once(event: 'close', listener: () => void): void }) => {
+        inFlight++;
+        response.once('close', () => inFlight--);
+      });
+      servers.push({ server: app, inFlight: () => inFlight });
       return app;
     },
     async close() {
-      await Promise.all(servers.splice(0).map((server) => drain(server, config.limits.requestTimeoutMs)));
+      await Promise.all(
+        servers.splice(0).map(({ server, inFlight }) => drain(server, inFlight, config.limits.requestTimeoutMs)),
+      );
       await corpus?.close();
       await models.close();
       await admission.close();
@@ -173,13 +181,16 @@ export function createApp(config: Config, options: AppOptions = {}): App {
 }
 
 /**
- * Graceful HTTP close: stop accepting, let requests in flight finish, then end. Node closes the connections that are
- * idle when closing starts, but a keep-alive connection whose request finishes later would hold the server open for
- * as long as its client keeps it; so idle connections are closed as they appear, and whatever is still open after
- * the request deadline is cut.
+ * Graceful HTTP close: stop accepting, let requests in flight finish, then end. Node closes only the connections it
+ * sees as idle, and a keep-alive connection that served an SSE stream or outlived an aborted request may never look
+ * idle; so once no response is in flight every connection is closed, and whatever is still open at the request
+ * deadline is cut.
  */
-async function drain(server: FastifyInstance, deadlineMs: number): Promise<void> {
-  const sweep = setInterval(() => server.server.closeIdleConnections(), 50);
+async function drain(server: FastifyInstance, inFlight: () => number, deadlineMs: number): Promise<void> {
+  const sweep = setInterval(() => {
+    if (inFlight() === 0) server.server.closeAllConnections();
+    else server.server.closeIdleConnections();
+  }, 50);
   const cut = setTimeout(() => server.server.closeAllConnections(), deadlineMs);
   try {
     await server.close();

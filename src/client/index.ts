@@ -1,0 +1,312 @@
+import { CORE_METHODS } from '../protocol/method-table.js';
+import { HttpChannel, StdioChannel, type Channel, type Frame } from './channel.js';
+import { RcpError } from './errors.js';
+import { DEFAULT_RETRY, retryDelay, type RetryPolicy } from './retry.js';
+
+export {
+  ClientTimeoutError,
+  ConnectionClosedError,
+  HttpStatusError,
+  RcpError,
+  UnreadableFrameError,
+} from './errors.js';
+export type { RetryPolicy } from './retry.js';
+
+/**
+ * A typed RCP client (`import { connect } from 'rcp-server/client'`), stdio or HTTP:
+ *
+ *   const rcp = await connect({ url: 'http://127.0.0.1:8080/rcp', apiKey: process.env.RCP_KEY });
+ *   const { hits } = await rcp.retrieve({ query: 'heart disease', k: 5 });
+ *   for await (const event of rcp.stream('retrieve', { query: 'x', k: 5 })) console.log(event);
+ *   await rcp.close();
+ *
+ * Calls are capability-gated: a method the server did not advertise fails before any I/O with -32003. Errors are an
+ * `RcpError` (`[RCP <code>] <message>`, `.code`, `.data`, `retryable()`, `retryAfterMs()`) or, for failures that
+ * never reached an answer, `ConnectionClosedError`, `ClientTimeoutError`, `HttpStatusError`, `UnreadableFrameError`.
+ * Retryable errors are retried per §12.2 (never after -32006); an AbortSignal cancels (`notifications/cancel` over
+ * stdio, a hang-up over HTTP).
+ */
+export type ConnectOptions =
+  | {
+      /** `http://host:port/rcp` */
+      url: string;
+      apiKey?: string;
+      headers?: Record<string, string>;
+      client?: { name: string; version: string };
+      retry?: RetryPolicy | false;
+    }
+  | {
+      /** The server command, spoken to over stdin/stdout (§5.1), e.g. ['rcp-server', 'serve', '--stdio']. */
+      command: readonly string[];
+      cwd?: string;
+      env?: NodeJS.ProcessEnv;
+      client?: { name: string; version: string };
+      retry?: RetryPolicy | false;
+    };
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** Client-side deadline; also sent as `_meta.deadlineMs` so the server stops in time (§13.1). */
+  timeoutMs?: number;
+  retry?: RetryPolicy | false;
+}
+
+export type StreamEvent =
+  | { type: 'progress'; stage?: string; progress: number; message?: string; partial?: unknown }
+  | { type: 'log'; level: string; message: string; data?: unknown }
+  | { type: 'result'; result: Record<string, unknown> };
+
+export interface Hit {
+  id: string | number;
+  score: number;
+  text?: string;
+  meta?: Record<string, unknown>;
+  citation?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface RetrieveParams {
+  query: string | Record<string, unknown> | Record<string, unknown>[];
+  k: number;
+  mode?: 'dense' | 'sparse' | 'hybrid';
+  filter?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export async function connect(options: ConnectOptions): Promise<RcpClient> {
+  const channel =
+    'url' in options
+      ? new HttpChannel(options.url.replace(/\/+$/, ''), {
+          ...(options.headers ?? {}),
+          ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }),
+        })
+      : new StdioChannel(options.command, { cwd: options.cwd, env: options.env });
+  const client = new RcpClient(
+    channel,
+    options.retry === false ? { ...DEFAULT_RETRY, attempts: 1 } : (options.retry ?? DEFAULT_RETRY),
+  );
+  try {
+    await client.initialize(options.client ?? { name: 'rcp-server-client', version: '1' });
+  } catch (error) {
+    await channel.close();
+    throw error;
+  }
+  return client;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => (clearTimeout(timer), reject(new RcpError(-32006, 'cancelled by the client'))),
+      {
+        once: true,
+      },
+    );
+  });
+
+export class RcpClient {
+  #nextId = 0;
+  #info: Record<string, unknown> = {};
+
+  constructor(
+    private readonly channel: Channel,
+    private readonly retry: RetryPolicy,
+  ) {}
+
+  /** What the server said at initialize: `protocolVersion`, `server`, `capabilities`. */
+  get info(): Record<string, unknown> {
+    return this.#info;
+  }
+
+  get capabilities(): Record<string, unknown> {
+    return (this.#info.capabilities ?? {}) as Record<string, unknown>;
+  }
+
+  /** Notifications that belong to no request in flight (e.g. logs after it ended). */
+  set onNotification(handler: (frame: Frame) => void) {
+    this.channel.onStray = handler;
+  }
+
+  async initialize(client: { name: string; version: string }): Promise<void> {
+    const result = await this.#call(
+      'initialize',
+      { protocolVersion: 1, client, capabilities: { streaming: {}, log: {} } },
+      {},
+    );
+    // §7.1: a negotiated version below our minimum (1) means abort rather than speak a dialect we do not know.
+    if (typeof result.protocolVersion !== 'number' || result.protocolVersion < 1) {
+      throw new RcpError(-32002, `the server negotiated an unsupported version ${String(result.protocolVersion)}`);
+    }
+    this.#info = result;
+  }
+
+  /** Any method by name: capability-gated, retried per §12.2. */
+  async request<T = Record<string, unknown>>(
+    method: string,
+    params: Record<string, unknown> = {},
+    options: CallOptions = {},
+  ): Promise<T> {
+    this.#gate(method);
+    const policy = options.retry === false ? { ...this.retry, attempts: 1 } : (options.retry ?? this.retry);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await this.#call(method, params, options)) as T;
+      } catch (error) {
+        const wait = retryDelay(error, attempt, policy);
+        if (wait === undefined) throw error;
+        await sleep(wait, options.signal);
+      }
+    }
+  }
+
+  /** A request's progress (and log) notifications, then its result, as an async iterator (§9; SSE over HTTP). */
+  async *stream(
+    method: string,
+    params: Record<string, unknown> = {},
+    options: CallOptions = {},
+  ): AsyncGenerator<StreamEvent> {
+    this.#gate(method);
+    const queue: StreamEvent[] = [];
+    let wake: (() => void) | undefined;
+    let finished = false;
+    let failure: Error | undefined;
+    const push = (event: StreamEvent) => {
+      queue.push(event);
+      wake?.();
+    };
+    const onNotification = (frame: Frame) => {
+      const p = (frame.params ?? {}) as Record<string, unknown>;
+      if (frame.method === 'notifications/progress') {
+        push({
+          type: 'progress',
+          progress: Number(p.progress),
+          ...(typeof p.stage === 'string' ? { stage: p.stage } : {}),
+          ...(typeof p.message === 'string' ? { message: p.message } : {}),
+          ...(p.partial !== undefined ? { partial: p.partial } : {}),
+        });
+      } else if (frame.method === 'notifications/log') {
+        push({ type: 'log', level: String(p.level), message: String(p.message), data: p.data });
+      }
+    };
+    this.#call(method, params, options, onNotification)
+      .then(
+        (result) => push({ type: 'result', result }),
+        (error: unknown) => (failure = error instanceof Error ? error : new Error(String(error))),
+      )
+      .finally(() => {
+        finished = true;
+        wake?.();
+      });
+    for (;;) {
+      const next = queue.shift();
+      if (next !== undefined) {
+        yield next;
+        if (next.type === 'result') return;
+        continue;
+      }
+      if (finished) {
+        if (failure !== undefined) throw failure;
+        return;
+      }
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = undefined;
+    }
+  }
+
+  retrieve(params: RetrieveParams, options?: CallOptions) {
+    return this.request<{ hits: Hit[]; indexVersion?: string; nextCursor?: string; usage?: Record<string, unknown> }>(
+      'retrieve',
+      params,
+      options,
+    );
+  }
+
+  embed(params: { inputs: unknown[]; kind?: 'query' | 'document'; encoding?: string }, options?: CallOptions) {
+    return this.request<{ vectors: number[][] | string[] }>('embed', params, options);
+  }
+
+  embedSparse(params: { texts: string[]; kind?: 'query' | 'document' }, options?: CallOptions) {
+    return this.request<{ sparse: { indices: number[]; values: number[] }[] }>('embed/sparse', params, options);
+  }
+
+  rerank(params: { query: string; passages: unknown[]; topN?: number; method?: string }, options?: CallOptions) {
+    return this.request<{ scores: number[]; order?: number[] }>('rerank', params, options);
+  }
+
+  indexAdd(
+    params: { documents: { id?: string; text: string; meta?: Record<string, unknown> }[] },
+    options?: CallOptions,
+  ) {
+    return this.request<{ ids: string[]; chunks?: number }>('index/add', params, options);
+  }
+
+  indexDelete(params: { ids: string[] }, options?: CallOptions) {
+    return this.request<{ deleted: number }>('index/delete', params, options);
+  }
+
+  catalogList(options?: CallOptions) {
+    return this.request<{ engines: Record<string, unknown>[] }>('catalog/list', {}, options);
+  }
+
+  ping(options?: CallOptions) {
+    return this.request<Record<string, unknown>>('ping', {}, options);
+  }
+
+  /** Ends the connection: stdio closes stdin (the server drains and exits); HTTP has nothing to close. */
+  close(): Promise<void> {
+    return this.channel.close();
+  }
+
+  /** §6: a method whose capability was not advertised fails here, before any I/O, with -32003. */
+  #gate(method: string): void {
+    const capability =
+      method in CORE_METHODS
+        ? CORE_METHODS[method as keyof typeof CORE_METHODS]
+        : /^(x-[a-z0-9-]+)\//.exec(method)?.[1];
+    if (capability === null) return;
+    if (capability === undefined || !(capability in this.capabilities)) {
+      throw new RcpError(-32003, 'capability not advertised', {
+        retryable: false,
+        detail: `'${method}' needs capability '${capability ?? method}', which the server did not advertise`,
+      });
+    }
+  }
+
+  async #call(
+    method: string,
+    params: Record<string, unknown>,
+    options: CallOptions,
+    onNotification?: (frame: Frame) => void,
+  ): Promise<Record<string, unknown>> {
+    const id = ++this.#nextId;
+    const progressToken = onNotification === undefined ? undefined : `progress-${id}`;
+    const meta = {
+      ...((params._meta ?? {}) as Record<string, unknown>),
+      ...(options.timeoutMs === undefined ? {} : { deadlineMs: options.timeoutMs }),
+      ...(progressToken === undefined ? {} : { progressToken }),
+    };
+    const frame = {
+      jsonrpc: '2.0',
+      id,
+      method,
+      params: { ...params, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
+    };
+    const answer = await this.channel.send(frame, {
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+      onNotification,
+      progressToken,
+    });
+    const error = answer.error as { code?: unknown; message?: unknown; data?: unknown } | undefined;
+    if (error !== undefined) {
+      throw new RcpError(
+        Number(error.code),
+        String(error.message),
+        typeof error.data === 'object' && error.data !== null ? (error.data as Record<string, unknown>) : {},
+      );
+    }
+    return (answer.result ?? {}) as Record<string, unknown>;
+  }
+}

@@ -1,0 +1,27 @@
+import { RcpError } from './errors.js';
+
+/** §12.2 retries: only retryable codes, `retryAfterMs` honoured, exponential backoff with full jitter and a cap. */
+export interface RetryPolicy {
+  /** Attempts in all (1 = no retry). */
+  readonly attempts: number;
+  readonly baseMs: number;
+  readonly capMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseMs: 100, capMs: 5000 };
+
+/** Whether and how long to wait before attempt `attempt + 1`; undefined means give up and rethrow. */
+export function retryDelay(
+  error: unknown,
+  attempt: number,
+  policy: RetryPolicy,
+  random = Math.random,
+): number | undefined {
+  if (!(error instanceof RcpError)) return undefined;
+  // -32006: the caller cancelled, never retried automatically; -32001 needs initialize, not a repeat; -32603 once.
+  if (error.code === -32006 || error.code === -32001 || !error.retryable() || attempt >= policy.attempts)
+    return undefined;
+  if (error.code === -32603 && attempt > 1) return undefined;
+  const backoff = random() * Math.min(policy.capMs, policy.baseMs * 2 ** (attempt - 1));
+  return Math.min(policy.capMs, Math.max(error.retryAfterMs() ?? 0, backoff));
+}
