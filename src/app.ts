@@ -7,6 +7,9 @@ import type { Config } from './config.js';
 import { PolicyUriFetcher } from './backend/content/uri-fetcher.js';
 import { ContentReader } from './methods/content.js';
 import { embedMethod } from './methods/embed.js';
+import { feedbackMethod } from './methods/feedback.js';
+import { transformMethod } from './methods/transform.js';
+import { FeedbackStore } from './retrieval/feedback-store.js';
 import { embedSparseMethod } from './methods/embed-sparse.js';
 import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
@@ -66,11 +69,27 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   const models = openModels(config.models, logger);
   const rerankers = registerModelMethods(registry, config, models, content);
   const corpus = models.encoder === undefined ? undefined : openCorpus(config, models, logger);
+  const metrics = new Metrics(config.server.version, models, corpus);
   if (corpus !== undefined) {
     const limits = { writable: config.index.writable, maxDocuments: config.index.maxDocumentsPerAdd };
     const [add, remove] = indexMethods(corpus, limits);
     registry.register(...add).register(...remove);
     registerRetrieve(registry, config, models, corpus, rerankers, content);
+    // §7.8 without a language model: only the methods that run here are advertised.
+    registry.register(...transformMethod(corpus, config.limits.maxQueryChars));
+    // §7.16: advisory signals, bounded and expiring; flags go to the operator's log and metrics.
+    const feedback = new FeedbackStore(100_000, config.retrieve.sessionTtlSeconds * 1000);
+    registry.register(
+      ...feedbackMethod(corpus, {
+        store: feedback,
+        maxSignals: config.index.maxDocumentsPerAdd,
+        onSignal: metrics.feedbackSignal,
+        onFlag: (flag) => {
+          metrics.feedbackFlag(flag.kind);
+          logger.warn(flag, 'feedback flags a hit for review');
+        },
+      }),
+    );
     // §7.4 from the lexical index: BM25 term weights, named as such (not SPLADE).
     registry.register(
       ...embedSparseMethod(corpus, { batchLimit: config.models.embedBatchLimit, content, bm25: config.index.bm25 }),
@@ -91,7 +110,6 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   registry.advertise('log', { levels: ['debug', 'info', 'notice', 'warning', 'error'] });
   options.register?.(registry);
 
-  const metrics = new Metrics(config.server.version, models, corpus);
   const admission = openAdmission(config, logger, metrics);
   const limits = {
     maxBatchSize: config.limits.maxBatchSize,

@@ -4,6 +4,7 @@ import type { Corpus } from './backend/corpus/corpus.js';
 import { CORE_METHODS } from './protocol/method-table.js';
 
 /** Pipeline stage names (§9 progress stages); anything else is `other`, so the label set stays closed. */
+const FEEDBACK_FIELDS = new Set(['used', 'cited', 'helpful', 'reward', 'poisonSuspected', 'injectionSuspected']);
 const STAGES = new Set(['recall', 'fuse', 'rerank', 'pack', 'embed', 'index']);
 
 /**
@@ -19,6 +20,8 @@ export class Metrics {
   readonly #stages: Histogram<'method' | 'stage'>;
   readonly #refused: Counter<'reason' | 'method'>;
   readonly #storeFallbacks: Counter;
+  readonly #feedback: Counter<'signal'>;
+  readonly #flags: Counter<'kind'>;
   readonly #known: ReadonlySet<string>;
 
   constructor(version: string, models: Models, corpus: Corpus | undefined, extraMethods: readonly string[] = []) {
@@ -52,6 +55,18 @@ export class Metrics {
     this.#storeFallbacks = new Counter({
       name: 'rcp_rate_limit_store_fallbacks_total',
       help: 'Rate-limit checks answered by local buckets because Redis could not answer in time.',
+      registers: [this.registry],
+    });
+    this.#feedback = new Counter({
+      name: 'rcp_feedback_signals_total',
+      help: 'Feedback signals received (§7.16), by field (used, cited, helpful, reward, poisonSuspected, ...).',
+      labelNames: ['signal'],
+      registers: [this.registry],
+    });
+    this.#flags = new Counter({
+      name: 'rcp_feedback_flags_total',
+      help: 'Hits flagged for review by feedback (§15.2, §15.3): kind poison or injection.',
+      labelNames: ['kind'],
       registers: [this.registry],
     });
     const batchSize = new Histogram({
@@ -128,6 +143,14 @@ export class Metrics {
   /** Admission's hook: a request refused with -32011 before it ran. */
   readonly refused = (reason: 'overload' | 'rate_limit', method: string): void => {
     this.#refused.inc({ reason, method: this.#label(method) });
+  };
+
+  readonly feedbackSignal = (fields: readonly string[]): void => {
+    for (const field of fields) if (FEEDBACK_FIELDS.has(field)) this.#feedback.inc({ signal: field });
+  };
+
+  readonly feedbackFlag = (kind: 'poison' | 'injection'): void => {
+    this.#flags.inc({ kind });
   };
 
   readonly rateLimitStoreFallback = (): void => {

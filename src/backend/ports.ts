@@ -113,6 +113,8 @@ export interface CorpusReader {
   /** Exact scores of given chunks, for candidates one recall list missed (fusion over the union, §16.3). */
   denseScores(vector: Float32Array, labels: readonly number[]): number[];
   lexicalScores(query: string, labels: readonly number[]): number[];
+  /** §7.8 query transformation from the corpus's lexical statistics (no language model). */
+  transformQuery(query: string, method: 'rewrite' | 'multi-query', n: number): string[];
   /** The lexical index's term weights for a text (BM25's query or document side, §7.4 embed/sparse). */
   termWeights(text: string, kind: TextKind): Map<string, number>;
   labelsWhere(predicate: (meta: Record<string, unknown>) => boolean): number[];

@@ -145,7 +145,11 @@ export function retrieveMethod(
       );
     }
     // Options this server does not have.
-    if (params.rewrite !== undefined && params.rewrite !== false)
+    if (
+      params.rewrite !== undefined &&
+      params.rewrite !== false &&
+      !['rewrite', 'multi-query'].includes(params.rewrite)
+    )
       lenient.unsupported('rewrite', params.rewrite, 'the query was used as given');
     if (params.modality !== undefined && params.modality !== 'text')
       lenient.unsupported('modality', params.modality, 'text was used');
@@ -206,21 +210,38 @@ export function retrieveMethod(
     ) {
       throw RpcError.invalidParams('recency.field', `${params.recency.field} is not a declared date field`);
     }
-    const query = await settings.content.query(params.query, settings.maxQueryChars, ctx.signal);
+    const asked = await settings.content.query(params.query, settings.maxQueryChars, ctx.signal);
     const allow = predicate === undefined ? undefined : corpus.labelsWhere(predicate);
+
+    // §7.8 inside retrieve: `rewrite` recalls with the rewritten query; `multi-query` recalls with each query and
+    // fuses every list with RRF. Off unless asked (SciFact: see the README).
+    let queries = [asked];
+    if (params.rewrite === 'rewrite') queries = corpus.transformQuery(asked, 'rewrite', 1);
+    if (params.rewrite === 'multi-query') {
+      queries = corpus.transformQuery(asked, 'multi-query', 3);
+      lenient.notes.push(`multi-query: ${queries.length} queries, every list fused with rrf`);
+      method = 'rrf';
+    }
+    const query = queries[0] ?? asked;
 
     // Recall.
     const lists: FusionInput[] = [];
     const weights = params.fusion?.weights ?? {};
     let queryVector: Float32Array = new Float32Array(0);
+    const suffix = (i: number) => (i === 0 ? '' : `:${i}`);
     if (mode !== 'sparse') {
-      queryVector = (await encoder.embed([query], 'query', ctx.signal))[0] ?? queryVector;
-      const hits = await corpus.searchDense(queryVector, candidateK, allow);
-      lists.push({ name: 'dense', weight: weights.dense ?? 1, hits, floor: SCORE_FLOOR.dense });
+      const vectors = await encoder.embed(queries, 'query', ctx.signal);
+      queryVector = vectors[0] ?? queryVector;
+      for (const [i, vector] of vectors.entries()) {
+        const hits = await corpus.searchDense(vector, candidateK, allow);
+        lists.push({ name: `dense${suffix(i)}`, weight: weights.dense ?? 1, hits, floor: SCORE_FLOOR.dense });
+      }
     }
     if (mode !== 'dense') {
-      const hits = await corpus.searchLexical(query, candidateK, allow === undefined ? undefined : new Set(allow));
-      lists.push({ name: 'sparse', weight: weights.sparse ?? 1, hits, floor: SCORE_FLOOR.sparse });
+      for (const [i, text] of queries.entries()) {
+        const hits = await corpus.searchLexical(text, candidateK, allow === undefined ? undefined : new Set(allow));
+        lists.push({ name: `sparse${suffix(i)}`, weight: weights.sparse ?? 1, hits, floor: SCORE_FLOOR.sparse });
+      }
     }
     // Score fusion over the union: a candidate one list missed gets that list's exact score, not nothing, so
     // weighted/convex compare like with like (RRF stays rank-only: a missed candidate has no rank there).
@@ -364,6 +385,7 @@ export function retrieveMethod(
       hits,
       indexVersion,
       ...(more ? { nextCursor: cursors.encode({ offset: next, indexVersion, request: digest }) } : {}),
+      ...(params.rewrite === 'rewrite' ? { rewrittenQuery: query } : {}),
       usage,
     };
   }

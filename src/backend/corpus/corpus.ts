@@ -3,6 +3,7 @@ import { RpcErrorCode } from '../../protocol/codes.js';
 import { RpcError } from '../../protocol/errors.js';
 import { DenseIndex, type DenseIndexOptions } from '../hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
+import { multiQuery, rewriteQuery } from '../lexical/query-transform.js';
 import type { BackendLogger, ChunkPlace, CorpusReader, CorpusWriter, Encoder, ModelHealth } from '../ports.js';
 import {
   CorpusStore,
@@ -369,6 +370,14 @@ export class Corpus implements CorpusWriter, CorpusReader {
       }
       return cosineSpace ? dot / (Math.sqrt(norm * queryNorm) || 1) : dot;
     });
+  }
+
+  transformQuery(query: string, method: 'rewrite' | 'multi-query', n: number): string[] {
+    const textOf = (label: number) => this.store.getChunk(label)?.text ?? '';
+    if (method === 'rewrite') {
+      return [rewriteQuery(query, this.#lexical, (term) => this.#lexical.labelsWith(term, 3).map(textOf))];
+    }
+    return multiQuery(query, n, this.#lexical, textOf);
   }
 
   termWeights(text: string, kind: 'query' | 'document'): Map<string, number> {

@@ -83,6 +83,33 @@ export class Bm25Index {
     return weights;
   }
 
+  /** Documents containing `term` (an analyzed term). */
+  documentFrequency(term: string): number {
+    return this.#postings.get(term)?.size ?? 0;
+  }
+
+  /** Up to `limit` documents containing `term`. */
+  labelsWith(term: string, limit: number): number[] {
+    return [...(this.#postings.get(term)?.keys() ?? [])].slice(0, limit);
+  }
+
+  /** Every analyzed term with its document frequency. */
+  *vocabulary(): Iterable<[string, number]> {
+    for (const [term, posting] of this.#postings) yield [term, posting.size];
+  }
+
+  /** A document's term counts and length, for pseudo-relevance feedback. */
+  termCounts(label: number): { counts: Map<string, number>; length: number } | undefined {
+    const terms = this.#terms.get(label);
+    if (terms === undefined) return undefined;
+    const counts = new Map(terms.map((term) => [term, this.#postings.get(term)?.get(label) ?? 0]));
+    return { counts, length: this.#lengths.get(label) ?? 0 };
+  }
+
+  analyze(text: string): string[] {
+    return analyze(text, this.options);
+  }
+
   /** BM25 scores of the given labels (0 for labels without query terms), for completing fused candidate sets. */
   scoreLabels(query: string, labels: readonly number[]): number[] {
     const wanted = new Set(labels);

@@ -1,0 +1,118 @@
+import type { Bm25Index } from './bm25.js';
+
+/**
+ * `query/transform` without a language model (§7.8), from the corpus's own lexical statistics:
+ * - `rewrite`: Unicode normalisation and whitespace cleanup, then spelling-robust expansion — a word whose analyzed
+ *   terms the corpus has never seen gets the closest corpus term (Damerau-Levenshtein ≤ 1, ≤ 2 for words of 8+
+ *   letters; ties to the more frequent term) added beside it, in the corpus's own spelling. The word itself stays.
+ * - `multi-query`: pseudo-relevance feedback in the manner of RM3 — the top documents for the query by BM25 vote for
+ *   expansion terms (weighted by document score, term share of the document and idf); the first query is the
+ *   original, each further one adds the next three expansion terms. Distinct by construction.
+ */
+const WORD = /[\p{L}\p{N}]+(?:['’-][\p{L}\p{N}]+)*/gu;
+const FEEDBACK_DOCS = 10;
+const TERMS_PER_QUERY = 3;
+
+export function normalizeQuery(query: string): string {
+  return query
+    .normalize('NFKC')
+    .replace(/[\p{Cc}\p{Cf}]+/gu, ' ')
+    .replace(/\s+/gu, ' ')
+    .trim();
+}
+
+/** Surface forms: the first word in `texts` whose analysis is exactly `term`. */
+function surfaceOf(term: string, texts: readonly string[], index: Bm25Index): string {
+  for (const text of texts) {
+    for (const word of text.match(WORD) ?? []) {
+      const terms = index.analyze(word);
+      if (terms.length === 1 && terms[0] === term) return word.toLowerCase();
+    }
+  }
+  return term;
+}
+
+export function rewriteQuery(query: string, index: Bm25Index, textOf: (term: string) => readonly string[]): string {
+  const normalized = normalizeQuery(query);
+  if (index.size === 0) return normalized;
+  let vocabulary: [string, number][] | undefined;
+  const additions: string[] = [];
+  for (const word of normalized.match(WORD) ?? []) {
+    const terms = index.analyze(word);
+    if (terms.length === 0 || terms.every((term) => index.documentFrequency(term) > 0)) continue;
+    vocabulary ??= [...index.vocabulary()];
+    for (const term of terms) {
+      if (index.documentFrequency(term) > 0) continue;
+      const limit = term.length >= 8 ? 2 : 1;
+      if (term.length < 4) continue; // too short to correct safely
+      let best: [string, number, number] | undefined; // term, distance, df
+      for (const [candidate, df] of vocabulary) {
+        if (Math.abs(candidate.length - term.length) > limit) continue;
+        const distance = damerauLevenshtein(term, candidate, limit);
+        if (distance > limit) continue;
+        if (best === undefined || distance < best[1] || (distance === best[1] && df > best[2])) {
+          best = [candidate, distance, df];
+        }
+      }
+      if (best !== undefined) additions.push(surfaceOf(best[0], textOf(best[0]), index));
+    }
+  }
+  return additions.length === 0 ? normalized : `${normalized} ${additions.join(' ')}`;
+}
+
+export function multiQuery(
+  query: string,
+  n: number,
+  index: Bm25Index,
+  textOfLabel: (label: number) => string,
+): string[] {
+  const normalized = normalizeQuery(query);
+  const queries = [normalized];
+  if (n <= 1 || index.size === 0) return queries;
+  const top = index.search(normalized, FEEDBACK_DOCS);
+  const best = top[0]?.score ?? 0;
+  if (best <= 0) return queries;
+  const own = new Set(index.analyze(normalized));
+  const weights = new Map<string, number>();
+  for (const { label, score } of top) {
+    const doc = index.termCounts(label);
+    if (doc === undefined || doc.length === 0) continue;
+    for (const [term, tf] of doc.counts) {
+      if (own.has(term) || term.length < 3 || /^\d+$/u.test(term)) continue;
+      const df = index.documentFrequency(term);
+      const idf = Math.log(1 + (index.size - df + 0.5) / (df + 0.5));
+      weights.set(term, (weights.get(term) ?? 0) + (score / best) * (tf / doc.length) * idf);
+    }
+  }
+  const ranked = [...weights].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([term]) => term);
+  const texts = top.map(({ label }) => textOfLabel(label));
+  for (let i = 0; queries.length < n && (i + 1) * TERMS_PER_QUERY <= ranked.length; i++) {
+    const terms = ranked
+      .slice(i * TERMS_PER_QUERY, (i + 1) * TERMS_PER_QUERY)
+      .map((term) => surfaceOf(term, texts, index));
+    queries.push(`${normalized} ${terms.join(' ')}`);
+  }
+  return queries;
+}
+
+/** Optimal-string-alignment distance, giving up (returning limit + 1) once every cell of a row exceeds `limit`. */
+export function damerauLevenshtein(a: string, b: string, limit: number): number {
+  let previous2: number[] = [];
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let value = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        value = Math.min(value, (previous2[j - 2] ?? 0) + 1);
+      current.push(value);
+      rowMin = Math.min(rowMin, value);
+    }
+    if (rowMin > limit) return limit + 1;
+    previous2 = previous;
+    previous = current;
+  }
+  return previous[b.length] ?? limit + 1;
+}

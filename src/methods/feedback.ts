@@ -1,0 +1,82 @@
+import { Type } from '@sinclair/typebox';
+import type { CorpusReader } from '../backend/ports.js';
+import { RpcError } from '../protocol/errors.js';
+import type { JsonObject } from '../protocol/messages.js';
+import type { MethodDefinition } from '../protocol/registry.js';
+import type { FeedbackStore } from '../retrieval/feedback-store.js';
+
+/**
+ * `feedback` (§7.16): signals about how hits fared downstream, recorded per session and query in a bounded, expiring
+ * store and counted in metrics. Untrusted advice (§15.2): nothing here changes retrieval. A hit flagged
+ * `poisonSuspected` or `injectionSuspected` marks its document and source for review: one warning log line naming
+ * them, and a counter by kind (§15.3). `accepted` counts every well-formed signal, acted on or not.
+ */
+const Signal = Type.Object({
+  hitId: Type.Union([Type.String({ maxLength: 1024 }), Type.Number()]),
+  used: Type.Optional(Type.Boolean()),
+  cited: Type.Optional(Type.Boolean()),
+  helpful: Type.Optional(Type.Boolean()),
+  reward: Type.Optional(Type.Number({ minimum: -1, maximum: 1 })),
+  poisonSuspected: Type.Optional(Type.Boolean()),
+  injectionSuspected: Type.Optional(Type.Boolean()),
+});
+const FeedbackParams = Type.Object({
+  sessionId: Type.Optional(Type.String({ maxLength: 256 })),
+  query: Type.Optional(Type.String()),
+  signals: Type.Array(Signal),
+});
+
+export interface FeedbackSettings {
+  readonly store: FeedbackStore;
+  readonly maxSignals: number;
+  /** Told of each flag: kind, hit, document and its `meta.source` (for the operator's review). */
+  readonly onFlag: (flag: {
+    kind: 'poison' | 'injection';
+    hitId: string;
+    documentId: string;
+    source: string | undefined;
+    sessionId: string | undefined;
+  }) => void;
+  /** Told of each recorded signal's fields (for metrics). */
+  readonly onSignal: (fields: readonly string[]) => void;
+}
+
+export function feedbackMethod(
+  corpus: CorpusReader,
+  settings: FeedbackSettings,
+): [MethodDefinition<typeof FeedbackParams>, JsonObject] {
+  const definition: MethodDefinition<typeof FeedbackParams> = {
+    method: 'feedback',
+    params: FeedbackParams,
+    handler: ({ sessionId, query, signals }) => {
+      if (signals.length > settings.maxSignals) {
+        throw RpcError.payloadTooLarge(
+          `${signals.length} signals exceed the limit of ${settings.maxSignals}`,
+          'signals',
+        );
+      }
+      const recorded = signals.map((signal) => ({ ...signal, hitId: String(signal.hitId) }));
+      for (const signal of recorded) {
+        settings.onSignal(Object.keys(signal).filter((key) => key !== 'hitId'));
+        const documentId = signal.hitId.replace(/#\d+$/, '');
+        const source = corpus.metaOf(documentId).source;
+        for (const [kind, flagged] of [
+          ['poison', signal.poisonSuspected],
+          ['injection', signal.injectionSuspected],
+        ] as const) {
+          if (flagged === true) {
+            settings.onFlag({
+              kind,
+              hitId: signal.hitId,
+              documentId,
+              source: typeof source === 'string' ? source : undefined,
+              sessionId,
+            });
+          }
+        }
+      }
+      return { accepted: settings.store.record(sessionId, query, recorded) };
+    },
+  };
+  return [definition, {}];
+}

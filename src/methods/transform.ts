@@ -1,0 +1,38 @@
+import { Type } from '@sinclair/typebox';
+import type { CorpusReader } from '../backend/ports.js';
+import { RpcError } from '../protocol/errors.js';
+import type { JsonObject } from '../protocol/messages.js';
+import type { MethodDefinition } from '../protocol/registry.js';
+
+/**
+ * `query/transform` (§7.8) with the methods that really run here, and only those advertised: `rewrite`
+ * (normalisation and spelling-robust expansion from the corpus vocabulary) and `multi-query` (RM3-style
+ * pseudo-relevance feedback). `hyde`, `decompose` and `step-back` need a language model: -32005. `n` is bounded
+ * (§15.5: the fan-out of multi-query).
+ */
+export const TRANSFORM_METHODS = ['rewrite', 'multi-query'] as const;
+export const MAX_QUERIES = 8;
+
+const TransformParams = Type.Object({
+  query: Type.String({ minLength: 1 }),
+  method: Type.String(),
+  n: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_QUERIES })),
+});
+
+export function transformMethod(
+  corpus: CorpusReader,
+  maxQueryChars: number,
+): [MethodDefinition<typeof TransformParams>, JsonObject] {
+  const definition: MethodDefinition<typeof TransformParams> = {
+    method: 'query/transform',
+    params: TransformParams,
+    options: [{ path: 'method', supported: TRANSFORM_METHODS }],
+    handler: ({ query, method, n }) => {
+      if (query.length > maxQueryChars) {
+        throw RpcError.invalidParams('query', `${query.length} characters exceed the limit of ${maxQueryChars}`);
+      }
+      return { queries: corpus.transformQuery(query, method as (typeof TRANSFORM_METHODS)[number], n ?? 3) };
+    },
+  };
+  return [definition, { methods: [...TRANSFORM_METHODS], maxQueries: MAX_QUERIES }];
+}
