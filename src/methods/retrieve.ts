@@ -213,39 +213,40 @@ export function retrieveMethod(
     const asked = await settings.content.query(params.query, settings.maxQueryChars, ctx.signal);
     const allow = predicate === undefined ? undefined : corpus.labelsWhere(predicate);
 
-    // §7.8 inside retrieve: `rewrite` recalls with the rewritten query; `multi-query` recalls with each query and
-    // fuses every list with RRF. Off unless asked (SciFact: see the README).
+    // §7.8 inside retrieve, off unless asked: `rewrite` recalls with the rewritten query; `multi-query` keeps dense
+    // recall on the query as asked and gives lexical recall the query expanded with every expansion term — RM3's
+    // use of pseudo-relevance feedback — so fusion still sees one dense and one sparse list.
     let queries = [asked];
     if (params.rewrite === 'rewrite') queries = corpus.transformQuery(asked, 'rewrite', 1);
-    if (params.rewrite === 'multi-query') {
-      queries = corpus.transformQuery(asked, 'multi-query', 3);
-      lenient.notes.push(`multi-query: ${queries.length} queries, every list fused with rrf`);
-      method = 'rrf';
-    }
     const query = queries[0] ?? asked;
+    let lexicalQuery = query;
+    if (params.rewrite === 'multi-query') {
+      const expanded = corpus.transformQuery(asked, 'multi-query', 3);
+      const terms = expanded.slice(1).map((q) => q.slice(expanded[0]?.length ?? 0).trim());
+      lexicalQuery = [expanded[0] ?? asked, ...terms].join(' ');
+      lenient.notes.push(`multi-query: lexical recall expanded to ${JSON.stringify(lexicalQuery)}`);
+    }
 
     // Recall.
     const lists: FusionInput[] = [];
     const weights = params.fusion?.weights ?? {};
     let queryVector: Float32Array = new Float32Array(0);
-    const suffix = (i: number) => (i === 0 ? '' : `:${i}`);
     if (mode !== 'sparse') {
-      const vectors = await encoder.embed(queries, 'query', ctx.signal);
-      queryVector = vectors[0] ?? queryVector;
-      for (const [i, vector] of vectors.entries()) {
-        const hits = await corpus.searchDense(vector, candidateK, allow);
-        lists.push({ name: `dense${suffix(i)}`, weight: weights.dense ?? 1, hits, floor: SCORE_FLOOR.dense });
-      }
+      queryVector = (await encoder.embed([query], 'query', ctx.signal))[0] ?? queryVector;
+      const hits = await corpus.searchDense(queryVector, candidateK, allow);
+      lists.push({ name: 'dense', weight: weights.dense ?? 1, hits, floor: SCORE_FLOOR.dense });
     }
     if (mode !== 'dense') {
-      for (const [i, text] of queries.entries()) {
-        const hits = await corpus.searchLexical(text, candidateK, allow === undefined ? undefined : new Set(allow));
-        lists.push({ name: `sparse${suffix(i)}`, weight: weights.sparse ?? 1, hits, floor: SCORE_FLOOR.sparse });
-      }
+      const hits = await corpus.searchLexical(
+        lexicalQuery,
+        candidateK,
+        allow === undefined ? undefined : new Set(allow),
+      );
+      lists.push({ name: 'sparse', weight: weights.sparse ?? 1, hits, floor: SCORE_FLOOR.sparse });
     }
     // Score fusion over the union: a candidate one list missed gets that list's exact score, not nothing, so
     // weighted/convex compare like with like (RRF stays rank-only: a missed candidate has no rank there).
-    if (lists.length === 2 && method !== 'rrf') completeUnion(lists, query, queryVector);
+    if (lists.length === 2 && method !== 'rrf') completeUnion(lists, lexicalQuery, queryVector);
     ctx.signal.throwIfAborted();
     const recalled = new Set(lists.flatMap((list) => list.hits.map((hit) => hit.label))).size;
     ctx.log('debug', `recall: ${recalled} candidates`, {

@@ -96,7 +96,7 @@ describe.each(TRANSPORTS)('agents over %s', (transport) => {
       usage: { notes: string[] };
     };
     expect(multi.hits).toHaveLength(2);
-    expect(multi.usage.notes[0]).toMatch(/^multi-query: \d queries, every list fused with rrf/);
+    expect(multi.usage.notes[0]).toMatch(/^multi-query: lexical recall expanded to "cholesterol \w+/);
   });
 
   it('feedback counts signals and never changes a retrieve, even one running concurrently', async () => {
