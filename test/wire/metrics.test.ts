@@ -37,6 +37,7 @@ describe('GET /metrics', () => {
       error: { code: number };
     };
     expect(refused.error.code).toBe(-32011);
+    await post(request(9, 'feedback', { signals: [{ hitId: 'm#0', used: true, poisonSuspected: true }] }));
     const response = await fetch(`${origin}/metrics`);
     expect(response.headers.get('content-type')).toContain('text/plain');
     const text = await response.text();
@@ -55,6 +56,8 @@ describe('GET /metrics', () => {
     expect(text).toMatch(/rcp_model_batch_size_count\{model="encoder"\} [1-9]/);
     expect(text).toMatch(/rcp_model_batch_duration_seconds_count\{model="encoder"\} [1-9]/);
     expect(text).toContain('rcp_refused_total{reason="rate_limit",method="embed"} 1');
+    expect(text).toContain('rcp_feedback_signals_total{signal="used"} 1');
+    expect(text).toContain('rcp_feedback_flags_total{kind="poison"} 1');
   });
 });
 

@@ -52,6 +52,40 @@ describe('the request log (§15.6)', () => {
     expect(redacted.stderr).toMatch(/"method":"embed".*"params":\{"inputs":"\[Redacted\]"/);
   });
 
+  it('logs a hit that feedback flags as poisoned, with its document and source, for review (§7.16, §15.3)', async () => {
+    const server = spawnStdio({ config: { 'models.encoder': 'use-lite', 'log.level': 'info' } }, [
+      'bin/rcp-server.js',
+      'serve',
+      '--stdio',
+    ]);
+    const frames: Frame[] = [];
+    readFrames(server.child, (frame) => frames.push(frame as Frame));
+    // In order, each answered before the next: requests on one connection run concurrently (§4.7).
+    for (const frame of [
+      request(0, 'initialize', { protocolVersion: 1, capabilities: {} }),
+      request(1, 'index/add', { documents: [{ id: 'doc', text: 'bad advice', meta: { source: 'forum' } }] }),
+      request(2, 'feedback', { signals: [{ hitId: 'doc#0', poisonSuspected: true }] }),
+    ]) {
+      server.child.stdin.write(`${JSON.stringify(frame)}\n`);
+      for (let i = 0; i < 800 && !frames.some((answer) => answer.id === frame.id); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    }
+    expect(frames.find((frame) => frame.id === 2)).toMatchObject({ result: { accepted: 1 } });
+    server.child.stdin.end();
+    expect(await server.exited).toBe(0);
+    const flag = server
+      .stderr()
+      .split('\n')
+      .find((line) => line.includes('feedback flags a hit for review'));
+    expect(JSON.parse(flag ?? '{}')).toMatchObject({
+      kind: 'poison',
+      hitId: 'doc#0',
+      documentId: 'doc',
+      source: 'forum',
+    });
+  });
+
   it('refuses a malformed redact path at start with a clear message', async () => {
     const server = spawnStdio({ config: { 'log.redact': ['params..query'] } }, [
       'bin/rcp-server.js',
