@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { createApp, type App } from './app.js';
+import type { EngineSpec } from './backend/federation/engine.js';
 import { readRegistry, RegistryError } from './backend/federation/registry.js';
 import { createGateway } from './gateway.js';
 import { serveMcp } from './transport/mcp.js';
@@ -169,6 +170,17 @@ function redact(config: Config): Config {
   };
 }
 
+/** The registry's engines; undefined after printing why it cannot be read (exit 2). */
+function registryOrReport(file: string): EngineSpec[] | undefined {
+  try {
+    return readRegistry(file);
+  } catch (error) {
+    if (!(error instanceof RegistryError)) throw error;
+    process.stderr.write(`rcp-server: ${error.message}\n`);
+    return undefined;
+  }
+}
+
 /** Configuration errors are printed as text and exit 2; they are never wire codes. */
 function loadOrReport(file: string | undefined, overrides: ConfigOverrides): Config | undefined {
   try {
@@ -205,14 +217,8 @@ async function gatewayCommand(command: GatewayCommand): Promise<number> {
   const started = startLogged(command);
   if (started === undefined) return 2;
   const { config, log } = started;
-  let specs;
-  try {
-    specs = readRegistry(command.registry);
-  } catch (error) {
-    if (!(error instanceof RegistryError)) throw error;
-    process.stderr.write(`rcp-server: ${error.message}\n`);
-    return 2;
-  }
+  const specs = registryOrReport(command.registry);
+  if (specs === undefined) return 2;
   const app = await createGateway(config, specs, log, command.select === 'primary' ? 'select' : 'federate');
   return run(app, command.transport, log);
 }
@@ -224,14 +230,8 @@ async function mcpCommand(command: McpCommand): Promise<number> {
   const log = pino({ level: config.log.level, base: { service: config.server.name } }, pino.destination(2));
   let app: App | undefined;
   if (command.registry !== undefined) {
-    let specs;
-    try {
-      specs = readRegistry(command.registry);
-    } catch (error) {
-      if (!(error instanceof RegistryError)) throw error;
-      process.stderr.write(`rcp-server: ${error.message}\n`);
-      return 2;
-    }
+    const specs = registryOrReport(command.registry);
+    if (specs === undefined) return 2;
     app = await createGateway(config, specs, log);
   } else {
     await prepareDefaultModel(config.models, log);
