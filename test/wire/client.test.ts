@@ -68,6 +68,12 @@ describe.each(['stdio', 'http'] as const)('the client over %s', (transport) => {
     const error = (await rcp.retrieve({ query: 'x', k: 1 }).catch((e: unknown) => e)) as RcpError;
     expect(error).toBeInstanceOf(RcpError);
     expect(error.code).toBe(-32003);
+    if (transport === 'http') {
+      // The server never saw it: no retrieve in its request counter.
+      const metrics = await (await fetch(url.replace(/\/rcp$/, '/metrics'))).text();
+      expect(metrics).toContain('rcp_requests_total{method="initialize"');
+      expect(metrics).not.toContain('method="retrieve"');
+    }
   });
 
   it('cancels with an AbortSignal (-32006, never retried) and gives up at its own deadline', async () => {
