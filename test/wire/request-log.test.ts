@@ -8,25 +8,40 @@ import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js'
  */
 const SECRET = 'patient 4242 has condition X';
 
-async function embedSecret(config: Record<string, unknown>): Promise<{ stderr: string; code: number | null }> {
-  const server = spawnStdio({ config: { 'models.encoder': 'use-lite', 'log.level': 'debug', ...config } }, [
+/**
+ * Runs the real binary over stdio with `config`, sends `requests` one at a time (each answered before the next:
+ * requests on one connection run concurrently, §4.7), closes stdin, and returns the answers, stderr and exit code.
+ */
+async function runBinary(
+  config: Record<string, unknown>,
+  requests: Frame[],
+): Promise<{ answers: Frame[]; stderr: string; code: number | null }> {
+  const server = spawnStdio({ config: { 'models.encoder': 'use-lite', ...config } }, [
     'bin/rcp-server.js',
     'serve',
     '--stdio',
   ]);
-  const frames: Frame[] = [];
-  readFrames(server.child, (frame) => frames.push(frame as Frame));
-  for (const frame of [
-    request(0, 'initialize', { protocolVersion: 1, capabilities: {} }),
-    request(1, 'embed', { inputs: [SECRET] }),
-  ]) {
+  const answers: Frame[] = [];
+  readFrames(server.child, (frame) => answers.push(frame as Frame));
+  for (const frame of requests) {
     server.child.stdin.write(`${JSON.stringify(frame)}\n`);
+    for (let i = 0; i < 800 && !answers.some((answer) => answer.id === frame.id); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
   }
-  for (let i = 0; i < 800 && !frames.some((frame) => frame.id === 1); i++)
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  expect(frames.find((frame) => frame.id === 1)).toHaveProperty('result');
   server.child.stdin.end();
-  return { stderr: server.stderr(), code: await server.exited };
+  return { answers, stderr: server.stderr(), code: await server.exited };
+}
+
+const INIT = request(0, 'initialize', { protocolVersion: 1, capabilities: {} });
+
+async function embedSecret(config: Record<string, unknown>): Promise<{ stderr: string; code: number | null }> {
+  const { answers, stderr, code } = await runBinary({ 'log.level': 'debug', ...config }, [
+    INIT,
+    request(1, 'embed', { inputs: [SECRET] }),
+  ]);
+  expect(answers.find((frame) => frame.id === 1)).toHaveProperty('result');
+  return { stderr, code };
 }
 
 describe('the request log (§15.6)', () => {
@@ -53,31 +68,14 @@ describe('the request log (§15.6)', () => {
   });
 
   it('logs a hit that feedback flags as poisoned, with its document and source, for review (§7.16, §15.3)', async () => {
-    const server = spawnStdio({ config: { 'models.encoder': 'use-lite', 'log.level': 'info' } }, [
-      'bin/rcp-server.js',
-      'serve',
-      '--stdio',
-    ]);
-    const frames: Frame[] = [];
-    readFrames(server.child, (frame) => frames.push(frame as Frame));
-    // In order, each answered before the next: requests on one connection run concurrently (§4.7).
-    for (const frame of [
-      request(0, 'initialize', { protocolVersion: 1, capabilities: {} }),
+    const { answers, stderr, code } = await runBinary({ 'log.level': 'info' }, [
+      INIT,
       request(1, 'index/add', { documents: [{ id: 'doc', text: 'bad advice', meta: { source: 'forum' } }] }),
       request(2, 'feedback', { signals: [{ hitId: 'doc#0', poisonSuspected: true }] }),
-    ]) {
-      server.child.stdin.write(`${JSON.stringify(frame)}\n`);
-      for (let i = 0; i < 800 && !frames.some((answer) => answer.id === frame.id); i++) {
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-    }
-    expect(frames.find((frame) => frame.id === 2)).toMatchObject({ result: { accepted: 1 } });
-    server.child.stdin.end();
-    expect(await server.exited).toBe(0);
-    const flag = server
-      .stderr()
-      .split('\n')
-      .find((line) => line.includes('feedback flags a hit for review'));
+    ]);
+    expect(answers.find((frame) => frame.id === 2)).toMatchObject({ result: { accepted: 1 } });
+    expect(code).toBe(0);
+    const flag = stderr.split('\n').find((line) => line.includes('feedback flags a hit for review'));
     expect(JSON.parse(flag ?? '{}')).toMatchObject({
       kind: 'poison',
       hitId: 'doc#0',
