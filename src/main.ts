@@ -152,7 +152,8 @@ async function openQuietApp(
 ): Promise<{ config: Config; app: App } | undefined> {
   const config = loadOrReport(file, overrides);
   if (config === undefined) return undefined;
-  const log = pino({ level: 'warn', base: { service: config.server.name } }, pino.destination(2));
+  const log = loggerOrReport(config, 'warn');
+  if (log === undefined) return undefined;
   await prepareDefaultModel(config.models, log);
   const app = createOrReport(config, log);
   return app === undefined ? undefined : { config, app };
@@ -168,6 +169,25 @@ function redact(config: Config): Config {
     },
     redis: { ...config.redis, url: config.redis.url.replace(/\/\/([^@/]*):[^@/]*@/, '//$1:***@') },
   };
+}
+
+/**
+ * JSON log lines on stderr (stdout is protocol-only on stdio, §5.1), with the configured redaction. Written
+ * synchronously: the process exits right after its last answer, and an asynchronous write still queued then is lost
+ * (seen in the request-log test: the last request's line missing). Undefined after reporting a malformed redact
+ * path.
+ */
+function loggerOrReport(config: Config, level: string = config.log.level): Logger | undefined {
+  try {
+    return pino(
+      { level, base: { service: config.server.name }, redact: config.log.redact },
+      pino.destination({ dest: 2, sync: true }),
+    );
+  } catch (error) {
+    // pino refuses a malformed redact path at construction: a configuration error, reported as one (exit 2).
+    process.stderr.write(`rcp-server: invalid configuration:\n  log.redact: ${(error as Error).message}\n`);
+    return undefined;
+  }
 }
 
 /** The registry's engines; undefined after printing why it cannot be read (exit 2). */
@@ -227,7 +247,8 @@ async function gatewayCommand(command: GatewayCommand): Promise<number> {
 async function mcpCommand(command: McpCommand): Promise<number> {
   const config = loadOrReport(command.configFile, command.overrides);
   if (config === undefined) return 2;
-  const log = pino({ level: config.log.level, base: { service: config.server.name } }, pino.destination(2));
+  const log = loggerOrReport(config);
+  if (log === undefined) return 2;
   let app: App | undefined;
   if (command.registry !== undefined) {
     const specs = registryOrReport(command.registry);
@@ -267,17 +288,8 @@ function startLogged(command: ServeCommand | GatewayCommand): { config: Config; 
       return undefined;
     }
   }
-  try {
-    const log = pino(
-      { level: config.log.level, base: { service: config.server.name }, redact: config.log.redact },
-      pino.destination(2),
-    );
-    return { config, log };
-  } catch (error) {
-    // pino refuses a malformed redact path at construction: a configuration error, reported as one.
-    process.stderr.write(`rcp-server: invalid configuration:\n  log.redact: ${(error as Error).message}\n`);
-    return undefined;
-  }
+  const log = loggerOrReport(config);
+  return log === undefined ? undefined : { config, log };
 }
 
 /** Serves the app on the chosen transport until EOF/shutdown (stdio) or a signal (HTTP), then closes it: exit 0. */
