@@ -40,16 +40,10 @@ export async function createGateway(
     depth: federation.depth,
     fusion: federation.fusion,
     fusionReserveMs: federation.fusionReserveMs,
-    requestTimeoutMs: config.limits.requestTimeoutMs,
     attempts: federation.attempts,
   };
   const selector =
-    mode === 'select'
-      ? new Selector(engines, {
-          requestTimeoutMs: config.limits.requestTimeoutMs,
-          probeIntervalMs: federation.probeIntervalMs,
-        })
-      : undefined;
+    mode === 'select' ? new Selector(engines, { probeIntervalMs: federation.probeIntervalMs }) : undefined;
   const gatewayConfig: Config = {
     ...config,
     // The gateway has no models and no corpus of its own; its name is its identity on federation paths.

@@ -6,6 +6,7 @@ import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition, MethodRegistry } from '../protocol/registry.js';
 import { fuseEngines, type FederatedFusion } from '../retrieval/federated-fusion.js';
+import { firstAnswer } from './failover.js';
 
 /**
  * The gateway's methods (§16): it is an RCP server to its clients and an RCP client to its engines.
@@ -26,8 +27,6 @@ export interface FederationSettings {
   readonly fusion: { readonly method: FederatedFusion; readonly rrfK: number };
   /** Time kept back from the downstream deadline for fusion (at least this, at least 10%). */
   readonly fusionReserveMs: number;
-  /** The server's own request deadline (§13.1), when the client sent no `_meta.deadlineMs`. */
-  readonly requestTimeoutMs: number;
   /** Attempts per engine call for retryable failures (§12.2). */
   readonly attempts: number;
 }
@@ -60,7 +59,7 @@ export function registerFederation(
   registerCatalog(registry, ordered);
   for (const method of ['embed', 'rerank'] as const) {
     const targets = advertising(method);
-    if (targets.length > 0) registerRouted(registry, method, targets, settings);
+    if (targets.length > 0) registerRouted(registry, method, targets);
   }
   // Shards are the writable leaves reached at start: a gateway (it advertises catalog) shards its own writes, and a
   // fixed shard set keeps every document's owner stable.
@@ -83,15 +82,6 @@ export function federatedCapabilities(engines: readonly RemoteEngine[]): JsonObj
     if (first !== undefined) union[key] = first.info?.capabilities[key];
   }
   return union;
-}
-
-function remaining(settings: FederationSettings, ctx: RequestContext, started: number): number {
-  const asked = ctx.meta.deadlineMs;
-  const total =
-    typeof asked === 'number' && Number.isFinite(asked) && asked > 0
-      ? Math.min(asked, settings.requestTimeoutMs)
-      : settings.requestTimeoutMs;
-  return total - (performance.now() - started);
 }
 
 function federationOf(meta: JsonObject, settings: FederationSettings): Federation {
@@ -165,7 +155,7 @@ function registerRetrieve(
         return answer([], 0); // every engine is on the path: the cycle is noted, nothing to forward
       }
       // §16.2 budget: forward a strictly smaller deadline, keeping a reserve for fusion.
-      const left = remaining(settings, ctx, started);
+      const left = ctx.remainingMs();
       const reserve = Math.max(settings.fusionReserveMs, left * 0.1);
       const budget = Math.floor(left - reserve);
       if (budget <= 0) throw RpcError.timeout(Math.round(left));
@@ -264,39 +254,11 @@ function registerCatalog(registry: MethodRegistry, engines: readonly RemoteEngin
   registry.register(definition, { engines: engines.length });
 }
 
-/** One call to the first engine that answers, in priority order; -32010 (or a dead link) moves to the next. */
-async function firstAnswer(
-  targets: readonly RemoteEngine[],
-  method: string,
-  params: JsonObject,
-  ctx: RequestContext,
-  settings: FederationSettings,
-): Promise<JsonObject> {
-  const started = performance.now();
-  let last: RpcError | undefined;
-  for (const engine of targets) {
-    const left = remaining(settings, ctx, started);
-    if (left <= 0) break;
-    try {
-      return await engine.call(method, params, { deadlineMs: left, signal: ctx.signal, attempts: 1 });
-    } catch (error) {
-      last = RpcError.from(error);
-      if (last.code !== -32010) throw last;
-    }
-  }
-  throw last ?? RpcError.timeout(settings.requestTimeoutMs);
-}
-
-function registerRouted(
-  registry: MethodRegistry,
-  method: 'embed' | 'rerank',
-  targets: readonly RemoteEngine[],
-  settings: FederationSettings,
-): void {
+function registerRouted(registry: MethodRegistry, method: 'embed' | 'rerank', targets: readonly RemoteEngine[]): void {
   const definition: MethodDefinition<typeof AnyParams> = {
     method,
     params: AnyParams,
-    handler: (params, ctx) => firstAnswer(targets, method, params, ctx, settings),
+    handler: (params, ctx) => firstAnswer(targets, method, params, ctx),
   };
   registry.register(definition, (targets[0]?.info?.capabilities[method] ?? {}) as JsonObject);
 }
@@ -311,7 +273,7 @@ function registerIndex(registry: MethodRegistry, shards: readonly RemoteEngine[]
   const byId = [...shards].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const call = (engine: RemoteEngine, method: string, params: JsonObject, ctx: RequestContext) =>
     engine.call(method, params, {
-      deadlineMs: remaining(settings, ctx, performance.now()),
+      deadlineMs: ctx.remainingMs(),
       signal: ctx.signal,
       attempts: settings.attempts,
     });

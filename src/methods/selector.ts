@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { RemoteEngine } from '../backend/ports.js';
 import type { RequestContext } from '../protocol/context.js';
-import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import { CORE_METHODS } from '../protocol/method-table.js';
 import type { MethodRegistry } from '../protocol/registry.js';
+import { firstAnswer } from './failover.js';
 
 /**
  * The Selector (§7.15, §16, `rcp-server gateway --select primary`): every call goes to the highest-priority live
@@ -14,7 +14,6 @@ import type { MethodRegistry } from '../protocol/registry.js';
  * are passed through except those a relay cannot keep (streaming progress, log).
  */
 export interface SelectorSettings {
-  readonly requestTimeoutMs: number;
   readonly probeIntervalMs: number;
 }
 
@@ -71,27 +70,7 @@ export class Selector {
     clearInterval(this.#probe);
   }
 
-  async #route(method: string, params: JsonObject, ctx: RequestContext): Promise<JsonObject> {
-    const started = performance.now();
-    const asked = ctx.meta.deadlineMs;
-    const total =
-      typeof asked === 'number' && asked > 0
-        ? Math.min(asked, this.settings.requestTimeoutMs)
-        : this.settings.requestTimeoutMs;
-    let last: RpcError | undefined;
-    for (const engine of this.candidates()) {
-      const left = total - (performance.now() - started);
-      if (left <= 0) break;
-      try {
-        const forwarded = { ...params, _meta: { ...ctx.meta, deadlineMs: Math.floor(left) } };
-        return await engine.call(method, forwarded, { deadlineMs: left, signal: ctx.signal, attempts: 1 });
-      } catch (error) {
-        last = RpcError.from(error);
-        // Fail over only when the engine cannot serve: any other answer is the engine's verdict on the request.
-        if (last.code !== -32010) throw last;
-        this.#live.set(engine.id, false);
-      }
-    }
-    throw last ?? RpcError.timeout(total);
+  #route(method: string, params: JsonObject, ctx: RequestContext): Promise<JsonObject> {
+    return firstAnswer(this.candidates(), method, params, ctx, (engine) => this.#live.set(engine.id, false));
   }
 }

@@ -26,6 +26,10 @@ export interface RequestContext {
   readonly signal: AbortSignal;
   readonly meta: JsonObject;
   readonly session: SessionView;
+  /** §13.1: this request's deadline in ms — the server's, shortened by `_meta.deadlineMs` — as the signal enforces it. */
+  readonly deadlineMs: number;
+  /** Milliseconds left before that deadline (what a request forwarded downstream may have, §16.2). */
+  remainingMs(): number;
   /** §9: emits notifications/progress; a no-op unless the request carried a progressToken and streaming is advertised. */
   progress(stage: string, progress: number, update?: ProgressUpdate): void;
   /**

@@ -269,6 +269,7 @@ export class Session {
     const meta = isJsonObject(request.params._meta) ? request.params._meta : {};
     const controller = new AbortController();
     const deadlineMs = effectiveDeadline(this.#limits.requestTimeoutMs, meta.deadlineMs);
+    const startedAt = performance.now();
     const timer = setTimeout(() => controller.abort(RpcError.timeout(deadlineMs)), deadlineMs);
     // §13.1 transport death (an HTTP client hanging up) abandons this request only.
     const onTransportDeath = (): void => controller.abort(RpcError.cancelled('transport closed'));
@@ -281,6 +282,8 @@ export class Session {
       signal: controller.signal,
       meta,
       session: this.#view,
+      deadlineMs,
+      remainingMs: () => deadlineMs - (performance.now() - startedAt),
       progress: this.#progress(method, meta.progressToken, controller.signal, sink),
       log: this.#log(id, method, meta.progressToken, controller.signal, sink),
     };

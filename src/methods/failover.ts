@@ -1,0 +1,33 @@
+import type { RemoteEngine } from '../backend/ports.js';
+import type { RequestContext } from '../protocol/context.js';
+import { RpcError } from '../protocol/errors.js';
+import type { JsonObject } from '../protocol/messages.js';
+
+/**
+ * One call to the first engine that can serve it, in the given order (§16: the Selector's rule, and the gateway's
+ * for embed/rerank): -32010 (including a dead link) moves on to the next engine, reported through `onUnavailable`;
+ * any other answer is that engine's verdict on the request and is returned or thrown as is. Each engine gets what is
+ * left of the request's deadline, forwarded as `_meta.deadlineMs` (§16.2).
+ */
+export async function firstAnswer(
+  targets: readonly RemoteEngine[],
+  method: string,
+  params: JsonObject,
+  ctx: RequestContext,
+  onUnavailable: (engine: RemoteEngine) => void = () => undefined,
+): Promise<JsonObject> {
+  let last: RpcError | undefined;
+  for (const engine of targets) {
+    const left = ctx.remainingMs();
+    if (left <= 0) break;
+    try {
+      const forwarded = { ...params, _meta: { ...ctx.meta, deadlineMs: Math.floor(left) } };
+      return await engine.call(method, forwarded, { deadlineMs: left, signal: ctx.signal, attempts: 1 });
+    } catch (error) {
+      last = RpcError.from(error);
+      if (last.code !== -32010) throw last;
+      onUnavailable(engine);
+    }
+  }
+  throw last ?? RpcError.timeout(ctx.deadlineMs);
+}
