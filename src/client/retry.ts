@@ -1,3 +1,4 @@
+import { retriesAutomatically } from '../protocol/codes.js';
 import { RcpError } from './errors.js';
 
 /** §12.2 retries: only retryable codes, `retryAfterMs` honoured, exponential backoff with full jitter and a cap. */
@@ -18,10 +19,9 @@ export function retryDelay(
   random = Math.random,
 ): number | undefined {
   if (!(error instanceof RcpError)) return undefined;
-  // -32006: the caller cancelled, never retried automatically; -32001 needs initialize, not a repeat; -32603 once.
-  if (error.code === -32006 || error.code === -32001 || !error.retryable() || attempt >= policy.attempts)
-    return undefined;
-  if (error.code === -32603 && attempt > 1) return undefined;
+  if (!retriesAutomatically(error.code, error.data) || attempt >= policy.attempts) return undefined;
+  if (error.code === -32603 && attempt > 1) return undefined; // "retry once"
+
   const backoff = random() * Math.min(policy.capMs, policy.baseMs * 2 ** (attempt - 1));
   return Math.min(policy.capMs, Math.max(error.retryAfterMs() ?? 0, backoff));
 }

@@ -42,3 +42,14 @@ const RETRYABLE: ReadonlySet<RpcErrorCode> = new Set<RpcErrorCode>([
 export function isRetryable(code: RpcErrorCode): boolean {
   return RETRYABLE.has(code);
 }
+
+/**
+ * Whether a client may repeat a request that failed with `code` on its own (§12.2): what `data.retryable` says when
+ * the server said it, else the table above — but never after -32006 (the caller cancelled) nor -32001 (that needs
+ * initialize, not a repeat). -32603 is "retry once": counting attempts is the caller's business.
+ */
+export function retriesAutomatically(code: number, data: Readonly<Record<string, unknown>>): boolean {
+  if (code === RpcErrorCode.Cancelled || code === RpcErrorCode.NotInitialized) return false;
+  if (typeof data.retryable === 'boolean') return data.retryable;
+  return (Object.values(RpcErrorCode) as number[]).includes(code) && isRetryable(code as RpcErrorCode);
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RpcErrorCode, isRetryable } from '../../src/protocol/codes.js';
+import { RpcErrorCode, isRetryable, retriesAutomatically } from '../../src/protocol/codes.js';
 import { RpcError } from '../../src/protocol/errors.js';
 import { schema } from '../helpers/schema.js';
 
@@ -35,5 +35,17 @@ describe('§12 error codes', () => {
     expect(converted.toJSON()).toEqual({ code: -32603, message: 'internal error', data: { retryable: true } });
     const original = RpcError.cancelled();
     expect(RpcError.from(original)).toBe(original);
+  });
+});
+
+describe('§12.2 automatic retries (shared by the client and the gateway)', () => {
+  it('follows data.retryable when given, else the table; never -32006 or -32001', () => {
+    expect(retriesAutomatically(-32011, {})).toBe(true);
+    expect(retriesAutomatically(-32010, { retryable: false })).toBe(false);
+    expect(retriesAutomatically(-32016, { retryable: true })).toBe(true);
+    expect(retriesAutomatically(-32602, {})).toBe(false);
+    expect(retriesAutomatically(-32001, { retryable: true })).toBe(false);
+    expect(retriesAutomatically(-32006, { retryable: true })).toBe(false);
+    expect(retriesAutomatically(-1, {})).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import { RpcErrorCode } from '../../protocol/codes.js';
+import { retriesAutomatically, RpcErrorCode } from '../../protocol/codes.js';
 import { RpcError } from '../../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../../protocol/messages.js';
 import type { BackendLogger, EngineCallOptions, EngineInfo, RemoteEngine } from '../ports.js';
@@ -20,15 +20,15 @@ export interface EngineSpec {
   readonly env?: Readonly<Record<string, string>>;
 }
 
-const RETRYABLE = new Set<number>([RpcErrorCode.BackendUnavailable, RpcErrorCode.RateLimited, RpcErrorCode.Timeout]);
 const KNOWN_CODES = new Set<number>(Object.values(RpcErrorCode));
 
 /**
  * A downstream RCP engine as the gateway uses it: one link, initialized once per connection with its capabilities
  * cached, calls answered with the engine's result or rejected with an RpcError — the engine's own (code, message,
  * data), or -32010 when no answer came (transport death, an unreadable answer) and -32014 when the deadline passed.
- * Retries follow §12.2: only -32010/-32011/-32014 (and -32603 once), honouring `retryAfterMs`, exponential backoff
- * with full jitter, within the deadline; never after -32006.
+ * Retries follow §12.2 (`retriesAutomatically`: -32010/-32011/-32014 unless the engine's `data.retryable` says
+ * otherwise, -32603 once, never -32006 or -32001), honouring `retryAfterMs`, exponential backoff with full jitter,
+ * within the deadline.
  */
 export class Engine implements RemoteEngine {
   readonly #link: Link;
@@ -91,8 +91,10 @@ export class Engine implements RemoteEngine {
         return await this.#once(method, params, options.deadlineMs - (Date.now() - started), options.signal);
       } catch (error) {
         const failure = RpcError.from(error);
+        // §12.2, and -32603 once.
         const retryable =
-          RETRYABLE.has(failure.code) || (failure.code === -32603 && !internalRetried && (internalRetried = true));
+          retriesAutomatically(failure.code, failure.data) &&
+          (failure.code !== RpcErrorCode.InternalError || (!internalRetried && (internalRetried = true)));
         if (options.signal?.aborted === true || !retryable || attempt >= attempts) throw failure;
         const hinted = Number((failure.data as { retryAfterMs?: unknown }).retryAfterMs);
         const backoff = Math.random() * Math.min(2000, 100 * 2 ** (attempt - 1));
