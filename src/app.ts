@@ -110,7 +110,10 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   registry.advertise('log', { levels: ['debug', 'info', 'notice', 'warning', 'error'] });
   options.register?.(registry);
 
-  const admission = openAdmission(config, logger, metrics);
+  const shedder = new LoadShedder(config.limits.shedding);
+  // Loading models and the corpus lags the loop; that is start-up, not client overload (§15.5).
+  void shedder.ownWork(Promise.all([models.loaded, corpus?.ready]));
+  const admission = openAdmission(config, shedder, logger, metrics);
   const limits = {
     maxBatchSize: config.limits.maxBatchSize,
     requestTimeoutMs: config.limits.requestTimeoutMs,
@@ -143,49 +146,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         maxLineBytes: config.limits.maxBodyBytes,
         admission,
       }),
-    async buildHttp() {
-      const app: FastifyInstance = Fastify({
-        loggerInstance: logger,
-        trustProxy: config.http.trustProxy,
-        bodyLimit: config.limits.maxBodyBytes,
-        // Let the client hang up rather than the server cut a long retrieve short; deadlines are §13.1's job.
-        requestTimeout: 0,
-      });
-      const sessions = new HttpSessionStore(createSession, {
-        mode: config.http.sessions,
-        idleMs: config.http.sessionIdleMs,
-        maxSessions: config.http.maxSessions,
-      });
-      // Liveness and readiness for orchestrators: live while the process serves, ready once every model is loaded.
-      app.get('/healthz', () => ({ status: 'ok' }));
-      if (config.metrics.path !== '') {
-        metrics.enableProcessMetrics();
-        app.get(config.metrics.path, async (_request, reply) =>
-          reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics()),
-        );
-      }
-      app.get('/readyz', (_request, reply) => {
-        const state = health();
-        return reply.code(state.ready ? 200 : 503).send({ status: state.ready ? 'ready' : 'not ready', ...state });
-      });
-      await app.register(rcpHttp, {
-        base: config.http.base,
-        sessions,
-        bodyLimit: config.limits.maxBodyBytes,
-        corsOrigins: config.http.corsOrigins,
-        auth: new ApiKeys(config.auth.apiKeys),
-        admission,
-      });
-      await app.ready();
-      // Responses in flight (SSE included: a hijacked response still closes), for a graceful close.
-      let inFlight = 0;
-      app.server.on('request', (_request: unknown, response: { once(event: 'close', listener: () => void): void }) => {
-        inFlight++;
-        response.once('close', () => inFlight--);
-      });
-      servers.push({ server: app, inFlight: () => inFlight });
-      return app;
-    },
+    buildHttp: () => shedder.ownWork(buildHttp()),
     async close() {
       await Promise.all(
         servers.splice(0).map(({ server, inFlight }) => drain(server, inFlight, config.limits.requestTimeoutMs)),
@@ -196,6 +157,50 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       await options.onClose?.();
     },
   };
+
+  async function buildHttp(): Promise<FastifyInstance> {
+    const app: FastifyInstance = Fastify({
+      loggerInstance: logger,
+      trustProxy: config.http.trustProxy,
+      bodyLimit: config.limits.maxBodyBytes,
+      // Let the client hang up rather than the server cut a long retrieve short; deadlines are §13.1's job.
+      requestTimeout: 0,
+    });
+    const sessions = new HttpSessionStore(createSession, {
+      mode: config.http.sessions,
+      idleMs: config.http.sessionIdleMs,
+      maxSessions: config.http.maxSessions,
+    });
+    // Liveness and readiness for orchestrators: live while the process serves, ready once every model is loaded.
+    app.get('/healthz', () => ({ status: 'ok' }));
+    if (config.metrics.path !== '') {
+      metrics.enableProcessMetrics();
+      app.get(config.metrics.path, async (_request, reply) =>
+        reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics()),
+      );
+    }
+    app.get('/readyz', (_request, reply) => {
+      const state = health();
+      return reply.code(state.ready ? 200 : 503).send({ status: state.ready ? 'ready' : 'not ready', ...state });
+    });
+    await app.register(rcpHttp, {
+      base: config.http.base,
+      sessions,
+      bodyLimit: config.limits.maxBodyBytes,
+      corsOrigins: config.http.corsOrigins,
+      auth: new ApiKeys(config.auth.apiKeys),
+      admission,
+    });
+    await app.ready();
+    // Responses in flight (SSE included: a hijacked response still closes), for a graceful close.
+    let inFlight = 0;
+    app.server.on('request', (_request: unknown, response: { once(event: 'close', listener: () => void): void }) => {
+      inFlight++;
+      response.once('close', () => inFlight--);
+    });
+    servers.push({ server: app, inFlight: () => inFlight });
+    return app;
+  }
 }
 
 /**
@@ -219,8 +224,8 @@ async function drain(server: FastifyInstance, inFlight: () => number, deadlineMs
 }
 
 /** Load shedding and per-caller rate limits, with buckets in Redis when `redis.url` is set (shared by replicas). */
-function openAdmission(config: Config, logger: Logger, metrics: Metrics): Admission {
-  const { rateLimit, shedding } = config.limits;
+function openAdmission(config: Config, shedder: LoadShedder, logger: Logger, metrics: Metrics): Admission {
+  const { rateLimit } = config.limits;
   const store =
     config.redis.url === ''
       ? undefined
@@ -232,7 +237,7 @@ function openAdmission(config: Config, logger: Logger, metrics: Metrics): Admiss
           onFallback: metrics.rateLimitStoreFallback,
         });
   const limiter = new RateLimiter(rateLimit, store);
-  return new Admission(new LoadShedder(shedding), limiter, metrics.refused);
+  return new Admission(shedder, limiter, metrics.refused);
 }
 
 /** `embed` when an encoder is configured; `rerank` when something can really rerank (§7.6: methods name what runs). */

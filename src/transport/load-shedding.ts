@@ -4,10 +4,15 @@ import { getHeapStatistics } from 'node:v8';
 import { RpcError } from '../protocol/errors.js';
 
 /**
- * Load shedding (§15.5, issue #6): while the event loop lags past a threshold, or memory nears its cap, new work is
+ * Load shedding (§15.5): while the event loop lags past a threshold, or memory nears its cap, new work is
  * refused at once with -32011 and a `retryAfterMs`, so the server degrades by answering "later" instead of by
  * queueing until it runs out of memory. Work already admitted finishes. (A full inference queue is the third signal;
  * the queue refuses on its own, with a retryAfterMs from its measured drain rate.)
+ *
+ * Lag counts only when it is sustained and comes from clients: the loop must lag past the threshold in
+ * `SUSTAINED_SAMPLES` consecutive samples (one stall that has already ended is no reason to refuse the next caller),
+ * and samples that overlap the server's own work (start-up, loading models and the corpus) are not counted at all —
+ * a freshly started server must not refuse its first clients for the time it took to start.
  *
  * The measurements are @fastify/under-pressure's (a `monitorEventLoopDelay` histogram averaged per sample interval,
  * heap used, RSS), but the check is ours: under-pressure answers HTTP 503 from a Fastify hook, and this refusal
@@ -32,6 +37,9 @@ export interface LoadState {
   overloaded?: string;
 }
 
+/** Consecutive lagging samples that make overload. */
+export const SUSTAINED_SAMPLES = 2;
+
 export class LoadShedder {
   readonly #settings: SheddingSettings;
   readonly #histogram: IntervalHistogram;
@@ -40,6 +48,9 @@ export class LoadShedder {
   readonly #timer: NodeJS.Timeout;
   #state: LoadState;
   #sampledAt: number | undefined;
+  /** Own work in progress: samples taken while it runs do not count, and a fresh window starts when it ends. */
+  #ownWork = 0;
+  #laggingSamples = 0;
 
   constructor(settings: SheddingSettings) {
     this.#settings = settings;
@@ -54,6 +65,18 @@ export class LoadShedder {
 
   get state(): LoadState {
     return this.#state;
+  }
+
+  /** Marks `work` as the server's own (start-up, loading): event-loop lag while it runs is not client overload. */
+  ownWork<T>(work: Promise<T>): Promise<T> {
+    this.#ownWork++;
+    const ended = () => {
+      this.#ownWork--;
+      this.#sampledAt = performance.now();
+      this.#histogram.reset();
+    };
+    work.then(ended, ended);
+    return work;
   }
 
   /** -32011 while overloaded, else undefined. */
@@ -79,13 +102,15 @@ export class LoadShedder {
     const late = this.#sampledAt === undefined ? 0 : now - this.#sampledAt - this.#settings.sampleIntervalMs;
     this.#sampledAt = now;
     const mean = this.#histogram.mean;
-    const eventLoopDelayMs = Math.max(late, Number.isFinite(mean) ? mean / 1e6 - 10 : 0, 0);
+    const eventLoopDelayMs = this.#ownWork > 0 ? 0 : Math.max(late, Number.isFinite(mean) ? mean / 1e6 - 10 : 0, 0);
     this.#histogram.reset();
     const memory = process.memoryUsage();
     const heapUsedRatio = memory.heapUsed / this.#heapLimit;
     const { maxEventLoopDelayMs, maxHeapUsedRatio } = this.#settings;
+    const lagging = maxEventLoopDelayMs > 0 && eventLoopDelayMs > maxEventLoopDelayMs;
+    this.#laggingSamples = lagging ? this.#laggingSamples + 1 : 0;
     let overloaded: string | undefined;
-    if (maxEventLoopDelayMs > 0 && eventLoopDelayMs > maxEventLoopDelayMs) {
+    if (this.#laggingSamples >= SUSTAINED_SAMPLES) {
       overloaded = `event loop delay ${Math.round(eventLoopDelayMs)} ms > ${maxEventLoopDelayMs} ms`;
     } else if (maxHeapUsedRatio > 0 && heapUsedRatio > maxHeapUsedRatio) {
       overloaded = `heap ${(heapUsedRatio * 100).toFixed(0)}% of its limit`;

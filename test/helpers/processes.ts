@@ -20,8 +20,16 @@ export interface ServerProcess {
   stop(): Promise<number | null>;
 }
 
-/** Runs `node bin/rcp-server.js ARGS...` with `env` over HTTP and waits until it logs that it listens. */
-export async function startHttpProcess(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+/**
+ * Runs `node bin/rcp-server.js ARGS...` with `env` over HTTP and waits until it logs that it listens, then (unless
+ * `ready` is false: a server expected never to be ready) until `GET /readyz` says ready — a test must not race the
+ * server's own start-up (models and corpus loading).
+ */
+export async function startHttpProcess(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  { ready = true }: { ready?: boolean } = {},
+): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['bin/rcp-server.js', ...args], {
     cwd: ROOT,
     env: { ...process.env, RCP_LOG_LEVEL: 'info', ...env },
@@ -37,6 +45,7 @@ export async function startHttpProcess(args: readonly string[], env: NodeJS.Proc
     if (origin === undefined) await new Promise((resolve) => setTimeout(resolve, 25));
   }
   if (origin === undefined) throw new Error(`${args.join(' ')} never listened: ${stderr}`);
+  if (ready) await untilReady(origin, () => `${args.join(' ')}: ${stderr}`);
   return {
     child,
     origin,
@@ -46,4 +55,17 @@ export async function startHttpProcess(args: readonly string[], env: NodeJS.Proc
       return exited;
     },
   };
+}
+
+/** Polls `GET /readyz` until 200; fails (with `describe()`) if the server is not ready within a minute. */
+async function untilReady(origin: string, describe: () => string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const status = await fetch(`${origin}/readyz`).then(
+      (response) => response.status,
+      () => 0,
+    );
+    if (status === 200) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`never ready: ${describe()}`);
 }
