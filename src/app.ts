@@ -21,6 +21,7 @@ import { MethodRegistry } from './protocol/registry.js';
 import { Session, type SessionOptions } from './protocol/session.js';
 import { lateInteractionScores } from './retrieval/late-interaction.js';
 import { ApiKeys } from './transport/auth.js';
+import { capConnections, serverOptions } from './transport/connections.js';
 import { Admission } from './transport/admission.js';
 import { LoadShedder } from './transport/load-shedding.js';
 import { RateLimiter } from './transport/rate-limit.js';
@@ -144,6 +145,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         ...streams,
         createSession,
         maxLineBytes: config.limits.maxBodyBytes,
+        maxResponseBytes: config.limits.maxResponseBytes,
+        maxInFlight: config.limits.maxInFlightPerConnection,
         admission,
       }),
     buildHttp: () => shedder.ownWork(buildHttp()),
@@ -163,9 +166,9 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       loggerInstance: logger,
       trustProxy: config.http.trustProxy,
       bodyLimit: config.limits.maxBodyBytes,
-      // Let the client hang up rather than the server cut a long retrieve short; deadlines are §13.1's job.
-      requestTimeout: 0,
+      ...serverOptions(config.http, config.limits.requestTimeoutMs),
     });
+    capConnections(app.server, config.http);
     const sessions = new HttpSessionStore(createSession, {
       mode: config.http.sessions,
       idleMs: config.http.sessionIdleMs,
@@ -187,6 +190,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       base: config.http.base,
       sessions,
       bodyLimit: config.limits.maxBodyBytes,
+      maxResponseBytes: config.limits.maxResponseBytes,
       corsOrigins: config.http.corsOrigins,
       auth: new ApiKeys(config.auth.apiKeys),
       admission,

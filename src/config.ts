@@ -26,10 +26,23 @@ export const ConfigSchema = Section({
     maxSessions: Type.Integer({ minimum: 1 }),
     corsOrigins: Type.Array(Type.String({ minLength: 1 })),
     trustProxy: Type.Boolean(),
+    /** Time to receive a request's headers, and its whole body; a slower client is cut (§15.5). */
+    headersTimeoutMs: Type.Integer({ minimum: 100 }),
+    bodyTimeoutMs: Type.Integer({ minimum: 100 }),
+    /** An idle keep-alive connection is closed after this long. */
+    keepAliveTimeoutMs: Type.Integer({ minimum: 100 }),
+    /** A connection on which nothing moves this long (a client that stops reading its answer) is cut. */
+    idleTimeoutMs: Type.Integer({ minimum: 1000 }),
+    /** Open connections at most (and never more than the process's descriptor limit allows); more are refused. */
+    maxConnections: Type.Integer({ minimum: 1 }),
   }),
   limits: Section({
     maxBodyBytes: Type.Integer({ minimum: 1024 }),
+    /** Largest answer, in bytes: a larger one is -32013 saying how to shrink it (per batch member, §15.5). */
+    maxResponseBytes: Type.Integer({ minimum: 4096 }),
     maxBatchSize: Type.Integer({ minimum: 1 }),
+    /** Requests handled at once per stdio connection; past it the server stops reading stdin until one finishes. */
+    maxInFlightPerConnection: Type.Integer({ minimum: 1 }),
     requestTimeoutMs: Type.Integer({ minimum: 1 }),
     /** Longest query text (retrieve, rerank), in characters; longer is -32602 (§15.5). */
     maxQueryChars: Type.Integer({ minimum: 1 }),
@@ -201,10 +214,17 @@ export function defaultConfig(): Config {
       maxSessions: 10_000,
       corsOrigins: [],
       trustProxy: false,
+      headersTimeoutMs: 10_000,
+      bodyTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 5_000,
+      idleTimeoutMs: 60_000,
+      maxConnections: 1024,
     },
     limits: {
       maxBodyBytes: 16 * 1024 * 1024,
+      maxResponseBytes: 32 * 1024 * 1024,
       maxBatchSize: 128,
+      maxInFlightPerConnection: 64,
       requestTimeoutMs: 30_000,
       maxQueryChars: 16_384,
       maxFilterDepth: 16,

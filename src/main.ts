@@ -309,10 +309,16 @@ async function run(app: App, transport: ServeCommand['transport'], log: Logger):
   }
 
   const http = await app.buildHttp();
-  const address = await http.listen({
-    host: config.http.host,
-    port: config.http.port,
-  });
+  let address: string;
+  try {
+    address = await http.listen({ host: config.http.host, port: config.http.port });
+  } catch (error) {
+    // A port in use or an address this host does not have: a start-up error, one line and exit 2.
+    const { code, message } = error as NodeJS.ErrnoException;
+    process.stderr.write(`rcp-server: cannot listen on ${config.http.host}:${config.http.port}: ${code ?? message}\n`);
+    await app.close();
+    return 2;
+  }
   log.info({ address, base: config.http.base }, 'listening');
   await new Promise<void>((resolve) => onSignals(log, resolve));
   // Graceful: stop accepting, let in-flight requests finish, then exit 0.

@@ -1,5 +1,5 @@
 import { RpcError } from './errors.js';
-import { failure, type ErrorResponse } from './messages.js';
+import { failure, isJsonObject, type ErrorResponse } from './messages.js';
 
 export type ParsedFrame = { ok: true; value: unknown } | { ok: false; reply: ErrorResponse };
 
@@ -18,4 +18,44 @@ export function parseFrame(text: string): ParsedFrame {
 /** One compact JSON text: no embedded newline, so it is one NDJSON line (§5.1) and one SSE data line (§5.2). */
 export function serialize(frame: unknown): string {
   return JSON.stringify(frame);
+}
+
+/**
+ * An answer (one response or a batch of them) as one JSON text of at most `maxBytes` UTF-8 bytes (§15.5). A member
+ * whose answer is larger, or too large to build at all, is answered -32013 instead, saying how to shrink it; a batch
+ * whose members fit one by one but not together has its largest members replaced until it fits.
+ */
+export function serializeReply(reply: unknown, maxBytes: number): string {
+  if (!Array.isArray(reply)) return serializeMember(reply, maxBytes);
+  const parts = reply.map((member) => serializeMember(member, maxBytes));
+  let total = parts.reduce((sum, part) => sum + Buffer.byteLength(part) + 1, 1);
+  const largestFirst = parts.map((_, i) => i).sort((a, b) => parts[b]!.length - parts[a]!.length);
+  for (const i of largestFirst) {
+    if (total <= maxBytes) break;
+    const refusal = tooLarge(reply[i], maxBytes);
+    total += Buffer.byteLength(refusal) - Buffer.byteLength(parts[i]!);
+    parts[i] = refusal;
+  }
+  return `[${parts.join(',')}]`;
+}
+
+function serializeMember(member: unknown, maxBytes: number): string {
+  let text: string | undefined;
+  try {
+    text = serialize(member);
+  } catch (error) {
+    // V8 cannot build a string this long (about 512 MB): the answer is too large by any measure.
+    if (!(error instanceof RangeError)) throw error;
+  }
+  return text !== undefined && Buffer.byteLength(text) <= maxBytes ? text : tooLarge(member, maxBytes);
+}
+
+function tooLarge(member: unknown, maxBytes: number): string {
+  const id =
+    isJsonObject(member) && (typeof member.id === 'string' || typeof member.id === 'number') ? member.id : null;
+  const error = RpcError.payloadTooLarge(
+    `the answer exceeds the ${maxBytes}-byte limit (limits.maxResponseBytes): ask for fewer hits (k), ` +
+      'leave text and metadata out (includeText: false), or split the batch',
+  );
+  return serialize(failure(id, error));
 }

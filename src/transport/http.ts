@@ -1,7 +1,7 @@
 import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RpcError } from '../protocol/errors.js';
-import { parseFrame, serialize } from '../protocol/frames.js';
+import { parseFrame, serialize, serializeReply } from '../protocol/frames.js';
 import { failure, isJsonObject, type Response } from '../protocol/messages.js';
 import { mergeReplies, requestId, screen, type Screened } from '../protocol/screen.js';
 import type { NotificationSink, Reply } from '../protocol/session.js';
@@ -15,6 +15,8 @@ export interface HttpTransportOptions {
   sessions: HttpSessionStore;
   /** Bytes; a larger body is answered -32013 (§15.5). */
   bodyLimit: number;
+  /** Bytes; a larger answer is -32013 per member (§15.5). */
+  maxResponseBytes: number;
   /** Origins allowed by CORS; empty means no cross-origin access (preflights are still answered). */
   corsOrigins: readonly string[];
   /** API keys; when any are configured every request must carry one (§15.6). */
@@ -24,6 +26,8 @@ export interface HttpTransportOptions {
 }
 
 const SESSION_HEADER = 'rcp-session';
+/** The API key's caller for each authenticated request. */
+const callers = new WeakMap<FastifyRequest, Caller>();
 
 /**
  * §5.2 HTTP: `POST <base>/<method>` (a batch may also be posted to `<base>` itself). Every JSON-RPC answer,
@@ -57,6 +61,18 @@ export async function rcpHttp(app: FastifyInstance, options: HttpTransportOption
       return reply.code(200).send(failure(null, RpcError.from(error)));
     });
 
+    // §15.6: authentication before any work: an unauthenticated request is answered one small -32012 from its
+    // headers alone, whatever its body (discarded as it arrives: never buffered, parsed or answered per member). The
+    // answer is the same for every method, shape and batch, so it tells the caller nothing.
+    const auth = options.auth;
+    if (auth?.enabled === true) {
+      scope.addHook('onRequest', async (request, reply) => {
+        const who = auth.authenticate(request.headers.authorization);
+        if (who instanceof RpcError) return reply.code(200).send(failure(null, who));
+        callers.set(request, who);
+      });
+    }
+
     const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const pathMethod = (request.params as { '*'?: string })['*'];
       await answer(request, reply, pathMethod === undefined || pathMethod === '' ? undefined : pathMethod, options);
@@ -76,17 +92,8 @@ async function answer(
   const parsed = parseFrame(typeof request.body === 'string' ? request.body : '');
   if (!parsed.ok) return void reply.code(200).send(parsed.reply);
 
-  // §15.6: authentication comes before initialize and before capability gating, so an unauthenticated caller learns
-  // nothing; each member then needs its method's scope (writes need `write`).
-  let caller: Caller | undefined;
-  if (options.auth?.enabled === true) {
-    const who = options.auth.authenticate(request.headers.authorization);
-    if (who instanceof RpcError) {
-      const refused = refuseAll(parsed.value, who);
-      return void (refused === undefined ? reply.code(204).send() : reply.code(200).send(refused));
-    }
-    caller = who;
-  }
+  // Authenticated before the body was read (the onRequest hook); each member needs its method's scope.
+  const caller = callers.get(request);
   const callerId = caller?.id ?? request.ip;
   const byPath = checkPathMethod(parsed.value, pathMethod);
   const byScope: Screened =
@@ -112,12 +119,15 @@ async function answer(
   reply.raw.on('close', () => reply.raw.writableFinished || hangUp.abort());
 
   if (wantsStream(request) && isJsonObject(accepted) && 'id' in accepted && session.streams) {
-    return stream(request, reply, (sink) => session.handle(accepted, sink, hangUp.signal));
+    return stream(request, reply, options.maxResponseBytes, (sink) => session.handle(accepted, sink, hangUp.signal));
   }
   const handled = accepted === undefined ? undefined : await session.handle(accepted, undefined, hangUp.signal);
   const replies = mergeReplies(handled, rejected);
   if (replies === undefined) return void reply.code(204).send();
-  reply.code(200).header('content-type', 'application/json; charset=utf-8').send(serialize(replies));
+  reply
+    .code(200)
+    .header('content-type', 'application/json; charset=utf-8')
+    .send(serializeReply(replies, options.maxResponseBytes));
 }
 
 /**
@@ -142,16 +152,6 @@ function checkPathMethod(value: unknown, pathMethod: string | undefined): Screen
   return { accepted: accepted.length === 0 && value.length > 0 ? undefined : accepted, rejected };
 }
 
-/** One refusal per request member (notifications get none, §4.5); undefined when nothing is to be answered. */
-function refuseAll(value: unknown, error: RpcError): Reply | undefined {
-  const members = Array.isArray(value) ? value : [value];
-  const answers = members
-    .filter((member) => !(isJsonObject(member) && !('id' in member)))
-    .map((member) => failure(isJsonObject(member) ? requestId(member) : null, error));
-  if (answers.length === 0) return undefined;
-  return Array.isArray(value) ? answers : answers[0];
-}
-
 /** Members whose method the caller's scopes do not allow get -32012; the rest proceed. */
 function checkScopes(value: unknown, caller: Caller): Promise<Screened> {
   return screen(value, (method) => authorize(caller, method));
@@ -169,6 +169,7 @@ function wantsStream(request: FastifyRequest): boolean {
 async function stream(
   request: FastifyRequest,
   reply: FastifyReply,
+  maxResponseBytes: number,
   run: (sink: NotificationSink) => Promise<Reply | undefined>,
 ): Promise<void> {
   reply.hijack();
@@ -180,10 +181,10 @@ async function stream(
     'cache-control': 'no-cache',
     'x-accel-buffering': 'no',
   });
-  const send = (frame: unknown): void => void (raw.writable && raw.write(`data: ${serialize(frame)}\n\n`));
+  const sendText = (text: string): void => void (raw.writable && raw.write(`data: ${text}\n\n`));
   try {
-    const final = await run(send);
-    if (final !== undefined) send(final);
+    const final = await run((frame) => sendText(serialize(frame)));
+    if (final !== undefined) sendText(serializeReply(final, maxResponseBytes));
   } catch (error) {
     request.log.error({ err: error }, 'SSE dispatch failed');
   } finally {

@@ -1,6 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import { RpcError } from '../protocol/errors.js';
-import { parseFrame, serialize } from '../protocol/frames.js';
+import { parseFrame, serialize, serializeReply } from '../protocol/frames.js';
 import { failure, isJsonObject } from '../protocol/messages.js';
 import { LineSplitter } from '../protocol/ndjson.js';
 import { mergeReplies, screen, type Screened } from '../protocol/screen.js';
@@ -15,6 +15,10 @@ export interface StdioOptions {
   createSession(options: SessionOptions): Session;
   /** The largest frame accepted, in bytes; a longer line is answered -32013 and discarded (§15.5). */
   maxLineBytes: number;
+  /** The largest answer, in bytes; a larger one is -32013 per member (§15.5). */
+  maxResponseBytes: number;
+  /** Frames handled at once; past it, stdin is not read until one finishes (backpressure on the client, §15.5). */
+  maxInFlight: number;
   log: Logger;
   /** Load shedding and rate limits; the connection is one caller (`stdio`). */
   admission?: Admission | undefined;
@@ -37,32 +41,48 @@ export interface StdioConnection {
  * stdout carries protocol frames only. EOF and `shutdown` stop reading, drain in-flight requests, then close.
  */
 export function serveStdio(options: StdioOptions): StdioConnection {
-  const { input, output, log } = options;
+  const { input, output, log, maxInFlight } = options;
   const splitter = new LineSplitter(options.maxLineBytes);
   const pending = new Set<Promise<void>>();
+  /** Lines read but not yet dispatched: at most one chunk's worth, since reading pauses while any wait. */
+  const backlog: string[] = [];
   let accepting = true;
+  let inputEnded = false;
   let dead = false;
+  let draining = false;
   const session = options.createSession({ onShutdown: () => stopReading() });
 
-  let draining = false;
-  const write = (frame: unknown): void => {
+  // Read only while there is room for more work and the reader keeps up with the answers: a client that pipelines
+  // thousands of requests, or stops reading, holds at most `maxInFlight` requests and their answers in memory.
+  const flowControl = (): void => {
+    if (!accepting || inputEnded) return;
+    if (draining || backlog.length > 0 || pending.size >= maxInFlight) input.pause();
+    else input.resume();
+  };
+  const pump = (): void => {
+    while (accepting && backlog.length > 0 && pending.size < maxInFlight) dispatch(backlog.shift()!);
+    if (inputEnded && backlog.length === 0) stopReading();
+    flowControl();
+  };
+
+  const writeText = (text: string): void => {
     if (dead) return;
-    // Backpressure: while the reader is slow, stop taking new requests rather than buffer without bound.
-    if (!output.write(`${serialize(frame)}\n`) && !draining) {
+    if (!output.write(`${text}\n`) && !draining) {
       draining = true;
-      input.pause();
+      flowControl();
       output.once('drain', () => {
         draining = false;
-        if (accepting) input.resume();
+        pump();
       });
     }
   };
+  const write = (frame: unknown): void => writeText(serialize(frame));
 
   const admission = options.admission;
   const run = async ({ accepted, rejected }: Screened): Promise<void> => {
     const handled = accepted === undefined ? undefined : await session.handle(accepted, write);
     const reply = mergeReplies(handled, rejected);
-    if (reply !== undefined) write(reply);
+    if (reply !== undefined) writeText(serializeReply(reply, options.maxResponseBytes));
   };
 
   // Admission may wait on Redis, yet frames must reach the session in arrival order (a cancel after its request,
@@ -83,7 +103,7 @@ export function serveStdio(options: StdioOptions): StdioConnection {
     return ready.then(run);
   };
 
-  const dispatch = (text: string): void => {
+  function dispatch(text: string): void {
     const parsed = parseFrame(text);
     if (!parsed.ok) return write(parsed.reply);
     const work = admitInOrder(parsed.value);
@@ -92,21 +112,24 @@ export function serveStdio(options: StdioOptions): StdioConnection {
       (error: unknown) => log.error({ err: error }, 'stdio dispatch failed'),
     );
     pending.add(tracked);
-    void tracked.finally(() => pending.delete(tracked));
+    void tracked.finally(() => {
+      pending.delete(tracked);
+      pump();
+    });
     // A shutdown waiting its turn still ends reading now: nothing after it is processed (§13.1).
     if (isShutdown(parsed.value)) stopReading();
-  };
+  }
 
   const onData = (chunk: Buffer | string): void => {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
     for (const event of splitter.push(bytes)) {
-      if (!accepting) return;
-      if (event.kind === 'line') dispatch(event.text);
+      if (event.kind === 'line') backlog.push(event.text);
       else
         write(
           failure(null, RpcError.payloadTooLarge(`frame of ${event.bytes}+ bytes exceeds ${options.maxLineBytes}`)),
         );
     }
+    pump();
   };
 
   let finish: () => void = () => undefined;
@@ -122,6 +145,7 @@ export function serveStdio(options: StdioOptions): StdioConnection {
   function stopReading(): void {
     if (!accepting) return;
     accepting = false;
+    backlog.length = 0;
     input.off('data', onData);
     input.pause();
     // Let the line being dispatched (the shutdown itself) register before draining.
@@ -130,8 +154,9 @@ export function serveStdio(options: StdioOptions): StdioConnection {
 
   input.on('data', onData);
   input.once('end', () => {
-    if (accepting) for (const event of splitter.end()) if (event.kind === 'line') dispatch(event.text);
-    stopReading();
+    for (const event of splitter.end()) if (event.kind === 'line') backlog.push(event.text);
+    inputEnded = true;
+    pump();
   });
   input.once('error', (error) => {
     log.warn({ err: error }, 'stdin failed');

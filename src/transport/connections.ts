@@ -1,0 +1,55 @@
+import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+
+/**
+ * Connection hygiene for the HTTP listener (§15.5): how long a client may take to send its headers and its body,
+ * how long an idle keep-alive connection is kept, how long a connection may sit with nothing moving (a client that
+ * stops reading its answer), and how many connections are open at once — never so many that the process runs out
+ * of file descriptors for its own files. A connection past the cap is closed at once; the others are served on.
+ */
+export interface ConnectionLimits {
+  readonly headersTimeoutMs: number;
+  readonly bodyTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  readonly maxConnections: number;
+}
+
+/** Descriptors kept for the process's own use (store, indexes, logs, workers, model files) below the limit. */
+const RESERVED_DESCRIPTORS = 64;
+
+/** Fastify's server options for these limits; the longest answer (`requestTimeoutMs`) never counts as idle. */
+export function serverOptions(limits: ConnectionLimits, requestTimeoutMs: number) {
+  return {
+    // Node's requestTimeout bounds receiving the request (headers and body), not producing the answer.
+    requestTimeout: limits.bodyTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionTimeout: Math.max(limits.idleTimeoutMs, requestTimeoutMs + 1000),
+    // Timeouts are checked this often (Node's default, 30 s, would let a slow client overstay by that much).
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+    },
+  };
+}
+
+/** Caps open connections on `server` below the descriptor limit; returns the cap applied. */
+export function capConnections(server: Server, limits: ConnectionLimits): number {
+  const descriptors = descriptorLimit();
+  const cap =
+    descriptors === undefined
+      ? limits.maxConnections
+      : Math.max(1, Math.min(limits.maxConnections, descriptors - RESERVED_DESCRIPTORS));
+  server.maxConnections = cap;
+  return cap;
+}
+
+/** The soft limit on open files (Linux `/proc/self/limits`); undefined where unknown or unlimited. */
+function descriptorLimit(): number | undefined {
+  try {
+    const line = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return line?.[1] === undefined ? undefined : Number(line[1]);
+  } catch {
+    return undefined;
+  }
+}

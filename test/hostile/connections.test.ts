@@ -1,0 +1,150 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { connect as tcp, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+import { ROOT, request, type Frame } from '../helpers/wire.js';
+
+/**
+ * Hostile clients against a real server process on loopback (§15.5): slow headers and bodies are cut at their
+ * timeouts, connections past the cap are refused while the ones held are served on, an unauthenticated frame of any
+ * size costs one small -32012, and start-up failures print one line and exit 2. The server answers `ping` to a
+ * well-behaved client all along.
+ */
+const PROTOCOL_ONLY = { RCP_MODELS_ENCODER: 'none', RCP_HTTP_SESSIONS: 'stateless' };
+const dataDir = () => mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
+const running: ServerProcess[] = [];
+const sockets: Socket[] = [];
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.destroy();
+  await Promise.all(running.splice(0).map((server) => server.stop()));
+});
+
+async function serve(env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  const server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dataDir()], {
+    ...PROTOCOL_ONLY,
+    ...env,
+  });
+  running.push(server);
+  return server;
+}
+
+async function post(origin: string, frame: object | string, headers: Record<string, string> = {}) {
+  const response = await fetch(`${origin}/rcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof frame === 'string' ? frame : JSON.stringify(frame),
+  });
+  const text = await response.text();
+  return { status: response.status, text, json: JSON.parse(text) as Frame | Frame[] };
+}
+
+/** A well-behaved client's ping, answered within `withinMs`. */
+async function pingWithin(origin: string, withinMs: number, headers: Record<string, string> = {}): Promise<void> {
+  const started = performance.now();
+  const { json } = await post(origin, request('p', 'ping'), headers);
+  expect((json as Frame).result).toEqual({});
+  expect(performance.now() - started).toBeLessThan(withinMs);
+}
+
+/** A raw socket to the server that sends `text` and then nothing; resolves with when the server closed it. */
+function stalled(origin: string, text: string): { socket: Socket; closed: Promise<number> } {
+  const { hostname, port } = new URL(origin);
+  const socket = tcp({ host: hostname, port: Number(port) }, () => socket.write(text));
+  socket.on('error', () => undefined);
+  socket.resume();
+  sockets.push(socket);
+  const opened = performance.now();
+  const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(performance.now() - opened)));
+  return { socket, closed };
+}
+
+describe('slow clients (§15.5)', () => {
+  it('cuts a client that never finishes its headers, and one that never finishes its body, at their timeouts', async () => {
+    const server = await serve({ RCP_HTTP_HEADERS_TIMEOUT_MS: '1000', RCP_HTTP_BODY_TIMEOUT_MS: '2000' });
+    const headers = Array.from({ length: 20 }, () => stalled(server.origin, 'POST /rcp HTTP/1.1\r\nHost: x\r\n'));
+    const bodies = Array.from({ length: 20 }, () =>
+      stalled(
+        server.origin,
+        'POST /rcp/ping HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"jsonrpc"',
+      ),
+    );
+    await pingWithin(server.origin, 1000);
+    // Each is cut within its timeout plus Node's check interval (1 s) and scheduling slack.
+    for (const closedAfter of await Promise.all(headers.map((h) => h.closed))) expect(closedAfter).toBeLessThan(6000);
+    for (const closedAfter of await Promise.all(bodies.map((b) => b.closed))) expect(closedAfter).toBeLessThan(8000);
+    await pingWithin(server.origin, 1000);
+  });
+
+  it('refuses connections past the cap and keeps serving the ones it holds', async () => {
+    const server = await serve({ RCP_HTTP_MAX_CONNECTIONS: '4', RCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: '60000' });
+    const { hostname, port } = new URL(server.origin);
+    const held = await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        const socket = tcp({ host: hostname, port: Number(port) });
+        socket.on('error', () => undefined);
+        sockets.push(socket);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        return socket;
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const refused = stalled(server.origin, '');
+    expect(await refused.closed).toBeLessThan(2000);
+    // A held connection still gets its answer.
+    const body = JSON.stringify(request(1, 'ping'));
+    const answer = new Promise<string>((resolve) => {
+      let text = '';
+      held[0]!.on('data', (chunk: Buffer) => {
+        text += chunk.toString('utf8');
+        if (text.includes('"result"')) resolve(text);
+      });
+    });
+    held[0]!.write(
+      `POST /rcp/ping HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    expect(await answer).toContain('"result":{}');
+  });
+});
+
+describe('authentication before work (§15.6)', () => {
+  it('answers an unauthenticated batch of 400,000 members with one small -32012, and serves a keyed client', async () => {
+    const key = 'a-key-of-at-least-16-chars';
+    const server = await serve({ RCP_API_KEYS: JSON.stringify([{ key, scopes: ['read'] }]) });
+    const member = JSON.stringify(request(1, 'ping'));
+    const batch = `[${Array.from({ length: 400_000 }, () => member).join(',')}]`;
+    expect(batch.length).toBeGreaterThan(10_000_000);
+    const attacks = Array.from({ length: 3 }, () => post(server.origin, batch));
+    await pingWithin(server.origin, 2000, { authorization: `Bearer ${key}` });
+    for (const { status, text, json } of await Promise.all(attacks)) {
+      expect(status).toBe(200);
+      expect(text.length).toBeLessThan(300);
+      expect(json).toMatchObject({ id: null, error: { code: -32012 } });
+    }
+    // Every shape gets the same answer: nothing differs by method, shape or batch.
+    const shapes = ['[]', '{}', 'not json', JSON.stringify(request(1, 'initialize', {}))];
+    const answers = await Promise.all(shapes.map((shape) => post(server.origin, shape)));
+    expect(new Set(answers.map((a) => a.text)).size).toBe(1);
+  });
+});
+
+describe('start-up failures', () => {
+  it('a port in use is one clear line and exit 2, not an abort', async () => {
+    const server = await serve();
+    const { port } = new URL(server.origin);
+    const second = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--http', `127.0.0.1:${port}`], {
+      cwd: ROOT,
+      env: { ...process.env, ...PROTOCOL_ONLY, RCP_DATA_DIR: dataDir() },
+    });
+    let stderr = '';
+    second.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
+      second.once('close', (c, s) => resolve([c, s])),
+    );
+    expect(signal).toBeNull();
+    expect(code).toBe(2);
+    expect(stderr).toContain(`rcp-server: cannot listen on 127.0.0.1:${port}: EADDRINUSE`);
+  });
+});
