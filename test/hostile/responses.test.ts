@@ -47,12 +47,12 @@ describe('answers over the size cap (§15.5)', () => {
   it('over stdio: the same, one line per answer', async () => {
     const config = { 'limits.maxResponseBytes': MAX, 'models.encoder': 'use-lite' };
     const { child, exited } = spawnStdio({ config }, ['bin/rcp-server.js', 'serve', '--stdio', '--data', dataDir()]);
-    const frames: Frame[][] = [];
-    readFrames(child, (frame) => frames.push(frame as Frame[]));
+    const frames: unknown[] = [];
+    readFrames(child, (frame) => frames.push(frame));
     child.stdin.write(`${JSON.stringify(request(0, 'initialize', { protocolVersion: 1, capabilities: {} }))}\n`);
     child.stdin.write(`${JSON.stringify(BATCH)}\n`);
     child.stdin.end();
     expect(await exited).toBe(0);
-    expectShrinkAdvice(frames.find(Array.isArray)!);
+    expectShrinkAdvice(frames.find((frame): frame is Frame[] => Array.isArray(frame))!);
   });
 });
