@@ -328,19 +328,19 @@ export function retrieveMethod(
       const seen = sessions.seen(params.sessionId);
       ranked = ranked.filter((hit) => !seen.has(hitId(hit.label, unit)));
     }
-    if (params.mmr !== undefined) {
-      const vectors = ranked.map((hit) => corpus.getChunk(hit.label)?.vector ?? new Float32Array(0));
-      const order = mmr(
-        ranked.map((hit, i) => ({ score: hit.score, vector: vectors[i]! })),
-        ranked.length,
-        params.mmr.lambda,
-      );
-      ranked = order.map((i) => ranked[i]!);
-    }
-
     // §10 pagination over this deterministic ranking of one snapshot.
     const digest = requestDigest(params);
     const offset = params.cursor === undefined ? 0 : cursors.decode(params.cursor, digest, indexVersion);
+    if (params.mmr !== undefined) {
+      const vectors = ranked.map((hit) => corpus.getChunk(hit.label)?.vector ?? new Float32Array(0));
+      const order = await mmr(
+        ranked.map((hit, i) => ({ score: hit.score, vector: vectors[i]! })),
+        offset + k,
+        params.mmr.lambda,
+        ctx.signal,
+      );
+      ranked = order.map((i) => ranked[i]!);
+    }
     let page = ranked.slice(offset, offset + k);
 
     // §7.7.2 token budget: best hits first while their bodies fit.

@@ -1,46 +1,65 @@
+import { TimeSlice } from '../protocol/time-slice.js';
+
 /**
  * Maximal marginal relevance over candidate vectors: repeatedly pick the candidate maximising
  * λ · relevance − (1 − λ) · max cosine to those already picked. Relevance is the candidate's score min-max
  * normalised over the candidates, so λ trades like for like. Ties go to the earlier (better-ranked) candidate.
+ *
+ * O(picks · n · d): each candidate's highest similarity to the picked set is kept up to date with one dot product per
+ * pick (vectors are normalised once), and only the picks a page needs are made — greedy picks are a prefix of any
+ * longer run, so the rest keep their order behind them. The loop is time-sliced: it never holds the event loop.
  */
 export interface MmrCandidate {
   readonly score: number;
   readonly vector: Float32Array;
 }
 
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return na > 0 && nb > 0 ? dot / Math.sqrt(na * nb) : 0;
+function normalised(vector: Float32Array): Float32Array {
+  let norm = 0;
+  for (const v of vector) norm += v * v;
+  const scale = norm > 0 ? 1 / Math.sqrt(norm) : 0;
+  return vector.map((v) => v * scale);
 }
 
-/** Indices of the chosen candidates, in pick order. */
-export function mmr(candidates: readonly MmrCandidate[], k: number, lambda: number): number[] {
-  const scores = candidates.map((c) => c.score);
-  const min = Math.min(...scores);
-  const max = Math.max(...scores);
-  const relevance = scores.map((s) => (max > min ? (s - min) / (max - min) : 1));
-  const picked: number[] = [];
-  const closest = candidates.map(() => -Infinity);
-  while (picked.length < Math.min(k, candidates.length)) {
+function dot(a: Float32Array, b: Float32Array): number {
+  const n = Math.min(a.length, b.length);
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += a[i]! * b[i]!;
+  return sum;
+}
+
+/** Indices of all candidates: the first `picks` in MMR order, then the rest in their given order. */
+export async function mmr(
+  candidates: readonly MmrCandidate[],
+  picks: number,
+  lambda: number,
+  signal?: AbortSignal,
+): Promise<number[]> {
+  const slice = new TimeSlice(8, signal);
+  let min = Infinity;
+  let max = -Infinity;
+  for (const { score } of candidates) [min, max] = [Math.min(min, score), Math.max(max, score)];
+  const relevance = candidates.map(({ score }) => (max > min ? (score - min) / (max - min) : 1));
+  const unit = candidates.map(({ vector }) => normalised(vector));
+  const closest = new Float64Array(candidates.length).fill(-Infinity);
+  const taken = new Uint8Array(candidates.length);
+  const order: number[] = [];
+  while (order.length < Math.min(picks, candidates.length)) {
     let best = -1;
     let bestValue = -Infinity;
-    candidates.forEach((_, i) => {
-      if (picked.includes(i)) return;
-      const redundancy = picked.length === 0 ? 0 : closest[i]!;
+    for (let i = 0; i < candidates.length; i++) {
+      if (taken[i] === 1) continue;
+      const redundancy = order.length === 0 ? 0 : closest[i]!;
       const value = lambda * relevance[i]! - (1 - lambda) * redundancy;
       if (value > bestValue) [best, bestValue] = [i, value];
-    });
-    picked.push(best);
-    candidates.forEach((candidate, i) => {
-      closest[i] = Math.max(closest[i]!, cosine(candidate.vector, candidates[best]!.vector));
-    });
+    }
+    taken[best] = 1;
+    order.push(best);
+    for (let i = 0; i < candidates.length; i++) {
+      if (taken[i] === 0) closest[i] = Math.max(closest[i]!, dot(unit[i]!, unit[best]!));
+    }
+    await slice.due();
   }
-  return picked;
+  for (let i = 0; i < candidates.length; i++) if (taken[i] === 0) order.push(i);
+  return order;
 }

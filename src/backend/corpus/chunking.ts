@@ -1,3 +1,5 @@
+import { TimeSlice } from '../../protocol/time-slice.js';
+
 /**
  * Server-side chunking (§7.10 `chunk: true`): overlapping chunks that end on sentence boundaries and fit the
  * encoder's token limit. Sentences come from `Intl.Segmenter`; a markdown heading starts a new chunk and becomes the
@@ -57,41 +59,52 @@ function trimmed(text: string, span: Span): Span | undefined {
   return start < end ? { start, end } : undefined;
 }
 
-/** Cuts one over-long sentence into word windows that each fit. */
+/**
+ * Cuts one over-long sentence into word windows that each fit: each window is grown by galloping and bisection over
+ * the word count (a window's token count only grows with its words), so the sentence costs O(n log w) tokenizing
+ * rather than a count per word of an ever longer window.
+ */
 function cutWords(text: string, sentence: Span, count: TokenCounter, limit: number): Span[] {
   const words = [...text.slice(sentence.start, sentence.end).matchAll(/\S+/g)].map((m) => ({
     start: sentence.start + (m.index ?? 0),
     end: sentence.start + (m.index ?? 0) + m[0].length,
   }));
+  const fits = (first: number, last: number) => count(text.slice(words[first]!.start, words[last]!.end)) <= limit;
   const pieces: Span[] = [];
-  let first = words[0];
-  let last = first;
-  for (const word of words.slice(1)) {
-    if (first !== undefined && count(text.slice(first.start, word.end)) > limit) {
-      pieces.push({ start: first.start, end: last?.end ?? first.end });
-      first = word;
+  for (let first = 0; first < words.length;) {
+    // The longest window from `first` that fits; a word too long alone is a piece of its own.
+    let good = first;
+    let step = 1;
+    while (good + step < words.length && fits(first, good + step)) [good, step] = [good + step, step * 2];
+    let bad = Math.min(good + step, words.length);
+    while (bad - good > 1) {
+      const middle = (good + bad) >> 1;
+      if (fits(first, middle)) good = middle;
+      else bad = middle;
     }
-    last = word;
+    pieces.push({ start: words[first]!.start, end: words[good]!.end });
+    first = good + 1;
   }
-  if (first !== undefined) pieces.push({ start: first.start, end: last?.end ?? first.end });
   return pieces;
 }
 
-export function chunkText(text: string, count: TokenCounter, maxTokens: number): Chunk[] {
+/**
+ * The chunks of `text`, each at most `maxTokens` by `count`. Time-sliced (DESIGN §5b): a long document is segmented
+ * and counted in bounded slices, letting the event loop serve others in between.
+ */
+export async function chunkText(
+  text: string,
+  count: TokenCounter,
+  maxTokens: number,
+  slice: TimeSlice = new TimeSlice(),
+): Promise<Chunk[]> {
   const chunks: Chunk[] = [];
   const emit = (from: Span, to: Span, heading: string | undefined) =>
     chunks.push({ text: text.slice(from.start, to.end), heading, start: from.start, end: to.end });
   for (const section of sections(text)) {
-    const body = text.slice(section.start, section.end);
-    const sentences = [...segmenter.segment(body)]
-      .map((s) => trimmed(text, { start: section.start + s.index, end: section.start + s.index + s.segment.length }))
-      .filter((span) => span !== undefined)
-      .flatMap((span) =>
-        count(text.slice(span.start, span.end)) > maxTokens ? cutWords(text, span, count, maxTokens) : [span],
-      );
     let current: Span[] = [];
     let tokens = 0;
-    for (const sentence of sentences) {
+    for (const sentence of await sentencesOf(text, section, count, maxTokens, slice)) {
       const size = count(text.slice(sentence.start, sentence.end));
       if (current.length > 0 && tokens + size > maxTokens) {
         emit(current[0]!, current[current.length - 1]!, section.heading);
@@ -102,10 +115,30 @@ export function chunkText(text: string, count: TokenCounter, maxTokens: number):
       }
       current.push(sentence);
       tokens += size;
+      await slice.due();
     }
     if (current.length > 0) emit(current[0]!, current[current.length - 1]!, section.heading);
   }
   if (chunks.length > 0) return chunks;
   const whole = trimmed(text, { start: 0, end: text.length }) ?? { start: 0, end: text.length };
   return [{ text: text.slice(whole.start, whole.end), heading: undefined, start: whole.start, end: whole.end }];
+}
+
+/** A section's sentences as trimmed spans, over-long ones cut at word boundaries. */
+async function sentencesOf(
+  text: string,
+  section: Section,
+  count: TokenCounter,
+  maxTokens: number,
+  slice: TimeSlice,
+): Promise<Span[]> {
+  const spans: Span[] = [];
+  for (const { index, segment } of segmenter.segment(text.slice(section.start, section.end))) {
+    const span = trimmed(text, { start: section.start + index, end: section.start + index + segment.length });
+    if (span === undefined) continue;
+    if (count(text.slice(span.start, span.end)) > maxTokens) spans.push(...cutWords(text, span, count, maxTokens));
+    else spans.push(span);
+    await slice.due();
+  }
+  return spans;
 }

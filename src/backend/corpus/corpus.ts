@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { RpcErrorCode } from '../../protocol/codes.js';
 import { RpcError } from '../../protocol/errors.js';
+import { TimeSlice } from '../../protocol/time-slice.js';
 import { DenseIndex, type DenseIndexOptions } from '../hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
 import { multiQuery, rewriteQuery } from '../lexical/query-transform.js';
@@ -227,24 +228,16 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   /** Validates every document (all or nothing), chunks and embeds them; nothing is written here. */
   async #prepare(documents: readonly InputDocument[], options: AddOptions): Promise<NewDocument[]> {
+    documents.forEach((document, i) => this.#validate(document, `documents.${i}`));
     const count = options.chunk ? await this.encoder.tokenCounter() : undefined;
-    const staged = documents.map((document, i) => {
-      const field = `documents.${i}`;
-      if (document.text.trim() === '') throw RpcError.invalidParams(`${field}.text`, 'a document needs text');
-      const bytes = Buffer.byteLength(document.text);
-      if (bytes > this.settings.maxDocumentBytes) {
-        throw RpcError.invalidParams(
-          `${field}.text`,
-          `${bytes} bytes exceed the ${this.settings.maxDocumentBytes}-byte limit`,
-        );
-      }
+    const slice = new TimeSlice(8, options.signal);
+    const staged = [];
+    for (const document of documents) {
       const meta = document.meta ?? {};
-      validateMetadata(meta, this.settings.fields, `${field}.meta`);
-      const id = document.id ?? randomUUID();
       const pieces =
         count === undefined
           ? [{ text: document.text, heading: undefined, start: 0, end: document.text.length }]
-          : chunkText(document.text, count, this.encoder.info.maxTokens);
+          : await chunkText(document.text, count, this.encoder.info.maxTokens, slice);
       const title = typeof meta.title === 'string' ? meta.title : undefined;
       const chunks = pieces.map((piece) => ({
         text: piece.text,
@@ -254,9 +247,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
           ? [title, piece.heading].filter((s) => s !== undefined && s !== '').join(' — ')
           : '',
       }));
+      const id = document.id ?? randomUUID();
       const origin = options.origin ?? 'client';
-      return { id, text: document.text, meta, hash: contentHash(document.text, meta, options), origin, chunks };
-    });
+      staged.push({ id, text: document.text, meta, hash: contentHash(document.text, meta, options), origin, chunks });
+    }
     const texts = staged.flatMap((document) => document.chunks.map((chunk) => lexicalText(chunk.text, chunk.context)));
     const vectors: Float32Array[] = [];
     for (let start = 0; start < texts.length; start += EMBED_SLICE) {
@@ -270,6 +264,19 @@ export class Corpus implements CorpusWriter, CorpusReader {
         vector: vectors[next++] ?? new Float32Array(this.dimension),
       })),
     }));
+  }
+
+  /** -32602 naming the field unless `document` can be stored. */
+  #validate(document: InputDocument, field: string): void {
+    if (document.text.trim() === '') throw RpcError.invalidParams(`${field}.text`, 'a document needs text');
+    const bytes = Buffer.byteLength(document.text);
+    if (bytes > this.settings.maxDocumentBytes) {
+      throw RpcError.invalidParams(
+        `${field}.text`,
+        `${bytes} bytes exceed the ${this.settings.maxDocumentBytes}-byte limit`,
+      );
+    }
+    validateMetadata(document.meta ?? {}, this.settings.fields, `${field}.meta`);
   }
 
   /** Applies a committed write to both derived indexes. */

@@ -1,7 +1,9 @@
 import type { QueueItem, QueueOptions } from '../inference-queue.js';
 import { modelIdentity, type ModelManifest } from '../manifest.js';
 import type { CrossEncoder, CrossEncoderInfo, TextKind } from '../ports.js';
+import { TimeSlice } from '../../protocol/time-slice.js';
 import { HuggingFaceTokenizer, type EncodedText } from '../tokenizers/huggingface.js';
+import { readablePrefix } from '../tokenizers/readable-prefix.js';
 import { HostedEncoder, HostedModel, type EncoderOutput } from './hosted-model.js';
 import { ort, type RuntimeOptions } from './model-host.js';
 
@@ -112,10 +114,15 @@ export class BertCrossEncoder extends HostedModel<HuggingFaceTokenizer, EncodedT
 
   async score(query: string, passages: readonly string[], signal?: AbortSignal): Promise<Float32Array> {
     const { tokenizer } = await this.host.acquire();
-    const items = passages.map((passage) => {
-      const encoded = tokenizer.encodePair(query, passage, this.info.maxTokens);
-      return { input: encoded, tokens: encoded.ids.length };
-    });
+    const { maxTokens } = this.info;
+    const head = readablePrefix(query, maxTokens);
+    const slice = new TimeSlice(8, signal);
+    const items: QueueItem<EncodedText>[] = [];
+    for (const passage of passages) {
+      const encoded = tokenizer.encodePair(head, readablePrefix(passage, maxTokens), maxTokens);
+      items.push({ input: encoded, tokens: encoded.ids.length });
+      await slice.due();
+    }
     return Float32Array.from(await this.queue.submit(items, signal));
   }
 

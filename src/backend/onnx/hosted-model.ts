@@ -1,6 +1,8 @@
 import { InferenceQueue, type QueueItem, type QueueOptions } from '../inference-queue.js';
 import { modelIdentity, type ModelManifest } from '../manifest.js';
 import type { Encoder, EncoderInfo, ModelHealth, TextKind, TokenMatrix } from '../ports.js';
+import { TimeSlice } from '../../protocol/time-slice.js';
+import { readablePrefix } from '../tokenizers/readable-prefix.js';
 import { ModelHost, type RuntimeOptions } from './model-host.js';
 
 /**
@@ -123,9 +125,14 @@ export abstract class HostedEncoder<Tokenizer, Job>
 
   async #submit(texts: readonly string[], kind: TextKind | undefined, tokens: boolean, signal?: AbortSignal) {
     const { tokenizer } = await this.host.acquire();
-    return this.queue.submit(
-      texts.map((text) => this.job(tokenizer, text, kind, tokens)),
-      signal,
-    );
+    // Tokenizing is CPU work on the event loop: each text is read only as far as the model's window reaches, and
+    // the loop is let go between texts once a slice has run (DESIGN §5b).
+    const slice = new TimeSlice(8, signal);
+    const jobs: QueueItem<Job>[] = [];
+    for (const text of texts) {
+      jobs.push(this.job(tokenizer, readablePrefix(text, this.info.maxTokens), kind, tokens));
+      await slice.due();
+    }
+    return this.queue.submit(jobs, signal);
   }
 }

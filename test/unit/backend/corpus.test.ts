@@ -203,9 +203,9 @@ describe('corpus: store + dense + lexical in step', () => {
 describe('chunking', () => {
   const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
 
-  it('ends chunks on sentence boundaries within the limit, overlapping by one sentence', () => {
+  it('ends chunks on sentence boundaries within the limit, overlapping by one sentence', async () => {
     const sentences = Array.from({ length: 10 }, (_, i) => `Sentence number ${i} has six words.`);
-    const chunks = chunkText(sentences.join(' '), words, 20);
+    const chunks = await chunkText(sentences.join(' '), words, 20);
     for (const chunk of chunks) {
       expect(words(chunk.text)).toBeLessThanOrEqual(20);
       expect(chunk.text.endsWith('.')).toBe(true);
@@ -217,23 +217,38 @@ describe('chunking', () => {
     expect(sentences.every((s) => chunks.some((chunk) => chunk.text.includes(s)))).toBe(true);
   });
 
-  it('cuts a sentence longer than the limit at word boundaries', () => {
-    const chunks = chunkText(`${'word '.repeat(50)}end.`, words, 12);
+  it('cuts a sentence longer than the limit at word boundaries, each window as long as fits', async () => {
+    const chunks = await chunkText(`${'word '.repeat(50)}end.`, words, 12);
     expect(chunks.length).toBeGreaterThan(4);
     for (const chunk of chunks) expect(words(chunk.text)).toBeLessThanOrEqual(12);
+    expect(words(chunks[0]!.text)).toBe(12);
   });
 
-  it('starts a new chunk at each markdown heading and records it', () => {
+  it('cuts a sentence of 100,000 words counting O(n log w) characters, not a count per word of its window', async () => {
+    let counted = 0;
+    const counting = (text: string) => {
+      counted += text.length;
+      return words(text);
+    };
+    const text = 'a '.repeat(100_000);
+    const chunks = await chunkText(text, counting, 128);
+    expect(chunks.length).toBeGreaterThan(700);
+    for (const chunk of chunks) expect(words(chunk.text)).toBeLessThanOrEqual(128);
+    // A count per word of a growing window would read about 128 / 2 × the text; galloping reads a few × log w.
+    expect(counted).toBeLessThan(text.length * 30);
+  });
+
+  it('starts a new chunk at each markdown heading and records it', async () => {
     const text = '# Intro\nFirst part.\n\n## Methods\nSecond part.';
-    const chunks = chunkText(text, words, 100);
+    const chunks = await chunkText(text, words, 100);
     expect(chunks).toEqual([
       { text: 'First part.', heading: 'Intro', start: 8, end: 19 },
       { text: 'Second part.', heading: 'Methods', start: 32, end: 44 },
     ]);
   });
 
-  it('every chunk is a verbatim slice of its document at its offsets (citations point at exact characters)', () => {
+  it('every chunk is a verbatim slice of its document at its offsets (citations point at exact characters)', async () => {
     const text = `# Title\n\n${'Alpha beta gamma.  Delta\nepsilon zeta. '.repeat(15)}\n## Next\n${'word '.repeat(60)}end.`;
-    for (const chunk of chunkText(text, words, 12)) expect(text.slice(chunk.start, chunk.end)).toBe(chunk.text);
+    for (const chunk of await chunkText(text, words, 12)) expect(text.slice(chunk.start, chunk.end)).toBe(chunk.text);
   });
 });
