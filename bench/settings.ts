@@ -14,6 +14,7 @@ export function benchCorpusSettings(dir: string): CorpusSettings {
     efSearch: Number(process.env.RCP_BENCH_EF ?? 100),
     saveIntervalMs: 3_600_000,
     maxDocumentBytes: 1 << 20,
+    metadata: { maxBytes: 64 * 1024, maxDepth: 8 },
     fields: {},
     bm25: { k1: 1.2, b: 0.75, stem: true },
   };

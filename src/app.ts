@@ -328,6 +328,7 @@ function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): 
     efSearch,
     saveIntervalMs,
     maxDocumentBytes,
+    metadata: { maxBytes: config.index.maxMetadataBytes, maxDepth: config.index.maxMetadataDepth },
     fields,
     bm25,
   };

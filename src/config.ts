@@ -138,6 +138,9 @@ export const ConfigSchema = Section({
     /** How often a changed dense index is saved (also on shutdown). */
     saveIntervalMs: Type.Integer({ minimum: 1000 }),
     maxDocumentBytes: Type.Integer({ minimum: 1 }),
+    /** A document's metadata: bytes as JSON, and levels of nesting (§15.5); more is -32602 on its `meta`. */
+    maxMetadataBytes: Type.Integer({ minimum: 2 }),
+    maxMetadataDepth: Type.Integer({ minimum: 1, maximum: 64 }),
     maxDocumentsPerAdd: Type.Integer({ minimum: 1 }),
     /** Typed metadata fields, validated on write; undeclared fields are stored untyped. */
     fields: Type.Record(
@@ -267,6 +270,8 @@ export function defaultConfig(): Config {
       efSearch: 100,
       saveIntervalMs: 60_000,
       maxDocumentBytes: 1024 * 1024,
+      maxMetadataBytes: 64 * 1024,
+      maxMetadataDepth: 8,
       maxDocumentsPerAdd: 1000,
       fields: {},
       bm25: { k1: 1.2, b: 0.75, stem: true },

@@ -4,10 +4,14 @@ import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 
+/** §15.5: ids are kept in memory and returned with every hit; 1,024 characters is far beyond any real id. */
+const MAX_ID_CHARS = 1024;
+const DocumentId = Type.String({ minLength: 1, maxLength: MAX_ID_CHARS });
+
 const IndexAddParams = Type.Object({
   documents: Type.Array(
     Type.Object({
-      id: Type.Optional(Type.String({ minLength: 1 })),
+      id: Type.Optional(DocumentId),
       text: Type.String(),
       meta: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     }),
@@ -16,7 +20,7 @@ const IndexAddParams = Type.Object({
   contextual: Type.Optional(Type.Boolean()),
 });
 
-const IndexDeleteParams = Type.Object({ ids: Type.Array(Type.String()) });
+const IndexDeleteParams = Type.Object({ ids: Type.Array(Type.String({ maxLength: MAX_ID_CHARS })) });
 
 export interface IndexLimits {
   readonly writable: boolean;
@@ -50,8 +54,8 @@ export function indexMethods(
         );
       }
       const key = ctx.meta.idempotencyKey;
-      if (key !== undefined && typeof key !== 'string')
-        throw RpcError.invalidParams('_meta.idempotencyKey', 'must be a string');
+      if (key !== undefined && (typeof key !== 'string' || key.length > 256))
+        throw RpcError.invalidParams('_meta.idempotencyKey', 'must be a string of at most 256 characters');
       const result = await corpus.add(params.documents, {
         chunk: params.chunk === true,
         contextual: params.contextual === true,

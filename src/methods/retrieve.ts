@@ -52,14 +52,14 @@ const RetrieveParams = Type.Object({
   unit: Type.Optional(Type.String()),
   level: Type.Optional(Type.Integer({ minimum: 0 })),
   tokenBudget: Type.Optional(Type.Integer({ minimum: 1 })),
-  sessionId: Type.Optional(Type.String()),
+  sessionId: Type.Optional(Type.String({ maxLength: 256 })),
   includeText: Type.Optional(Type.Boolean()),
   includeVectors: Type.Optional(Type.Boolean()),
   encoding: Type.Optional(Type.String()),
   seed: Type.Optional(Type.Integer()),
   indexVersion: Type.Optional(Type.String()),
   strict: Type.Optional(Type.Boolean()),
-  cursor: Type.Optional(Type.String()),
+  cursor: Type.Optional(Type.String({ maxLength: 4096 })),
 });
 type Params = Static<typeof RetrieveParams>;
 

@@ -3,16 +3,41 @@ import { failure, isJsonObject, type ErrorResponse } from './messages.js';
 
 export type ParsedFrame = { ok: true; value: unknown } | { ok: false; reply: ErrorResponse };
 
-/** §4/JSON-RPC: text that is not JSON is answered -32700 with id null. */
+/**
+ * Deepest JSON nesting accepted in a frame (§15.5). Deeper values would overflow the stack of every recursive walk
+ * over params (validation, hashing, serialising) and of ordinary JSON clients reading them back. It leaves room for
+ * the deepest filter allowed (64 levels, each an object in an array) inside the envelope.
+ */
+export const MAX_NESTING = 160;
+
+/** §4/JSON-RPC: text that is not JSON is answered -32700 with id null; a frame nested too deep is -32600. */
 export function parseFrame(text: string): ParsedFrame {
+  let value: unknown;
   try {
-    return { ok: true, value: JSON.parse(text) as unknown };
+    value = JSON.parse(text) as unknown;
   } catch (error) {
     return {
       ok: false,
       reply: failure(null, RpcError.parseError(error instanceof Error ? error.message : 'invalid JSON')),
     };
   }
+  if (!deeperThan(value, MAX_NESTING)) return { ok: true, value };
+  const id = isJsonObject(value) && (typeof value.id === 'string' || typeof value.id === 'number') ? value.id : null;
+  return { ok: false, reply: failure(id, RpcError.invalidRequest(`JSON nested deeper than ${MAX_NESTING} levels`)) };
+}
+
+/** Whether `value` nests objects and arrays more than `max` levels deep (iteratively: no recursion to overflow). */
+export function deeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [item, depth] = next;
+    if (typeof item !== 'object' || item === null) continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(item) ? item : Object.values(item)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
 }
 
 /** One compact JSON text: no embedded newline, so it is one NDJSON line (§5.1) and one SSE data line (§5.2). */

@@ -43,6 +43,7 @@ const settings: CorpusSettings = {
   efSearch: 32,
   saveIntervalMs: 60_000,
   maxDocumentBytes: 1 << 20,
+  metadata: { maxBytes: 64 * 1024, maxDepth: 8 },
   fields: {},
   bm25: { k1: 1.2, b: 0.75, stem: true },
 };

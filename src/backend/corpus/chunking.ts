@@ -1,4 +1,5 @@
 import { TimeSlice } from '../../protocol/time-slice.js';
+import { UNITS_PER_TOKEN } from '../tokenizers/readable-prefix.js';
 
 /**
  * Server-side chunking (§7.10 `chunk: true`): overlapping chunks that end on sentence boundaries and fit the
@@ -64,28 +65,52 @@ function trimmed(text: string, span: Span): Span | undefined {
  * the word count (a window's token count only grows with its words), so the sentence costs O(n log w) tokenizing
  * rather than a count per word of an ever longer window.
  */
-function cutWords(text: string, sentence: Span, count: TokenCounter, limit: number): Span[] {
-  const words = [...text.slice(sentence.start, sentence.end).matchAll(/\S+/g)].map((m) => ({
-    start: sentence.start + (m.index ?? 0),
-    end: sentence.start + (m.index ?? 0) + m[0].length,
-  }));
-  const fits = (first: number, last: number) => count(text.slice(words[first]!.start, words[last]!.end)) <= limit;
+async function cutWords(
+  text: string,
+  sentence: Span,
+  count: TokenCounter,
+  limit: number,
+  slice: TimeSlice,
+): Promise<Span[]> {
+  const words = wordSpans(text, sentence);
+  const fits = (first: number, last: number) => count(text.slice(words.start(first), words.end(last))) <= limit;
   const pieces: Span[] = [];
-  for (let first = 0; first < words.length;) {
+  for (let first = 0; first < words.count;) {
     // The longest window from `first` that fits; a word too long alone is a piece of its own.
     let good = first;
     let step = 1;
-    while (good + step < words.length && fits(first, good + step)) [good, step] = [good + step, step * 2];
-    let bad = Math.min(good + step, words.length);
+    while (good + step < words.count && fits(first, good + step)) [good, step] = [good + step, step * 2];
+    let bad = Math.min(good + step, words.count);
     while (bad - good > 1) {
       const middle = (good + bad) >> 1;
       if (fits(first, middle)) good = middle;
       else bad = middle;
     }
-    pieces.push({ start: words[first]!.start, end: words[good]!.end });
+    pieces.push({ start: words.start(first), end: words.end(good) });
     first = good + 1;
+    await slice.due();
   }
   return pieces;
+}
+
+/** The runs of non-space characters in a span, as offsets in typed arrays (a 1 MB sentence has 512 Ki words). */
+function wordSpans(text: string, span: Span): { count: number; start(i: number): number; end(i: number): number } {
+  const starts = new Int32Array((span.end - span.start + 1) >> 1);
+  const ends = new Int32Array(starts.length);
+  let count = 0;
+  let inWord = false;
+  for (let at = span.start; at < span.end; at++) {
+    const space = isSpace(text.charCodeAt(at));
+    if (!space && !inWord) starts[count] = at;
+    if (space && inWord) ends[count++] = at;
+    inWord = !space;
+  }
+  if (inWord) ends[count++] = span.end;
+  return { count, start: (i) => starts[i]!, end: (i) => ends[i]! };
+}
+
+function isSpace(code: number): boolean {
+  return code === 32 || (code >= 9 && code <= 13) || (code > 127 && /\s/.test(String.fromCharCode(code)));
 }
 
 /**
@@ -136,7 +161,10 @@ async function sentencesOf(
   for (const { index, segment } of segmenter.segment(text.slice(section.start, section.end))) {
     const span = trimmed(text, { start: section.start + index, end: section.start + index + segment.length });
     if (span === undefined) continue;
-    if (count(text.slice(span.start, span.end)) > maxTokens) spans.push(...cutWords(text, span, count, maxTokens));
+    // A sentence far longer than the window is cut without tokenizing it whole first.
+    const long =
+      span.end - span.start > maxTokens * UNITS_PER_TOKEN || count(text.slice(span.start, span.end)) > maxTokens;
+    if (long) spans.push(...(await cutWords(text, span, count, maxTokens, slice)));
     else spans.push(span);
     await slice.due();
   }

@@ -15,7 +15,7 @@ import {
   type WriteResult,
 } from '../store/corpus-store.js';
 import { chunkText } from './chunking.js';
-import { validateMetadata, type FieldType } from './metadata.js';
+import { validateMetadata, type FieldType, type MetadataLimits } from './metadata.js';
 
 export interface CorpusSettings {
   readonly dir: string;
@@ -25,6 +25,7 @@ export interface CorpusSettings {
   readonly efSearch: number;
   readonly saveIntervalMs: number;
   readonly maxDocumentBytes: number;
+  readonly metadata: MetadataLimits;
   readonly fields: Readonly<Record<string, FieldType>>;
   readonly bm25: Bm25Options;
 }
@@ -276,7 +277,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
         `${bytes} bytes exceed the ${this.settings.maxDocumentBytes}-byte limit`,
       );
     }
-    validateMetadata(document.meta ?? {}, this.settings.fields, `${field}.meta`);
+    validateMetadata(document.meta ?? {}, this.settings.fields, `${field}.meta`, this.settings.metadata);
   }
 
   /** Applies a committed write to both derived indexes. */

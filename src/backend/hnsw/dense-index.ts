@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../worker-thread.js';
 import type { DenseIndexOptions, DenseReply, DenseRequest } from './protocol.js';
 
 export type { DenseIndexOptions } from './protocol.js';
@@ -22,17 +23,7 @@ export class DenseIndex {
   #failure: Error | undefined;
 
   constructor() {
-    // Built, the worker is a .js file. Under the TypeScript sources (tests, tsx) it is .ts: the worker registers
-    // tsx's loader in its own thread first, then imports it.
-    const url = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
-    this.#worker = url.pathname.endsWith('.ts')
-      ? new Worker(
-          `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); })`,
-          { eval: true },
-        )
-      : new Worker(url);
-    // The worker never keeps the process alive by itself: the transports do, and exit must not wait on an index.
-    this.#worker.unref();
+    this.#worker = startWorker(import.meta.url, './worker');
     this.#worker.on('message', (reply: DenseReply) => this.#waiting.shift()?.(reply));
     this.#worker.on('error', (error) => {
       this.#failure = error;

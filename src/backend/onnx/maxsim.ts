@@ -2,6 +2,7 @@ import onnxProto from 'onnx-proto';
 import { RpcError } from '../../protocol/errors.js';
 import type { LateInteractionKernel, TokenMatrix } from '../ports.js';
 import { ort } from './model-host.js';
+import { WorkerSession } from './worker-session.js';
 
 const { onnx } = onnxProto;
 const FLOAT = onnx.TensorProto.DataType.FLOAT;
@@ -68,10 +69,11 @@ function maxSimGraph(): Uint8Array {
 }
 
 export class OnnxMaxSim implements LateInteractionKernel {
-  readonly #session: Promise<ort.InferenceSession>;
+  readonly #session: Promise<WorkerSession>;
 
   constructor(intraOpThreads: number) {
-    this.#session = ort.InferenceSession.create(
+    // In a worker thread: scoring a thousand passages must not hold the event loop.
+    this.#session = WorkerSession.create(
       maxSimGraph(),
       intraOpThreads > 0 ? { intraOpNumThreads: intraOpThreads } : {},
     );

@@ -3,6 +3,7 @@ import * as ort from 'onnxruntime-node';
 import { RpcError } from '../../protocol/errors.js';
 import { verifyFiles, type ModelManifest } from '../manifest.js';
 import type { BackendLogger, ModelHealth } from '../ports.js';
+import { WorkerSession } from './worker-session.js';
 
 export interface RuntimeOptions {
   /** ONNX Runtime intra-op threads; 0 lets the runtime choose. */
@@ -11,7 +12,7 @@ export interface RuntimeOptions {
 }
 
 export interface Loaded<T> {
-  readonly session: ort.InferenceSession;
+  readonly session: WorkerSession;
   readonly tokenizer: T;
 }
 
@@ -20,7 +21,8 @@ const LOAD_RETRY_MS = 5_000;
 const RUN_RETRY_MS = 250;
 
 /**
- * One model's life: load in the background at start-up (sha256-checked files, tokenizer, ONNX session), report
+ * One model's life: load in the background at start-up (sha256-checked files, tokenizer, an ONNX session in its own
+ * worker thread, so inference never blocks the event loop), report
  * health, and turn every failure into -32010 with `retryable` and `retryAfterMs` (§12.2) while the process stays up.
  * A failed load is retried on the first call after LOAD_RETRY_MS, so replacing a broken file heals the server.
  */
@@ -62,7 +64,7 @@ export class ModelHost<T> {
     try {
       await verifyFiles(this.dir, this.manifest);
       const tokenizer = await this.loadTokenizer(join(this.dir, this.manifest.files.tokenizer));
-      const session = await ort.InferenceSession.create(join(this.dir, this.manifest.files.model), {
+      const session = await WorkerSession.create(join(this.dir, this.manifest.files.model), {
         ...(this.options.intraOpThreads > 0 ? { intraOpNumThreads: this.options.intraOpThreads } : {}),
         graphOptimizationLevel: 'all',
       });
@@ -92,7 +94,7 @@ export class ModelHost<T> {
   async run(feeds: Record<string, ort.Tensor>, outputs: readonly string[]): Promise<Record<string, ort.Tensor>> {
     const { session } = await this.acquire();
     try {
-      const result = await session.run(feeds, [...outputs]);
+      const result = await session.run(feeds, outputs);
       return Object.fromEntries(outputs.map((name) => [name, result[name] as ort.Tensor]));
     } catch (error) {
       this.options.log.error({ model: this.name, reason: (error as Error).message }, 'inference failed');

@@ -40,6 +40,7 @@ function settings(dir: string, overrides: Partial<CorpusSettings> = {}): CorpusS
     efSearch: 32,
     saveIntervalMs: 60_000,
     maxDocumentBytes: 10_000,
+    metadata: { maxBytes: 64 * 1024, maxDepth: 8 },
     fields: { year: 'int', source: 'keyword' },
     bm25: { k1: 1.2, b: 0.75, stem: true },
     ...overrides,
