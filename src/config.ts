@@ -59,7 +59,7 @@ export const ConfigSchema = Section({
     shedding: Section({
       maxEventLoopDelayMs: Type.Number({ minimum: 0 }),
       maxHeapUsedRatio: Type.Number({ minimum: 0, maximum: 1 }),
-      /** 0: 90% of the container's memory limit when there is one, else no RSS check. */
+      /** 0: 90% of the container's memory limit when there is one, else half the machine's memory. */
       maxRssBytes: Type.Integer({ minimum: 0 }),
       sampleIntervalMs: Type.Integer({ minimum: 10, maximum: 60_000 }),
     }),

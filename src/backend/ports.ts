@@ -114,7 +114,7 @@ export interface CorpusReader {
   denseScores(vector: Float32Array, labels: readonly number[]): number[];
   lexicalScores(query: string, labels: readonly number[]): number[];
   /** §7.8 query transformation from the corpus's lexical statistics (no language model). */
-  transformQuery(query: string, method: 'rewrite' | 'multi-query', n: number): string[];
+  transformQuery(query: string, method: 'rewrite' | 'multi-query', n: number, signal?: AbortSignal): Promise<string[]>;
   /** The lexical index's term weights for a text (BM25's query or document side, §7.4 embed/sparse). */
   termWeights(text: string, kind: TextKind): Map<string, number>;
   labelsWhere(predicate: (meta: Record<string, unknown>) => boolean): number[];

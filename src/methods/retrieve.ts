@@ -217,11 +217,11 @@ export function retrieveMethod(
     // recall on the query as asked and gives lexical recall the query expanded with every expansion term — RM3's
     // use of pseudo-relevance feedback — so fusion still sees one dense and one sparse list.
     let queries = [asked];
-    if (params.rewrite === 'rewrite') queries = corpus.transformQuery(asked, 'rewrite', 1);
+    if (params.rewrite === 'rewrite') queries = await corpus.transformQuery(asked, 'rewrite', 1, ctx.signal);
     const query = queries[0] ?? asked;
     let lexicalQuery = query;
     if (params.rewrite === 'multi-query') {
-      const expanded = corpus.transformQuery(asked, 'multi-query', 3);
+      const expanded = await corpus.transformQuery(asked, 'multi-query', 3, ctx.signal);
       const terms = expanded.slice(1).map((q) => q.slice(expanded[0]?.length ?? 0).trim());
       lexicalQuery = [expanded[0] ?? asked, ...terms].join(' ');
       lenient.notes.push(`multi-query: lexical recall expanded to ${JSON.stringify(lexicalQuery)}`);

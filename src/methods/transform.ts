@@ -27,11 +27,12 @@ export function transformMethod(
     method: 'query/transform',
     params: TransformParams,
     options: [{ path: 'method', supported: TRANSFORM_METHODS }],
-    handler: ({ query, method, n }) => {
+    handler: async ({ query, method, n }, ctx) => {
       if (query.length > maxQueryChars) {
         throw RpcError.invalidParams('query', `${query.length} characters exceed the limit of ${maxQueryChars}`);
       }
-      return { queries: corpus.transformQuery(query, method as (typeof TRANSFORM_METHODS)[number], n ?? 3) };
+      const transform = method as (typeof TRANSFORM_METHODS)[number];
+      return { queries: await corpus.transformQuery(query, transform, n ?? 3, ctx.signal) };
     },
   };
   return [definition, { methods: [...TRANSFORM_METHODS], maxQueries: MAX_QUERIES }];

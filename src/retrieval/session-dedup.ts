@@ -1,21 +1,37 @@
 /**
  * §7.7.3 `sessionId`: hits already returned in the same agentic trajectory are skipped by later retrieves. Memory is
- * bounded: sessions expire `ttlSeconds` after their last use, the oldest is evicted past `maxSessions`, and each
- * session remembers at most `maxHits` ids.
+ * bounded in bytes as well as in counts (§15.5): sessions expire `ttlSeconds` after their last use, each remembers at
+ * most `maxHits` ids, and the least recently used sessions are forgotten past `maxSessions` or `maxBytes` in all.
  */
+interface Remembered {
+  readonly seen: Set<string>;
+  expires: number;
+  bytes: number;
+}
+
+/** What one remembered id costs beyond its characters (set slot, string header), roughly. */
+const ENTRY_BYTES = 64;
+
 export class SessionDedup {
-  readonly #sessions = new Map<string, { seen: Set<string>; expires: number }>();
+  readonly #sessions = new Map<string, Remembered>();
+  #bytes = 0;
 
   constructor(
     readonly ttlSeconds: number,
     private readonly maxSessions = 10_000,
     private readonly maxHits = 10_000,
+    private readonly maxBytes = 64 * 1024 * 1024,
   ) {}
+
+  /** Bytes held now, roughly (a metric and a test's view). */
+  get bytes(): number {
+    return this.#bytes;
+  }
 
   seen(sessionId: string): ReadonlySet<string> {
     const session = this.#sessions.get(sessionId);
     if (session === undefined || session.expires < Date.now()) {
-      this.#sessions.delete(sessionId);
+      this.#forget(sessionId);
       return new Set();
     }
     return session.seen;
@@ -23,15 +39,29 @@ export class SessionDedup {
 
   remember(sessionId: string, ids: readonly string[]): void {
     const now = Date.now();
-    const session = this.#sessions.get(sessionId);
-    const seen = session !== undefined && session.expires >= now ? session.seen : new Set<string>();
-    for (const id of ids) if (seen.size < this.maxHits) seen.add(id);
-    this.#sessions.delete(sessionId); // re-insert: Map order is recency order
-    this.#sessions.set(sessionId, { seen, expires: now + this.ttlSeconds * 1000 });
-    while (this.#sessions.size > this.maxSessions) {
-      const oldest = this.#sessions.keys().next().value;
-      if (oldest === undefined) break;
-      this.#sessions.delete(oldest);
+    const live = this.#sessions.get(sessionId);
+    const session =
+      live !== undefined && live.expires >= now ? live : { seen: new Set<string>(), expires: 0, bytes: 0 };
+    this.#forget(sessionId); // re-inserted below: Map order is recency order
+    for (const id of ids) {
+      if (session.seen.size >= this.maxHits || session.seen.has(id)) continue;
+      session.seen.add(id);
+      session.bytes += ENTRY_BYTES + 2 * id.length;
     }
+    session.expires = now + this.ttlSeconds * 1000;
+    this.#sessions.set(sessionId, session);
+    this.#bytes += session.bytes;
+    for (const oldest of this.#sessions.keys()) {
+      if (this.#sessions.size <= this.maxSessions && this.#bytes <= this.maxBytes) break;
+      if (oldest === sessionId) break; // the session just used stays, even alone over the budget
+      this.#forget(oldest);
+    }
+  }
+
+  #forget(sessionId: string): void {
+    const session = this.#sessions.get(sessionId);
+    if (session === undefined) return;
+    this.#bytes -= session.bytes;
+    this.#sessions.delete(sessionId);
   }
 }

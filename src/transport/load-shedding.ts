@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { totalmem } from 'node:os';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { RpcError } from '../protocol/errors.js';
@@ -23,7 +24,7 @@ export interface SheddingSettings {
   maxEventLoopDelayMs: number;
   /** Heap used as a share of V8's heap limit beyond which new work is refused; 0 turns the check off. */
   maxHeapUsedRatio: number;
-  /** Resident set size beyond which new work is refused; 0 means 90% of the cgroup memory limit when there is one. */
+  /** Resident set size beyond which new work is refused; 0: 90% of the cgroup memory limit, else half the machine's. */
   maxRssBytes: number;
   sampleIntervalMs: number;
 }
@@ -54,7 +55,7 @@ export class LoadShedder {
 
   constructor(settings: SheddingSettings) {
     this.#settings = settings;
-    this.#maxRss = settings.maxRssBytes > 0 ? settings.maxRssBytes : Math.floor(0.9 * (cgroupMemoryLimit() ?? 0));
+    this.#maxRss = settings.maxRssBytes > 0 ? settings.maxRssBytes : defaultMaxRss();
     this.#histogram = monitorEventLoopDelay({ resolution: 10 });
     this.#histogram.enable();
     this.#state = { eventLoopDelayMs: 0, heapUsedRatio: 0, rssBytes: 0, maxRssBytes: this.#maxRss };
@@ -125,6 +126,12 @@ export class LoadShedder {
       ...(overloaded === undefined ? {} : { overloaded }),
     };
   }
+}
+
+/** 90% of the container's memory cap; without one, half the machine's memory (a server shares its host). */
+function defaultMaxRss(): number {
+  const cgroup = cgroupMemoryLimit();
+  return Math.floor(cgroup === undefined ? totalmem() / 2 : 0.9 * cgroup);
 }
 
 /** The container's memory cap (cgroup v2, then v1); undefined when unlimited or unknown. */

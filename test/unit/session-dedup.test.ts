@@ -25,4 +25,15 @@ describe('§7.7.3 session dedup memory', () => {
     sessions.remember('a', ['5', '6', '7']);
     expect(sessions.seen('a').size).toBe(3);
   });
+
+  it('§15.5 is bounded in bytes: the least recently used sessions go first, the one in use stays', () => {
+    const sessions = new SessionDedup(60, 1000, 10_000, 100_000);
+    const ids = (session: number) => Array.from({ length: 100 }, (_, i) => `doc-${session}-${i}#0`);
+    for (let session = 0; session < 100; session++) sessions.remember(`s${session}`, ids(session));
+    expect(sessions.bytes).toBeLessThanOrEqual(100_000);
+    expect(sessions.seen('s0').size).toBe(0);
+    expect(sessions.seen('s99').size).toBe(100);
+    sessions.remember('s99', ids(99)); // ids already remembered cost nothing more
+    expect(sessions.bytes).toBeLessThanOrEqual(100_000);
+  });
 });

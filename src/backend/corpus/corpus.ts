@@ -159,15 +159,17 @@ export class Corpus implements CorpusWriter, CorpusReader {
     }
     if (labels.length > 0) await this.#dense.add(labels, vectors, this.dimension);
     await this.#dense.remove(this.store.tombstonesAfter(savedSeq));
-    let rebuilt = 0;
+    // In time slices: requests that arrive meanwhile are read and wait for readiness, and ping is answered.
+    const slice = new TimeSlice();
     for (const { id, meta, origin } of this.store.documentMetas()) {
       this.#documentMeta.set(id, meta);
       this.#documentOrigin.set(id, origin);
+      await slice.due();
     }
     for (const { label, docId, ordinal, text, context } of this.store.chunkTexts()) {
       this.#chunkPlace.set(label, { docId, ordinal });
       this.#lexical.add(label, lexicalText(text, context));
-      if (++rebuilt % 2000 === 0) await new Promise((resolve) => setImmediate(resolve));
+      await slice.due();
     }
     this.#savedSeq = savedSeq;
     const stats = await this.stats();
@@ -380,10 +382,16 @@ export class Corpus implements CorpusWriter, CorpusReader {
     });
   }
 
-  transformQuery(query: string, method: 'rewrite' | 'multi-query', n: number): string[] {
+  async transformQuery(
+    query: string,
+    method: 'rewrite' | 'multi-query',
+    n: number,
+    signal?: AbortSignal,
+  ): Promise<string[]> {
     const textOf = (label: number) => this.store.getChunk(label)?.text ?? '';
     if (method === 'rewrite') {
-      return [rewriteQuery(query, this.#lexical, (term) => this.#lexical.labelsWith(term, 3).map(textOf))];
+      const textsOf = (term: string) => this.#lexical.labelsWith(term, 3).map(textOf);
+      return [await rewriteQuery(query, this.#lexical, textsOf, new TimeSlice(8, signal))];
     }
     return multiQuery(query, n, this.#lexical, textOf);
   }

@@ -1,3 +1,4 @@
+import { TimeSlice } from '../../protocol/time-slice.js';
 import type { Bm25Index } from './bm25.js';
 
 /**
@@ -32,32 +33,54 @@ function surfaceOf(term: string, texts: readonly string[], index: Bm25Index): st
   return term;
 }
 
-export function rewriteQuery(query: string, index: Bm25Index, textOf: (term: string) => readonly string[]): string {
+/** Words corrected per query at most (§15.5 bounds transform fan-out): a query is not thousands of misspellings. */
+export const MAX_CORRECTED_WORDS = 32;
+
+export async function rewriteQuery(
+  query: string,
+  index: Bm25Index,
+  textOf: (term: string) => readonly string[],
+  slice: TimeSlice = new TimeSlice(),
+): Promise<string> {
   const normalized = normalizeQuery(query);
   if (index.size === 0) return normalized;
   let vocabulary: [string, number][] | undefined;
   const additions: string[] = [];
+  let corrected = 0;
   for (const word of normalized.match(WORD) ?? []) {
+    if (corrected === MAX_CORRECTED_WORDS) break;
     const terms = index.analyze(word);
     if (terms.length === 0 || terms.every((term) => index.documentFrequency(term) > 0)) continue;
+    corrected++;
     vocabulary ??= [...index.vocabulary()];
     for (const term of terms) {
-      if (index.documentFrequency(term) > 0) continue;
-      const limit = term.length >= 8 ? 2 : 1;
-      if (term.length < 4) continue; // too short to correct safely
-      let best: [string, number, number] | undefined; // term, distance, df
-      for (const [candidate, df] of vocabulary) {
-        if (Math.abs(candidate.length - term.length) > limit) continue;
-        const distance = damerauLevenshtein(term, candidate, limit);
-        if (distance > limit) continue;
-        if (best === undefined || distance < best[1] || (distance === best[1] && df > best[2])) {
-          best = [candidate, distance, df];
-        }
-      }
-      if (best !== undefined) additions.push(surfaceOf(best[0], textOf(best[0]), index));
+      if (index.documentFrequency(term) > 0 || term.length < 4) continue; // too short to correct safely
+      const best = await closestTerm(term, vocabulary, slice);
+      if (best !== undefined) additions.push(surfaceOf(best, textOf(best), index));
     }
   }
   return additions.length === 0 ? normalized : `${normalized} ${additions.join(' ')}`;
+}
+
+/** The vocabulary term nearest `term` within its edit limit (ties to the more frequent), scanned in time slices. */
+async function closestTerm(
+  term: string,
+  vocabulary: readonly [string, number][],
+  slice: TimeSlice,
+): Promise<string | undefined> {
+  const limit = term.length >= 8 ? 2 : 1;
+  let best: [string, number, number] | undefined; // term, distance, df
+  for (let i = 0; i < vocabulary.length; i++) {
+    if ((i & 1023) === 0) await slice.due();
+    const [candidate, df] = vocabulary[i]!;
+    if (Math.abs(candidate.length - term.length) > limit) continue;
+    const distance = damerauLevenshtein(term, candidate, limit);
+    if (distance > limit) continue;
+    if (best === undefined || distance < best[1] || (distance === best[1] && df > best[2])) {
+      best = [candidate, distance, df];
+    }
+  }
+  return best?.[0];
 }
 
 export function multiQuery(
