@@ -5,7 +5,9 @@
  * choices on SciFact) and corpus (100k-chunk restart vs rebuild, ingest rate; minutes) and retrieve
  * (latency, throughput vs ping, HNSW recall vs exact; RCP_BENCH_SYNTHETIC=100000 adds the synthetic corpus) and soak
  * (a minute of mixed traffic above capacity: goodput held, -32011 share, p99, RSS over time; RCP_SOAK_SECONDS) and
- * federation (SciFact in 3 shards behind the gateway: nDCG@10 per fusion, gateway overhead, throughput by engines).
+ * federation (SciFact in 3 shards behind the gateway: nDCG@10 per fusion, gateway overhead, throughput by engines)
+ * and isolation (what one heavy caller costs others: ping latency during each heavy request kind, and a polite
+ * client's success beside an attacker).
  */
 import { benchEmbed } from './embed.js';
 import { benchProtocol } from './protocol.js';
@@ -19,6 +21,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   retrieve: async () => (await import('./retrieve.js')).benchRetrieve(),
   soak: async () => (await import('./soak.js')).benchSoak(),
   federation: async () => (await import('./federation.js')).benchFederation(),
+  isolation: async () => (await import('./isolation.js')).benchIsolation(),
 };
 const chosen = process.argv.slice(2);
 for (const name of chosen.length > 0 ? chosen : ['protocol', 'embed']) {

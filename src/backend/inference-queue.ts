@@ -6,6 +6,10 @@ import { RpcError } from '../protocol/errors.js';
  * (powers of two) so a short text is never padded to a long one's length. One batch runs at a time per model; the
  * model's own intra-op threads do the parallel work.
  *
+ * Batches are filled round robin over the submissions waiting, one item of each in turn, oldest first (§15.5): a
+ * request of hundreds of texts costs its own caller, while a one-text query that arrives behind it rides the next
+ * batch instead of waiting for all of them.
+ *
  * The queue is bounded twice: a submission that would take it past `maxQueuedItems`, or that would wait behind more
  * than `maxQueueWaitMs` of work (estimated from measured throughput), is refused at once with -32011 and a
  * `retryAfterMs` from that estimate — never queued without limit, never left to time out in the queue (§15.5).
@@ -30,6 +34,8 @@ export interface QueueItem<I> {
 export type BatchRunner<I, O> = (inputs: readonly I[]) => Promise<readonly O[]>;
 
 interface Pending<I, O> {
+  /** Which submit() call the item came with: batches take turns between submissions. */
+  readonly submission: number;
   readonly item: QueueItem<I>;
   readonly cost: number;
   readonly resolve: (output: O) => void;
@@ -50,6 +56,7 @@ export function bucketLength(tokens: number): number {
 export class InferenceQueue<I, O> {
   readonly #pending: Pending<I, O>[] = [];
   #pendingCost = 0;
+  #submissions = 0;
   #running = false;
   #timer: NodeJS.Timeout | undefined;
   /** Exponentially weighted milliseconds per item, for retryAfterMs. */
@@ -69,7 +76,7 @@ export class InferenceQueue<I, O> {
 
   submit(items: readonly QueueItem<I>[], signal?: AbortSignal): Promise<O[]> {
     if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
-    const aheadMs = this.#pending.length * this.#msPerItem;
+    const aheadMs = this.#itemsAhead(items.length) * this.#msPerItem;
     const maxWait = this.options.maxQueueWaitMs ?? 0;
     if (this.#pending.length + items.length > this.options.maxQueuedItems) {
       const ahead = this.#pending.length + items.length;
@@ -88,10 +95,12 @@ export class InferenceQueue<I, O> {
         ),
       );
     }
+    const submission = ++this.#submissions;
     const outputs = items.map(
       (item) =>
         new Promise<O>((resolve, reject) => {
           const entry: Pending<I, O> = {
+            submission,
             item,
             cost: bucketLength(item.tokens),
             resolve,
@@ -140,19 +149,45 @@ export class InferenceQueue<I, O> {
     }
   }
 
-  /** Takes a FIFO batch within the token and item budgets (at least one item). */
+  /** Items that run before the last of `count` new ones, taking turns: up to `count` from each waiting submission. */
+  #itemsAhead(count: number): number {
+    let ahead = 0;
+    for (const lane of this.#lanes().values()) ahead += Math.min(lane.length, count);
+    return ahead;
+  }
+
+  /** Waiting items by submission, oldest submission first. */
+  #lanes(): Map<number, Pending<I, O>[]> {
+    const lanes = new Map<number, Pending<I, O>[]>();
+    for (const entry of this.#pending) {
+      const lane = lanes.get(entry.submission);
+      if (lane === undefined) lanes.set(entry.submission, [entry]);
+      else lane.push(entry);
+    }
+    return lanes;
+  }
+
+  /** Takes a batch within the token and item budgets (at least one item), one item per submission in turn. */
   #take(): Pending<I, O>[] {
     const batch: Pending<I, O>[] = [];
     let cost = 0;
-    while (this.#pending.length > 0 && batch.length < this.options.maxBatchItems) {
-      const next = this.#pending[0];
-      if (next === undefined || (batch.length > 0 && cost + next.cost > this.options.maxBatchTokens)) break;
-      this.#pending.shift();
-      this.#pendingCost -= next.cost;
-      next.taken = true;
-      cost += next.cost;
-      batch.push(next);
+    const lanes = [...this.#lanes().values()];
+    const fits = (next: Pending<I, O>) =>
+      batch.length < this.options.maxBatchItems &&
+      (batch.length === 0 || cost + next.cost <= this.options.maxBatchTokens);
+    for (let round = 0, took = true; took; round++) {
+      took = false;
+      for (const lane of lanes) {
+        const next = lane[round];
+        if (next === undefined || !fits(next)) continue;
+        next.taken = true;
+        cost += next.cost;
+        batch.push(next);
+        took = true;
+      }
     }
+    this.#pending.splice(0, this.#pending.length, ...this.#pending.filter((entry) => !entry.taken));
+    this.#pendingCost -= cost;
     return batch;
   }
 

@@ -1,0 +1,181 @@
+/**
+ * `npm run bench -- isolation`: what one heavy caller costs everybody else (§15.5). A real server process over HTTP
+ * with the default model and a generated corpus of 1,000 documents. For each heavy request kind the limits allow, a
+ * second client pings every 10 ms while the request runs: the worst and p99 ping latency, as ratios to idle ping in
+ * the same run (target: worst under 50 ms). Then one attacker loops the heaviest kind while a well-behaved client
+ * retrieves: its share of OK answers (target ≥ 90%) and its rate against the same client alone.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const WORDS = (
+  'cell protein gene tumor immune receptor signal pathway blood heart brain neuron virus bacteria enzyme membrane ' +
+  'insulin glucose liver kidney lung muscle bone skin therapy trial patient dose risk cohort mutation expression'
+).split(' ');
+const word = (i: number) => WORDS[(i * 7919 + (i >> 3)) % WORDS.length]!;
+const sentence = (seed: number, n: number) => Array.from({ length: n }, (_, i) => word(seed * 31 + i)).join(' ');
+
+interface Server {
+  origin: string;
+  stop(): Promise<void>;
+}
+
+async function start(): Promise<Server> {
+  const dir = mkdtempSync(join(tmpdir(), 'rcp-isolation-'));
+  const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--http', '127.0.0.1:0', '--data', dir], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, RCP_LOG_LEVEL: 'info', RCP_HTTP_SESSIONS: 'stateless' },
+  });
+  let log = '';
+  const origin = await new Promise<string>((resolve, reject) => {
+    child.stderr.on('data', (chunk: Buffer) => {
+      log += chunk.toString();
+      const match = /"address":"(http:\/\/[^"]+)"/.exec(log);
+      if (match?.[1] !== undefined) resolve(match[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`server exited ${code}: ${log}`)));
+  });
+  while ((await fetch(`${origin}/readyz`)).status !== 200) await new Promise((r) => setTimeout(r, 100));
+  return {
+    origin,
+    stop: async () => {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+let nextId = 0;
+async function call(origin: string, method: string, params: object): Promise<{ ok: boolean; code?: number }> {
+  const response = await fetch(`${origin}/rcp/${method}`, {
+    method: 'POST',
+    body: JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method, params }),
+  });
+  const reply = (await response.json()) as { error?: { code: number } };
+  return reply.error === undefined ? { ok: true } : { ok: false, code: reply.error.code };
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
+};
+
+/** Ping latencies (ms) every 10 ms until `work` settles. */
+async function pingsDuring(origin: string, work: Promise<unknown>): Promise<number[]> {
+  let done = false;
+  void work.finally(() => (done = true));
+  const latencies: number[] = [];
+  while (!done) {
+    const started = performance.now();
+    await call(origin, 'ping', {});
+    latencies.push(performance.now() - started);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return latencies;
+}
+
+interface Heavy {
+  readonly rpc: string;
+  readonly params: object;
+}
+
+function heavyKinds(): Record<string, Heavy> {
+  const long = 'x'.repeat(15_000_000);
+  const texts = Array.from({ length: 256 }, (_, i) => `${i} ${sentence(i, 8000)}`.slice(0, 60_000));
+  const unknown = Array.from({ length: 3000 }, (_, i) => `zq${i.toString(36)}xv`)
+    .join(' ')
+    .slice(0, 16_000);
+  const passages = Array.from({ length: 256 }, (_, i) => sentence(i, 600));
+  const query = sentence(1, 12);
+  return {
+    'retrieve dense k200 candidateK1000 mmr': {
+      rpc: 'retrieve',
+      params: { query, k: 200, candidateK: 1000, mode: 'dense', mmr: { lambda: 0.5 } },
+    },
+    'retrieve hybrid k200 tokenBudget': { rpc: 'retrieve', params: { query, k: 200, tokenBudget: 100_000 } },
+    'embed one 15 MB text': { rpc: 'embed', params: { inputs: [long] } },
+    'embed 256 × 60 KB': { rpc: 'embed', params: { inputs: texts } },
+    'embed/sparse 64 × 60 KB': { rpc: 'embed/sparse', params: { inputs: texts.slice(0, 64) } },
+    'index/add chunk 1 MB (deadline 5 s)': {
+      rpc: 'index/add',
+      params: { documents: [{ id: 'long', text: 'a '.repeat(500_000) }], chunk: true, _meta: { deadlineMs: 5000 } },
+    },
+    'query/transform rewrite 3,000 unknown words': {
+      rpc: 'query/transform',
+      params: { query: unknown, method: 'rewrite' },
+    },
+    'retrieve rewrite 3,000 unknown words': { rpc: 'retrieve', params: { query: unknown, k: 10, rewrite: 'rewrite' } },
+    'rerank colbert 256 × 4 KB': { rpc: 'rerank', params: { query, passages, method: 'colbert' } },
+  };
+}
+
+const run = (origin: string, heavy: Heavy) => call(origin, heavy.rpc, heavy.params);
+
+export async function benchIsolation(): Promise<void> {
+  const server = await start();
+  const { origin } = server;
+  try {
+    for (let batch = 0; batch < 4; batch++) {
+      const documents = Array.from({ length: 250 }, (_, i) => ({
+        id: `d${batch * 250 + i}`,
+        text: sentence(batch * 250 + i, 60),
+      }));
+      await call(origin, 'index/add', { documents });
+    }
+    const idle: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const started = performance.now();
+      await call(origin, 'ping', {});
+      idle.push(performance.now() - started);
+    }
+    const idleP99 = percentile(idle, 0.99);
+    console.log(
+      `\nisolation: 1,000 generated documents; idle ping p50 ${percentile(idle, 0.5).toFixed(2)} ms, p99 ${idleP99.toFixed(2)} ms`,
+    );
+    console.log('  heavy request kind                                 answer     ping worst   p99    (× idle p99)');
+    const kinds = heavyKinds();
+    let heaviest = { name: '', ms: 0 };
+    for (const [name, heavy] of Object.entries(kinds)) {
+      const started = performance.now();
+      const work = run(origin, heavy);
+      const pings = await pingsDuring(origin, work);
+      const answer = await work;
+      const ms = performance.now() - started;
+      if (ms > heaviest.ms && answer.ok) heaviest = { name, ms };
+      const worst = Math.max(...pings);
+      const p99 = percentile(pings, 0.99);
+      console.log(
+        `  ${name.padEnd(50)} ${(answer.ok ? 'ok' : String(answer.code)).padEnd(7)} ${ms.toFixed(0).padStart(6)} ms ` +
+          `${worst.toFixed(1).padStart(7)} ms ${p99.toFixed(1).padStart(6)} ms  (${(p99 / idleP99).toFixed(1)}×)`,
+      );
+    }
+
+    const SECONDS = 20;
+    const polite = async (until: number) => {
+      let ok = 0;
+      let total = 0;
+      while (performance.now() < until) {
+        total++;
+        if ((await call(origin, 'retrieve', { query: sentence(total, 8), k: 10 })).ok) ok++;
+      }
+      return { ok, total };
+    };
+    const alone = await polite(performance.now() + SECONDS * 1000);
+    const until = performance.now() + SECONDS * 1000;
+    const attack = (async () => {
+      while (performance.now() < until) await run(origin, kinds[heaviest.name]!);
+    })();
+    const shared = await polite(until);
+    await attack;
+    console.log(
+      `  a polite client retrieving beside one attacker looping '${heaviest.name}' for ${SECONDS} s: ` +
+        `${((100 * shared.ok) / shared.total).toFixed(1)}% OK (${shared.ok}/${shared.total}); ` +
+        `rate ${(shared.ok / alone.ok).toFixed(2)} of the same client alone (${(alone.ok / SECONDS).toFixed(1)}/s)`,
+    );
+  } finally {
+    await server.stop();
+  }
+}
