@@ -93,7 +93,12 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     );
     // §7.4 from the lexical index: BM25 term weights, named as such (not SPLADE).
     registry.register(
-      ...embedSparseMethod(corpus, { batchLimit: config.models.embedBatchLimit, content, bm25: config.index.bm25 }),
+      ...embedSparseMethod(corpus, {
+        batchLimit: config.models.embedBatchLimit,
+        content,
+        bm25: config.index.bm25,
+        maxTextBytes: config.index.maxDocumentBytes,
+      }),
     );
   }
   const ownHealth = () => {

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { TimeSlice } from '../protocol/time-slice.js';
 import type { CorpusReader, TextKind } from '../backend/ports.js';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
@@ -27,6 +28,8 @@ export interface SparseSettings {
   readonly content: ContentReader;
   /** What the weights are: analyzer and BM25 parameters, so a change of either changes the identity. */
   readonly bm25: { readonly k1: number; readonly b: number; readonly stem: boolean };
+  /** Largest text, in UTF-8 bytes (the corpus's own document bound); a larger one is -32602 naming it (§15.5). */
+  readonly maxTextBytes: number;
 }
 
 /** 32-bit FNV-1a over the UTF-8 bytes of a term. */
@@ -70,7 +73,21 @@ export function embedSparseMethod(
       }
       const kind: TextKind = params.kind ?? 'document';
       const texts = await settings.content.texts(inputs, field, ctx.signal);
-      return { sparse: texts.map((text) => sparseVector(corpus.termWeights(text, kind))) };
+      // Analysis is CPU work on the event loop: one text at a time, in time slices (a batch may be 256 long texts).
+      const slice = new TimeSlice(8, ctx.signal);
+      const sparse = [];
+      for (const [i, text] of texts.entries()) {
+        const bytes = Buffer.byteLength(text);
+        if (bytes > settings.maxTextBytes) {
+          throw RpcError.invalidParams(
+            `${field}.${i}`,
+            `${bytes} bytes exceed the ${settings.maxTextBytes}-byte limit`,
+          );
+        }
+        sparse.push(sparseVector(corpus.termWeights(text, kind)));
+        await slice.due();
+      }
+      return { sparse };
     },
   };
   return [definition, capability];

@@ -7,7 +7,8 @@ import type { MethodDefinition } from '../protocol/registry.js';
 import { CursorCodec, requestDigest } from '../retrieval/cursor.js';
 import { compileFilter, OPERATORS, type FilterLimits } from '../retrieval/filter.js';
 import { convex, rrf, weighted, type FusedHit, type FusionInput, type FusionMethod } from '../retrieval/fusion.js';
-import { mmr } from '../retrieval/mmr.js';
+import { mmr, type MmrCandidate } from '../retrieval/mmr.js';
+import { TimeSlice } from '../protocol/time-slice.js';
 import { SessionDedup } from '../retrieval/session-dedup.js';
 import { ContentBlock, type ContentReader } from './content.js';
 import type { Reranker } from './rerank.js';
@@ -332,13 +333,14 @@ export function retrieveMethod(
     const digest = requestDigest(params);
     const offset = params.cursor === undefined ? 0 : cursors.decode(params.cursor, digest, indexVersion);
     if (params.mmr !== undefined) {
-      const vectors = ranked.map((hit) => corpus.getChunk(hit.label)?.vector ?? new Float32Array(0));
-      const order = await mmr(
-        ranked.map((hit, i) => ({ score: hit.score, vector: vectors[i]! })),
-        offset + k,
-        params.mmr.lambda,
-        ctx.signal,
-      );
+      // A stored vector per candidate (up to maxCandidates store reads): read in time slices.
+      const slice = new TimeSlice(8, ctx.signal);
+      const candidates: MmrCandidate[] = [];
+      for (const hit of ranked) {
+        candidates.push({ score: hit.score, vector: corpus.getChunk(hit.label)?.vector ?? new Float32Array(0) });
+        await slice.due();
+      }
+      const order = await mmr(candidates, offset + k, params.mmr.lambda, ctx.signal);
       ranked = order.map((i) => ranked[i]!);
     }
     let page = ranked.slice(offset, offset + k);

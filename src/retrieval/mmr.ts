@@ -16,9 +16,11 @@ export interface MmrCandidate {
 
 function normalised(vector: Float32Array): Float32Array {
   let norm = 0;
-  for (const v of vector) norm += v * v;
+  for (let i = 0; i < vector.length; i++) norm += vector[i]! * vector[i]!;
   const scale = norm > 0 ? 1 / Math.sqrt(norm) : 0;
-  return vector.map((v) => v * scale);
+  const unit = new Float32Array(vector.length);
+  for (let i = 0; i < vector.length; i++) unit[i] = vector[i]! * scale;
+  return unit;
 }
 
 function dot(a: Float32Array, b: Float32Array): number {
@@ -40,7 +42,11 @@ export async function mmr(
   let max = -Infinity;
   for (const { score } of candidates) [min, max] = [Math.min(min, score), Math.max(max, score)];
   const relevance = candidates.map(({ score }) => (max > min ? (score - min) / (max - min) : 1));
-  const unit = candidates.map(({ vector }) => normalised(vector));
+  const unit: Float32Array[] = [];
+  for (const { vector } of candidates) {
+    unit.push(normalised(vector));
+    await slice.due();
+  }
   const closest = new Float64Array(candidates.length).fill(-Infinity);
   const taken = new Uint8Array(candidates.length);
   const order: number[] = [];
