@@ -22,6 +22,7 @@ import { Session, type SessionOptions } from './protocol/session.js';
 import { lateInteractionScores } from './retrieval/late-interaction.js';
 import { ApiKeys } from './transport/auth.js';
 import { capConnections, serverOptions } from './transport/connections.js';
+import { Outbox } from './transport/outbox.js';
 import { Admission } from './transport/admission.js';
 import { LoadShedder } from './transport/load-shedding.js';
 import { RateLimiter } from './transport/rate-limit.js';
@@ -174,6 +175,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       ...serverOptions(config.http, config.limits.requestTimeoutMs),
     });
     capConnections(app.server, config.http);
+    const outbox = new Outbox(config.limits.maxUnsentBytes);
+    outbox.track(app.server);
     const sessions = new HttpSessionStore(createSession, {
       mode: config.http.sessions,
       idleMs: config.http.sessionIdleMs,
@@ -196,6 +199,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       sessions,
       bodyLimit: config.limits.maxBodyBytes,
       maxResponseBytes: config.limits.maxResponseBytes,
+      outbox,
       corsOrigins: config.http.corsOrigins,
       auth: new ApiKeys(config.auth.apiKeys),
       admission,

@@ -40,6 +40,8 @@ export const ConfigSchema = Section({
     maxBodyBytes: Type.Integer({ minimum: 1024 }),
     /** Largest answer, in bytes: a larger one is -32013 saying how to shrink it (per batch member, §15.5). */
     maxResponseBytes: Type.Integer({ minimum: 4096 }),
+    /** Bytes of HTTP answers written but not yet read by their clients, all together; past it large ones are -32011. */
+    maxUnsentBytes: Type.Integer({ minimum: 65536 }),
     maxBatchSize: Type.Integer({ minimum: 1 }),
     /** Requests handled at once per stdio connection; past it the server stops reading stdin until one finishes. */
     maxInFlightPerConnection: Type.Integer({ minimum: 1 }),
@@ -226,6 +228,7 @@ export function defaultConfig(): Config {
     limits: {
       maxBodyBytes: 16 * 1024 * 1024,
       maxResponseBytes: 32 * 1024 * 1024,
+      maxUnsentBytes: 64 * 1024 * 1024,
       maxBatchSize: 128,
       maxInFlightPerConnection: 64,
       requestTimeoutMs: 30_000,

@@ -8,6 +8,7 @@ import type { NotificationSink, Reply } from '../protocol/session.js';
 import type { Admission } from './admission.js';
 import { authorize, type ApiKeys, type Caller } from './auth.js';
 import type { HttpSessionStore } from './http-sessions.js';
+import type { Outbox } from './outbox.js';
 
 export interface HttpTransportOptions {
   /** The RCP base path (§5.2 default `/rcp`). */
@@ -17,6 +18,8 @@ export interface HttpTransportOptions {
   bodyLimit: number;
   /** Bytes; a larger answer is -32013 per member (§15.5). */
   maxResponseBytes: number;
+  /** Answers not yet read by their clients, across connections: a large one past its bound is -32011. */
+  outbox?: Outbox | undefined;
   /** Origins allowed by CORS; empty means no cross-origin access (preflights are still answered). */
   corsOrigins: readonly string[];
   /** API keys; when any are configured every request must carry one (§15.6). */
@@ -124,10 +127,16 @@ async function answer(
   const handled = accepted === undefined ? undefined : await session.handle(accepted, undefined, hangUp.signal);
   const replies = mergeReplies(handled, rejected);
   if (replies === undefined) return void reply.code(204).send();
-  reply
-    .code(200)
-    .header('content-type', 'application/json; charset=utf-8')
-    .send(serializeReply(replies, options.maxResponseBytes));
+  reply.code(200).header('content-type', 'application/json; charset=utf-8').send(outgoing(replies, options));
+}
+
+/** The answer's text, capped in size; -32011 for each member while unread answers fill the outbox (§15.5). */
+function outgoing(replies: Reply, options: HttpTransportOptions): string {
+  const text = serializeReply(replies, options.maxResponseBytes);
+  const bytes = Buffer.byteLength(text);
+  if (options.outbox === undefined || options.outbox.admits(bytes)) return text;
+  const busy = RpcError.rateLimited(1000, `answers of ${options.outbox.held} bytes wait for clients to read them`);
+  return serialize(Array.isArray(replies) ? replies.map((r) => failure(r.id, busy)) : failure(replies.id, busy));
 }
 
 /**

@@ -1,0 +1,37 @@
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * Answers written but not yet taken by their clients, across every HTTP connection (§15.5). A client that asks for
+ * large answers and never reads them makes the server hold those bytes until its idle timeout cuts it; this bounds
+ * how much all such clients together can hold. A large answer that would take the total past `maxBytes` is not
+ * written: its caller is told to retry later (-32011), and small answers (pings, errors) always go out.
+ */
+export class Outbox {
+  readonly #sockets = new Set<Socket>();
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** Follows the connections of `server`. */
+  track(server: Server): void {
+    server.on('connection', (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+    });
+  }
+
+  /** Bytes written to connections and not yet accepted by the network. */
+  get held(): number {
+    let held = 0;
+    for (const socket of this.#sockets) held += socket.writableLength;
+    return held;
+  }
+
+  /** Whether an answer of `bytes` may be written now. */
+  admits(bytes: number): boolean {
+    return bytes <= SMALL_ANSWER_BYTES || this.held + bytes <= this.maxBytes;
+  }
+}
+
+/** Answers this small are always written: they cost less than refusing them. */
+const SMALL_ANSWER_BYTES = 64 * 1024;

@@ -1,0 +1,111 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { connect as tcp, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js';
+
+/**
+ * §15.5 memory under clients that ask for much and read nothing: answers not yet read by their clients are bounded
+ * across all connections (`limits.maxUnsentBytes`; past it a large answer is -32011), and stdio stops reading a
+ * client that pipelines thousands of requests. RSS stays within a bound of idle and a polite client is served.
+ */
+const rss = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+const MB = 1024 * 1024;
+
+describe('clients that never read their answers (HTTP)', () => {
+  let server: ServerProcess;
+  const sockets: Socket[] = [];
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
+    server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {
+      RCP_HTTP_SESSIONS: 'stateless',
+      RCP_LIMITS_MAX_UNSENT_BYTES: String(16 * MB),
+    });
+    // 200 documents of 100 KB: a retrieve of all of them with their text answers about 20 MB.
+    for (let batch = 0; batch < 4; batch++) {
+      const documents = Array.from({ length: 50 }, (_, i) => ({
+        id: `big-${batch}-${i}`,
+        text: `${i} lorem ipsum dolor `.repeat(5000),
+      }));
+      const response = await fetch(`${server.origin}/rcp/index/add`, {
+        method: 'POST',
+        body: JSON.stringify(request(batch, 'index/add', { documents })),
+      });
+      expect(((await response.json()) as Frame).result).toBeDefined();
+    }
+  });
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
+    await server.stop();
+  });
+
+  it('thirty clients asking for 20 MB answers they do not read: RSS under 2× idle, others served, none lost', async () => {
+    const { hostname, port } = new URL(server.origin);
+    const body = JSON.stringify(request(1, 'retrieve', { query: 'lorem ipsum', k: 200, mode: 'sparse' }));
+    const idle = rss(server.child.pid!);
+    let peak = idle;
+    for (let i = 0; i < 30; i++) {
+      const socket = tcp({ host: hostname, port: Number(port) }, () =>
+        socket.write(`POST /rcp/retrieve HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
+      );
+      socket.on('error', () => undefined);
+      socket.pause();
+      sockets.push(socket);
+    }
+    for (let i = 0; i < 40; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      peak = Math.max(peak, rss(server.child.pid!));
+    }
+    const ping = await fetch(`${server.origin}/rcp/ping`, { method: 'POST', body: JSON.stringify(request(2, 'ping')) });
+    expect(((await ping.json()) as Frame).result).toEqual({});
+    // Thirty 20 MB answers held in full would be 600 MB beyond idle.
+    expect(peak).toBeLessThan(2 * idle);
+    // Reading now: the answers that did not fit were refused with -32011, not lost.
+    const texts = await Promise.all(
+      sockets.map(
+        (socket) =>
+          new Promise<string>((resolve) => {
+            let text = '';
+            socket.on('data', (chunk: Buffer) => {
+              text += chunk.toString('latin1');
+              if (text.includes('"jsonrpc"') && text.endsWith('}')) resolve(text);
+            });
+            socket.resume();
+          }),
+      ),
+    );
+    // Each got its whole answer or, once the outbox was full, -32011 (how many depends on the kernel's buffers).
+    for (const text of texts) expect(text.includes('"code":-32011') || text.includes('"hits"')).toBe(true);
+  });
+});
+
+describe('a stdio client pipelining thousands of requests', () => {
+  it('is read only as fast as it is answered: RSS stays near idle, every request is answered', async () => {
+    const config = { 'models.encoder': 'use-lite', 'limits.maxInFlightPerConnection': 16 };
+    const dir = mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
+    const { child, exited } = spawnStdio({ config }, ['bin/rcp-server.js', 'serve', '--stdio', '--data', dir]);
+    const frames: Frame[] = [];
+    readFrames(child, (frame) => frames.push(frame as Frame));
+    child.stdin.write(`${JSON.stringify(request(0, 'initialize', { protocolVersion: 1, capabilities: {} }))}\n`);
+    child.stdin.write(`${JSON.stringify(request('warm', 'embed', { inputs: ['warm up the model'] }))}\n`);
+    while (frames.length < 2) await new Promise((resolve) => setTimeout(resolve, 50));
+    const idle = rss(child.pid!);
+    const inputs = ['pipelined text', 'another pipelined text'];
+    const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify(request(i + 1, 'embed', { inputs })));
+    let peak = idle;
+    const sampler = setInterval(() => (peak = Math.max(peak, rss(child.pid!))), 100);
+    child.stdin.write(`${lines.join('\n')}\n`);
+    // Backpressure: the server reads on only as it answers, so most of the flood still waits on our side.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(child.stdin.writableLength).toBeGreaterThan(64 * 1024);
+    child.stdin.end();
+    expect(await exited).toBe(0);
+    clearInterval(sampler);
+    expect(frames).toHaveLength(3002);
+    // Read as answered, the flood never fills the model queue: every request is served, none refused with -32011.
+    expect(frames.filter((frame) => frame.error !== undefined)).toEqual([]);
+    expect(peak).toBeLessThan(2 * idle);
+  }, 180_000);
+});
