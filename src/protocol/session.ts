@@ -115,7 +115,9 @@ export class Session {
       );
     }
     // §11: members run concurrently; one member's error never fails the others.
-    const replies = await Promise.all(value.map((member) => this.#handleOne(member, sink, transport)));
+    const replies = await mapConcurrently(value, BATCH_CONCURRENCY, (member) =>
+      this.#handleOne(member, sink, transport),
+    );
     const answered = replies.filter((reply): reply is Response => reply !== undefined);
     return answered.length === 0 ? undefined : answered;
   }
@@ -383,4 +385,21 @@ function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
+}
+
+/**
+ * §11 batch members run concurrently, a few at a time: a batch is one caller, and 128 heavy members at once would
+ * cost every other caller; this many keeps a batch of slow calls fast without letting one batch take the server.
+ */
+const BATCH_CONCURRENCY = 8;
+
+/** `work` over `items` with at most `limit` running at once; results in input order. */
+async function mapConcurrently<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return results;
 }

@@ -78,6 +78,31 @@ describe('hostile inputs (§15.5)', () => {
     expect(worstPingMs).toBeLessThan(STALL_MS);
   });
 
+  it('a batch of 64 heavy members costs its caller: they take turns, and ping keeps answering', async () => {
+    // A vocabulary of 40,000 words of 9 letters: each rewrite scans it once per unknown word.
+    const letters = (n: number) =>
+      Array.from({ length: 9 }, (_, i) => String.fromCharCode(97 + ((n * 7 ** i) % 26))).join('');
+    for (let batch = 0; batch < 4; batch++) {
+      const documents = Array.from({ length: 50 }, (_, d) => ({
+        id: `vocabulary-${batch}-${d}`,
+        text: Array.from({ length: 200 }, (_, w) => letters((batch * 50 + d) * 200 + w + 1)).join(' '),
+      }));
+      expect((await call('index/add', { documents })).result).toBeDefined();
+    }
+    // 32 unknown words (the most a rewrite corrects): each member scans the vocabulary 32 times.
+    const query = Array.from({ length: 32 }, (_, i) => `zq${letters(i + 999_999).slice(2)}`).join(' ');
+    const batch = Array.from({ length: 64 }, (_, i) => request(i, 'query/transform', { query, method: 'rewrite' }));
+    const { answer, worstPingMs } = await whilePinging(async () => {
+      const response = await fetch(`${server.origin}/rcp`, { method: 'POST', body: JSON.stringify(batch) });
+      return { members: (await response.json()) as Frame[] };
+    });
+    const members = (answer as { members: Frame[] }).members;
+    expect(members).toHaveLength(64);
+    for (const member of members) expect(member.result).toBeDefined();
+    // Slices take turns across requests, two per turn of the loop: ping waits a few slices, not one of each member's.
+    expect(worstPingMs).toBeLessThan(200);
+  });
+
   it('index/add with chunk: true of one 1 MB sentence costs its caller: -32014 at its deadline, ping answered', async () => {
     // 512 Ki one-letter words are 4,096 chunks to embed: far more than a 3 s deadline allows.
     const text = 'a '.repeat(512 * 1024).slice(0, 1024 * 1024 - 1);
