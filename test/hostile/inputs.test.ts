@@ -103,6 +103,15 @@ describe('hostile inputs (§15.5)', () => {
     expect(worstPingMs).toBeLessThan(200);
   });
 
+  it('index/add with chunk: true of 250,000 newlines is stored at once, not after minutes of segmenting', async () => {
+    const text = `${'\n'.repeat(250_000)}x`;
+    const { answer, worstPingMs } = await whilePinging(() =>
+      call('index/add', { documents: [{ id: 'newlines', text }], chunk: true }),
+    );
+    expect(answer.result).toMatchObject({ ids: ['newlines'], chunks: 1 });
+    expect(worstPingMs).toBeLessThan(STALL_MS);
+  });
+
   it('index/add with chunk: true of one 1 MB sentence costs its caller: -32014 at its deadline, ping answered', async () => {
     // 512 Ki one-letter words are 4,096 chunks to embed: far more than a 3 s deadline allows.
     const text = 'a '.repeat(512 * 1024).slice(0, 1024 * 1024 - 1);

@@ -149,6 +149,36 @@ export async function chunkText(
   return [{ text: text.slice(whole.start, whole.end), heading: undefined, start: whole.start, end: whole.end }];
 }
 
+/** Characters segmented at once, and the most a window widens to for one long sentence. */
+const WINDOW = 4096;
+const MAX_WINDOW = 65_536;
+
+/**
+ * The sentences of a span, from `Intl.Segmenter` over bounded windows: iterating one input's segments costs time
+ * quadratic in their number (seconds for a long document, minutes for 250,000 newlines), so each window keeps the
+ * sentences it holds whole and the next starts at the one the window cut. A sentence longer than the widest window
+ * is cut at its edge (and then at words, as every over-long sentence is).
+ */
+function* sentenceSpans(text: string, span: Span): Generator<Span> {
+  let at = span.start;
+  let size = WINDOW;
+  while (at < span.end) {
+    const end = Math.min(span.end, at + size);
+    const segments = [...segmenter.segment(text.slice(at, end))];
+    const whole = end === span.end || size >= MAX_WINDOW ? segments.length : segments.length - 1;
+    if (whole === 0) {
+      size *= 2;
+      continue;
+    }
+    for (const { index, segment } of segments.slice(0, whole)) {
+      yield { start: at + index, end: at + index + segment.length };
+    }
+    const last = segments[whole - 1]!;
+    at += last.index + last.segment.length;
+    size = WINDOW;
+  }
+}
+
 /** A section's sentences as trimmed spans, over-long ones cut at word boundaries. */
 async function sentencesOf(
   text: string,
@@ -158,15 +188,15 @@ async function sentencesOf(
   slice: TimeSlice,
 ): Promise<Span[]> {
   const spans: Span[] = [];
-  for (const { index, segment } of segmenter.segment(text.slice(section.start, section.end))) {
-    const span = trimmed(text, { start: section.start + index, end: section.start + index + segment.length });
+  for (const sentence of sentenceSpans(text, section)) {
+    await slice.due();
+    const span = trimmed(text, sentence);
     if (span === undefined) continue;
     // A sentence far longer than the window is cut without tokenizing it whole first.
     const long =
       span.end - span.start > maxTokens * UNITS_PER_TOKEN || count(text.slice(span.start, span.end)) > maxTokens;
     if (long) spans.push(...(await cutWords(text, span, count, maxTokens, slice)));
     else spans.push(span);
-    await slice.due();
   }
   return spans;
 }

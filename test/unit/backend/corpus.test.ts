@@ -239,6 +239,16 @@ describe('chunking', () => {
     expect(counted).toBeLessThan(text.length * 30);
   });
 
+  it('segments in bounded windows: 250,000 newlines or 80,000 sentences take about a second, not minutes', async () => {
+    const started = performance.now();
+    expect(await chunkText(`${'\n'.repeat(250_000)}x`, words, 128)).toHaveLength(1);
+    const sentences = 'Hello world. '.repeat(80_000);
+    const chunks = await chunkText(sentences, words, 128);
+    expect(chunks.map((chunk) => chunk.text).join(' ').length).toBeGreaterThanOrEqual(sentences.trim().length);
+    // Segmenting either whole took over a minute (Intl.Segmenter's iteration is quadratic in its segments).
+    expect(performance.now() - started).toBeLessThan(15_000);
+  });
+
   it('starts a new chunk at each markdown heading and records it', async () => {
     const text = '# Intro\nFirst part.\n\n## Methods\nSecond part.';
     const chunks = await chunkText(text, words, 100);
