@@ -11,7 +11,14 @@ import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js'
  * across all connections (`limits.maxUnsentBytes`; past it a large answer is -32011), and stdio stops reading a
  * client that pipelines thousands of requests. RSS stays within a bound of idle and a polite client is served.
  */
-const rss = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+/** The process's resident set, or 0 once it has exited. */
+function rss(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+  } catch {
+    return 0;
+  }
+}
 const MB = 1024 * 1024;
 
 describe('clients that never read their answers (HTTP)', () => {
