@@ -123,6 +123,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   const admission = openAdmission(config, shedder, logger, metrics);
   const limits = {
     maxBatchSize: config.limits.maxBatchSize,
+    maxResponseBytes: config.limits.maxResponseBytes,
     requestTimeoutMs: config.limits.requestTimeoutMs,
     onInternalError: (error: unknown, method: string) => logger.error({ err: error, method }, 'method failed'),
     onAnswered: (method: string, code: number, ms: number, params: Record<string, unknown>) => {
@@ -310,6 +311,8 @@ function registerRetrieve(
       fields,
       maxQueryChars,
       filterLimits: { maxDepth: maxFilterDepth, maxNodes: maxFilterNodes },
+      maxResponseBytes: config.limits.maxResponseBytes,
+      maxAnswerBytesInFlight: config.limits.maxUnsentBytes,
       content,
       // §6.1: cosine ≥ -1 bounds every score this pipeline makes (BM25 ≥ 0, fusions ≥ 0, colbert MaxSim ≥ -1,
       // recency only shrinks); inner products and cross-encoder logits have no floor, so then none is claimed.

@@ -40,7 +40,10 @@ export const ConfigSchema = Section({
     maxBodyBytes: Type.Integer({ minimum: 1024 }),
     /** Largest answer, in bytes: a larger one is -32013 saying how to shrink it (per batch member, §15.5). */
     maxResponseBytes: Type.Integer({ minimum: 4096 }),
-    /** Bytes of HTTP answers written but not yet read by their clients, all together; past it large ones are -32011. */
+    /**
+     * Bytes of answers not yet sent, all together: hits being assembled (retrieve), and HTTP answers written but not
+     * read by their clients; past it a request needing more is -32011 (§15.5).
+     */
     maxUnsentBytes: Type.Integer({ minimum: 65536 }),
     maxBatchSize: Type.Integer({ minimum: 1 }),
     /** Requests handled at once per stdio connection; past it the server stops reading stdin until one finishes. */
@@ -227,10 +230,10 @@ export function defaultConfig(): Config {
     },
     limits: {
       maxBodyBytes: 16 * 1024 * 1024,
-      maxResponseBytes: 32 * 1024 * 1024,
+      maxResponseBytes: 16 * 1024 * 1024,
       maxUnsentBytes: 64 * 1024 * 1024,
       maxBatchSize: 128,
-      maxInFlightPerConnection: 64,
+      maxInFlightPerConnection: 16,
       requestTimeoutMs: 30_000,
       maxQueryChars: 16_384,
       maxFilterDepth: 16,

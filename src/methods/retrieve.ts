@@ -4,11 +4,13 @@ import type { RequestContext } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
+import { AnswerBudget } from '../retrieval/answer-budget.js';
 import { CursorCodec, requestDigest } from '../retrieval/cursor.js';
 import { compileFilter, OPERATORS, type FilterLimits } from '../retrieval/filter.js';
 import { convex, rrf, weighted, type FusedHit, type FusionInput, type FusionMethod } from '../retrieval/fusion.js';
 import { mmr, type MmrCandidate } from '../retrieval/mmr.js';
 import { TimeSlice } from '../protocol/time-slice.js';
+import { answerTooLarge, approximateBytes } from '../protocol/frames.js';
 import { SessionDedup } from '../retrieval/session-dedup.js';
 import { ContentBlock, type ContentReader } from './content.js';
 import type { Reranker } from './rerank.js';
@@ -77,6 +79,10 @@ export interface RetrieveSettings {
   /** §15.5 bounds on the query and the filter. */
   readonly maxQueryChars: number;
   readonly filterLimits: FilterLimits;
+  /** §15.5 the largest answer: hits are built only while they fit. */
+  readonly maxResponseBytes: number;
+  /** §15.5 hit bytes being built across all requests at once; past it a request is -32011. */
+  readonly maxAnswerBytesInFlight: number;
   readonly content: ContentReader;
   /** §6.1 the theoretical minimum of Hit.score, when there is one (advertised for federated convex fusion). */
   readonly scoreFloor?: number | undefined;
@@ -113,6 +119,7 @@ export function retrieveMethod(
   settings: RetrieveSettings,
 ): [MethodDefinition<typeof RetrieveParams>, JsonObject] {
   const cursors = new CursorCodec();
+  const answers = new AnswerBudget(settings.maxAnswerBytesInFlight);
   const sessions = new SessionDedup(settings.sessionTtlSeconds);
   const capability = {
     maxK: settings.maxK,
@@ -345,6 +352,8 @@ export function retrieveMethod(
     }
     let page = ranked.slice(offset, offset + k);
 
+    // Packing and building hits read a stored text per hit: in time slices.
+    const building = new TimeSlice(8, ctx.signal);
     // §7.7.2 token budget: best hits first while their bodies fit.
     let tokens: number | undefined;
     if (params.tokenBudget !== undefined) {
@@ -356,12 +365,30 @@ export function retrieveMethod(
         if (tokens + size > params.tokenBudget) break;
         tokens += size;
         packed.push(hit);
+        await building.due();
       }
       page = packed;
     }
     ctx.progress('pack', 0.9, { message: `${page.length} hits` });
 
-    const hits = page.map((hit) => buildHit(hit, unit, params));
+    // §15.5: hits (texts of up to a document each) are built only while the answer stays within its cap.
+    // Hits in flight across all requests share one budget (-32011 past it).
+    const hits: JsonObject[] = [];
+    let bytes = 0;
+    const reservation = answers.open();
+    try {
+      for (const hit of page) {
+        const built = buildHit(hit, unit, params);
+        const size = approximateBytes(built);
+        bytes += size;
+        if (bytes > settings.maxResponseBytes) throw answerTooLarge(settings.maxResponseBytes);
+        reservation.take(size);
+        hits.push(built);
+        await building.due();
+      }
+    } finally {
+      reservation.release();
+    }
     if (params.sessionId !== undefined)
       sessions.remember(
         params.sessionId,

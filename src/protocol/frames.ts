@@ -78,9 +78,37 @@ function serializeMember(member: unknown, maxBytes: number): string {
 function tooLarge(member: unknown, maxBytes: number): string {
   const id =
     isJsonObject(member) && (typeof member.id === 'string' || typeof member.id === 'number') ? member.id : null;
-  const error = RpcError.payloadTooLarge(
+  return serialize(failure(id, answerTooLarge(maxBytes)));
+}
+
+/** §15.5 -32013 for an answer over the cap, saying how to shrink it. */
+export function answerTooLarge(maxBytes: number): RpcError {
+  return RpcError.payloadTooLarge(
     `the answer exceeds the ${maxBytes}-byte limit (limits.maxResponseBytes): ask for fewer hits (k), ` +
       'leave text and metadata out (includeText: false), or split the batch',
   );
-  return serialize(failure(id, error));
+}
+
+/**
+ * About how many bytes `value` takes as JSON (strings by their length, numbers and punctuation roughly), walked
+ * iteratively: cheap enough to run on every answer, and close enough to bound memory by.
+ */
+export function approximateBytes(value: unknown): number {
+  let bytes = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item === 'string') bytes += item.length + 2;
+    else if (typeof item !== 'object' || item === null) bytes += 8;
+    else if (Array.isArray(item)) {
+      bytes += 2 + item.length;
+      for (const child of item) stack.push(child);
+    } else {
+      for (const [key, child] of Object.entries(item)) {
+        bytes += key.length + 4;
+        stack.push(child);
+      }
+    }
+  }
+  return bytes;
 }

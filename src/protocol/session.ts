@@ -1,5 +1,6 @@
 import { LOG_LEVELS, type LogLevel, type ProgressUpdate, type RequestContext, type SessionView } from './context.js';
 import { RpcError } from './errors.js';
+import { answerTooLarge, approximateBytes } from './frames.js';
 import {
   classify,
   failure,
@@ -30,6 +31,8 @@ export interface ServerIdentity {
 export interface SessionLimits {
   /** §11: the most members a batch may carry; a larger batch is one -32013 answer (§12, §15.5). */
   maxBatchSize: number;
+  /** The largest answer, in bytes: a batch's members together stay within it (§15.5). */
+  maxResponseBytes?: number;
   /** §13.1: the server's own deadline for a request; `_meta.deadlineMs` may only shorten it. */
   requestTimeoutMs: number;
   /** Told of every fault that becomes a bare -32603 on the wire, so the operator sees what the client cannot. */
@@ -115,9 +118,16 @@ export class Session {
       );
     }
     // §11: members run concurrently; one member's error never fails the others.
-    const replies = await mapConcurrently(value, BATCH_CONCURRENCY, (member) =>
-      this.#handleOne(member, sink, transport),
-    );
+    // §15.5: the members' answers together stay within the answer cap; past it, results are dropped as they
+    // complete (each member answered -32013) rather than all kept until the batch ends.
+    const maxBytes = this.#limits.maxResponseBytes ?? Number.POSITIVE_INFINITY;
+    let bytes = 0;
+    const replies = await mapConcurrently(value, BATCH_CONCURRENCY, async (member) => {
+      const reply = await this.#handleOne(member, sink, transport);
+      if (reply === undefined || !Number.isFinite(maxBytes)) return reply;
+      bytes += approximateBytes(reply);
+      return bytes <= maxBytes ? reply : failure(reply.id, answerTooLarge(maxBytes));
+    });
     const answered = replies.filter((reply): reply is Response => reply !== undefined);
     return answered.length === 0 ? undefined : answered;
   }

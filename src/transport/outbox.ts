@@ -27,9 +27,11 @@ export class Outbox {
     return held;
   }
 
-  /** Whether an answer of `bytes` may be written now. */
+  /** Whether an answer of `bytes` may be written now (always while nothing is held: one answer can always go). */
   admits(bytes: number): boolean {
-    return bytes <= SMALL_ANSWER_BYTES || this.held + bytes <= this.maxBytes;
+    if (bytes <= SMALL_ANSWER_BYTES) return true;
+    const held = this.held;
+    return held === 0 || held + bytes <= this.maxBytes;
   }
 }
 

@@ -29,6 +29,7 @@ describe('clients that never read their answers (HTTP)', () => {
     server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {
       RCP_HTTP_SESSIONS: 'stateless',
       RCP_LIMITS_MAX_UNSENT_BYTES: String(16 * MB),
+      RCP_LIMITS_MAX_RESPONSE_BYTES: String(32 * MB),
     });
     // 200 documents of 100 KB: a retrieve of all of them with their text answers about 20 MB.
     for (let batch = 0; batch < 4; batch++) {
@@ -50,12 +51,13 @@ describe('clients that never read their answers (HTTP)', () => {
 
   it('thirty clients asking for 20 MB answers they do not read: RSS under 2× idle, others served, none lost', async () => {
     const { hostname, port } = new URL(server.origin);
-    const body = JSON.stringify(request(1, 'retrieve', { query: 'lorem ipsum', k: 200, mode: 'sparse' }));
+    const body = (id: number) =>
+      JSON.stringify(request(id, 'retrieve', { query: 'lorem ipsum', k: 200, mode: 'sparse' }));
     const idle = rss(server.child.pid!);
     let peak = idle;
     for (let i = 0; i < 30; i++) {
       const socket = tcp({ host: hostname, port: Number(port) }, () =>
-        socket.write(`POST /rcp/retrieve HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
+        socket.write(`POST /rcp/retrieve HTTP/1.1\r\nHost: x\r\nContent-Length: ${body(i).length}\r\n\r\n${body(i)}`),
       );
       socket.on('error', () => undefined);
       socket.pause();
