@@ -32,6 +32,7 @@ export class ModelHost<T> {
     status: 'loading',
   };
   #loading: Promise<void>;
+  #closing = false;
 
   constructor(
     readonly name: string,
@@ -97,12 +98,15 @@ export class ModelHost<T> {
       const result = await session.run(feeds, outputs);
       return Object.fromEntries(outputs.map((name) => [name, result[name] as ort.Tensor]));
     } catch (error) {
-      this.options.log.error({ model: this.name, reason: (error as Error).message }, 'inference failed');
+      // A run cut short by close() (shutdown, or a start-up that failed) is no fault of the model's.
+      if (!this.#closing)
+        this.options.log.error({ model: this.name, reason: (error as Error).message }, 'inference failed');
       throw RpcError.backendUnavailable(`model ${this.name} failed to run`, RUN_RETRY_MS);
     }
   }
 
   async close(): Promise<void> {
+    this.#closing = true;
     await this.#loading;
     if (this.#state.status === 'ready') await this.#state.model.session.release();
     this.#state = { status: 'failed', reason: 'closed', at: Date.now() };
