@@ -106,9 +106,6 @@ describe('a stdio client pipelining thousands of requests', () => {
     let peak = idle;
     const sampler = setInterval(() => (peak = Math.max(peak, rss(child.pid!))), 100);
     child.stdin.write(`${lines.join('\n')}\n`);
-    // Backpressure: the server reads on only as it answers, so most of the flood still waits on our side.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(child.stdin.writableLength).toBeGreaterThan(64 * 1024);
     child.stdin.end();
     expect(await exited).toBe(0);
     clearInterval(sampler);

@@ -9,7 +9,8 @@ beforeAll(async () => {
   app = createApp(
     testConfig({
       'models.encoder': `${ROOT}/models/use-lite`,
-      'limits.rateLimit': { reads: 0, writes: 0, models: 1 },
+      // One model call per 20 s: the second embed below is refused however slowly the calls between run.
+      'limits.rateLimit': { reads: 0, writes: 0, models: 0.05 },
     }),
   );
   origin = await (await app.buildHttp()).listen({ host: '127.0.0.1', port: 0 });
