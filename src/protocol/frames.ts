@@ -1,5 +1,6 @@
 import { RpcError } from './errors.js';
 import { failure, isJsonObject, type ErrorResponse } from './messages.js';
+import { requestId } from './screen.js';
 
 export type ParsedFrame = { ok: true; value: unknown } | { ok: false; reply: ErrorResponse };
 
@@ -22,7 +23,7 @@ export function parseFrame(text: string): ParsedFrame {
     };
   }
   if (!deeperThan(value, MAX_NESTING)) return { ok: true, value };
-  const id = isJsonObject(value) && (typeof value.id === 'string' || typeof value.id === 'number') ? value.id : null;
+  const id = isJsonObject(value) ? requestId(value) : null;
   return { ok: false, reply: failure(id, RpcError.invalidRequest(`JSON nested deeper than ${MAX_NESTING} levels`)) };
 }
 
@@ -45,26 +46,32 @@ export function serialize(frame: unknown): string {
   return JSON.stringify(frame);
 }
 
+/** A serialized answer and its size in UTF-8 bytes, measured once. */
+export interface SerializedReply {
+  readonly text: string;
+  readonly bytes: number;
+}
+
 /**
  * An answer (one response or a batch of them) as one JSON text of at most `maxBytes` UTF-8 bytes (§15.5). A member
  * whose answer is larger, or too large to build at all, is answered -32013 instead, saying how to shrink it; a batch
  * whose members fit one by one but not together has its largest members replaced until it fits.
  */
-export function serializeReply(reply: unknown, maxBytes: number): string {
+export function serializeReply(reply: unknown, maxBytes: number): SerializedReply {
   if (!Array.isArray(reply)) return serializeMember(reply, maxBytes);
   const parts = reply.map((member) => serializeMember(member, maxBytes));
-  let total = parts.reduce((sum, part) => sum + Buffer.byteLength(part) + 1, 1);
-  const largestFirst = parts.map((_, i) => i).sort((a, b) => parts[b]!.length - parts[a]!.length);
+  let total = parts.reduce((sum, part) => sum + part.bytes + 1, 1);
+  const largestFirst = parts.map((_, i) => i).sort((a, b) => parts[b]!.bytes - parts[a]!.bytes);
   for (const i of largestFirst) {
     if (total <= maxBytes) break;
     const refusal = tooLarge(reply[i], maxBytes);
-    total += Buffer.byteLength(refusal) - Buffer.byteLength(parts[i]!);
+    total += refusal.bytes - parts[i]!.bytes;
     parts[i] = refusal;
   }
-  return `[${parts.join(',')}]`;
+  return { text: `[${parts.map((part) => part.text).join(',')}]`, bytes: total };
 }
 
-function serializeMember(member: unknown, maxBytes: number): string {
+function serializeMember(member: unknown, maxBytes: number): SerializedReply {
   let text: string | undefined;
   try {
     text = serialize(member);
@@ -72,13 +79,13 @@ function serializeMember(member: unknown, maxBytes: number): string {
     // V8 cannot build a string this long (about 512 MB): the answer is too large by any measure.
     if (!(error instanceof RangeError)) throw error;
   }
-  return text !== undefined && Buffer.byteLength(text) <= maxBytes ? text : tooLarge(member, maxBytes);
+  const bytes = text === undefined ? Infinity : Buffer.byteLength(text);
+  return text !== undefined && bytes <= maxBytes ? { text, bytes } : tooLarge(member, maxBytes);
 }
 
-function tooLarge(member: unknown, maxBytes: number): string {
-  const id =
-    isJsonObject(member) && (typeof member.id === 'string' || typeof member.id === 'number') ? member.id : null;
-  return serialize(failure(id, answerTooLarge(maxBytes)));
+function tooLarge(member: unknown, maxBytes: number): SerializedReply {
+  const text = serialize(failure(isJsonObject(member) ? requestId(member) : null, answerTooLarge(maxBytes)));
+  return { text, bytes: Buffer.byteLength(text) };
 }
 
 /** §15.5 -32013 for an answer over the cap, saying how to shrink it. */

@@ -132,8 +132,7 @@ async function answer(
 
 /** The answer's text, capped in size; -32011 for each member while unread answers fill the outbox (§15.5). */
 function outgoing(replies: Reply, options: HttpTransportOptions): string {
-  const text = serializeReply(replies, options.maxResponseBytes);
-  const bytes = Buffer.byteLength(text);
+  const { text, bytes } = serializeReply(replies, options.maxResponseBytes);
   if (options.outbox === undefined || options.outbox.admits(bytes)) return text;
   const busy = RpcError.rateLimited(1000, `answers of ${options.outbox.held} bytes wait for clients to read them`);
   return serialize(Array.isArray(replies) ? replies.map((r) => failure(r.id, busy)) : failure(replies.id, busy));
@@ -193,7 +192,7 @@ async function stream(
   const sendText = (text: string): void => void (raw.writable && raw.write(`data: ${text}\n\n`));
   try {
     const final = await run((frame) => sendText(serialize(frame)));
-    if (final !== undefined) sendText(serializeReply(final, maxResponseBytes));
+    if (final !== undefined) sendText(serializeReply(final, maxResponseBytes).text);
   } catch (error) {
     request.log.error({ err: error }, 'SSE dispatch failed');
   } finally {

@@ -82,7 +82,7 @@ export function serveStdio(options: StdioOptions): StdioConnection {
   const run = async ({ accepted, rejected }: Screened): Promise<void> => {
     const handled = accepted === undefined ? undefined : await session.handle(accepted, write);
     const reply = mergeReplies(handled, rejected);
-    if (reply !== undefined) writeText(serializeReply(reply, options.maxResponseBytes));
+    if (reply !== undefined) writeText(serializeReply(reply, options.maxResponseBytes).text);
   };
 
   // Admission may wait on Redis, yet frames must reach the session in arrival order (a cancel after its request,
