@@ -1,7 +1,6 @@
 import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Worker } from 'node:worker_threads';
-import { startWorker } from '../worker-thread.js';
+import { WorkerChannel } from '../worker-thread.js';
 import type { DenseIndexOptions, DenseReply, DenseRequest } from './protocol.js';
 
 export type { DenseIndexOptions } from './protocol.js';
@@ -18,25 +17,10 @@ export interface Neighbour {
  * hold (`dense-<seq>.hnsw`), written to a temporary name and renamed, so a crash mid-save leaves the previous file.
  */
 export class DenseIndex {
-  readonly #worker: Worker;
-  readonly #waiting: ((reply: DenseReply) => void)[] = [];
-  #failure: Error | undefined;
-
-  constructor() {
-    this.#worker = startWorker(import.meta.url, './worker');
-    this.#worker.on('message', (reply: DenseReply) => this.#waiting.shift()?.(reply));
-    this.#worker.on('error', (error) => {
-      this.#failure = error;
-      for (const waiter of this.#waiting.splice(0)) waiter({ ok: false, error: error.message });
-    });
-  }
+  readonly #worker = new WorkerChannel<DenseRequest, DenseReply>(import.meta.url, './worker');
 
   #call(request: DenseRequest, transfer: ArrayBuffer[] = []): Promise<DenseReply & { ok: true }> {
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    return new Promise((resolve, reject) => {
-      this.#waiting.push((reply) => (reply.ok ? resolve(reply) : reject(new Error(reply.error))));
-      this.#worker.postMessage(request, transfer);
-    });
+    return this.#worker.call(request, transfer);
   }
 
   /**

@@ -1,6 +1,5 @@
-import type { Worker } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
-import { startWorker } from '../worker-thread.js';
+import { WorkerChannel } from '../worker-thread.js';
 import type { SessionReply, SessionRequest, TensorMessage } from './session-protocol.js';
 
 /**
@@ -9,22 +8,11 @@ import type { SessionReply, SessionRequest, TensorMessage } from './session-prot
  * and every later one (the model host turns that into -32010).
  */
 export class WorkerSession {
-  readonly #worker: Worker;
-  readonly #waiting: ((reply: SessionReply) => void)[] = [];
-  #failure: Error | undefined;
+  readonly #worker = new WorkerChannel<SessionRequest, SessionReply>(import.meta.url, './session-worker');
   inputNames: readonly string[] = [];
   outputNames: readonly string[] = [];
 
-  private constructor() {
-    this.#worker = startWorker(import.meta.url, './session-worker');
-    this.#worker.on('message', (reply: SessionReply) => this.#waiting.shift()?.(reply));
-    const fail = (error: Error) => {
-      this.#failure ??= error;
-      for (const waiter of this.#waiting.splice(0)) waiter({ ok: false, error: error.message });
-    };
-    this.#worker.on('error', fail);
-    this.#worker.on('exit', (code) => fail(new Error(`session worker exited (${code})`)));
-  }
+  private constructor() {}
 
   /** Opens the model (a file path, or the model's bytes) in a new worker. */
   static async create(
@@ -33,7 +21,7 @@ export class WorkerSession {
   ): Promise<WorkerSession> {
     const session = new WorkerSession();
     try {
-      const reply = await session.#call({ op: 'open', model, options });
+      const reply = await session.#worker.call({ op: 'open', model, options });
       session.inputNames = reply.inputNames ?? [];
       session.outputNames = reply.outputNames ?? [];
       return session;
@@ -48,7 +36,7 @@ export class WorkerSession {
     for (const [name, tensor] of Object.entries(feeds)) {
       messages[name] = { type: tensor.type, data: tensor.data, dims: tensor.dims };
     }
-    const reply = await this.#call({ op: 'run', feeds: messages, outputs });
+    const reply = await this.#worker.call({ op: 'run', feeds: messages, outputs });
     return Object.fromEntries(
       Object.entries(reply.outputs ?? {}).map(([name, t]) => [
         name,
@@ -58,15 +46,7 @@ export class WorkerSession {
   }
 
   async release(): Promise<void> {
-    if (this.#failure === undefined) await this.#call({ op: 'release' }).catch(() => undefined);
+    if (!this.#worker.failed) await this.#worker.call({ op: 'release' }).catch(() => undefined);
     await this.#worker.terminate();
-  }
-
-  #call(request: SessionRequest): Promise<SessionReply & { ok: true }> {
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    return new Promise((resolve, reject) => {
-      this.#waiting.push((reply) => (reply.ok ? resolve(reply) : reject(new Error(reply.error))));
-      this.#worker.postMessage(request);
-    });
   }
 }
