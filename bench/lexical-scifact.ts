@@ -24,7 +24,7 @@ export async function benchLexical(): Promise<void> {
     let total = 0;
     let recalled = 0;
     for (const query of queries) {
-      const ranked = index.search(query.text, 100).map((hit) => docs[hit.label]!.id);
+      const ranked = (await index.search(query.text, 100)).map((hit) => docs[hit.label]!.id);
       total += ndcg(ranked, query.relevant);
       recalled += recall(ranked, query.relevant, 100);
     }

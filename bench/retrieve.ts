@@ -111,7 +111,7 @@ async function overHttp(dir: string, label: string): Promise<void> {
 export async function annRecall(dir: string, encoder: UseLiteEncoder, label: string): Promise<void> {
   const corpus = new Corpus(settings(dir), encoder, silent);
   await corpus.ready;
-  const labels = corpus.labelsWhere(() => true);
+  const labels = await corpus.labelsWhere(() => true);
   // Exact search as an exact index would run it: every stored vector in memory, one dot product each.
   const stored = labels.map((label) => corpus.getChunk(label)!.vector);
   const vectors = await encoder.embed(queries(), 'query');
@@ -156,7 +156,7 @@ export async function annRecall(dir: string, encoder: UseLiteEncoder, label: str
 async function synthetic(encoder: UseLiteEncoder, size: number, scifactDir: string): Promise<string> {
   const source = new Corpus(settings(scifactDir), encoder, silent);
   await source.ready;
-  const bases = source.labelsWhere(() => true).map((label) => source.getChunk(label)!.vector);
+  const bases = (await source.labelsWhere(() => true)).map((label) => source.getChunk(label)!.vector);
   await source.close();
   const dir = mkdtempSync(join(tmpdir(), 'rcp-bench-synthetic-'));
   const corpus = new Corpus(settings(dir), encoder, silent);

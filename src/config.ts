@@ -35,6 +35,8 @@ export const ConfigSchema = Section({
     idleTimeoutMs: Type.Integer({ minimum: 1000 }),
     /** Open connections at most (and never more than the process's descriptor limit allows); more are refused. */
     maxConnections: Type.Integer({ minimum: 1 }),
+    /** Open connections from one client address at most (behind a proxy, the proxy is that address). */
+    maxConnectionsPerAddress: Type.Integer({ minimum: 1 }),
   }),
   limits: Section({
     maxBodyBytes: Type.Integer({ minimum: 1024 }),
@@ -227,6 +229,7 @@ export function defaultConfig(): Config {
       keepAliveTimeoutMs: 5_000,
       idleTimeoutMs: 60_000,
       maxConnections: 1024,
+      maxConnectionsPerAddress: 256,
     },
     limits: {
       maxBodyBytes: 16 * 1024 * 1024,

@@ -6,6 +6,8 @@
  * -32011 when its queue is full, -32006/-32014 when the caller's signal aborts). Anything else is a bug.
  */
 
+import type { TimeSlice } from '../protocol/time-slice.js';
+
 export type TextKind = 'query' | 'document';
 
 /** The slice of a pino logger the backend uses. */
@@ -35,6 +37,8 @@ export interface Encoder {
   health(): ModelHealth;
   /** A synchronous token counter over the encoder's own tokenizer (for chunking to its limit). */
   tokenCounter(): Promise<(text: string) => number>;
+  /** The token count of a text of any length (§7.7.2 `tokenBudget`), counted in the caller's time slices. */
+  tokenCount(text: string, slice: TimeSlice): Promise<number>;
   /** One vector per text, in order. */
   embed(texts: readonly string[], kind: TextKind | undefined, signal?: AbortSignal): Promise<Float32Array[]>;
   /**
@@ -109,15 +113,20 @@ export interface ChunkPlace {
 /** The read side of the corpus, for `retrieve` (§7.7). */
 export interface CorpusReader {
   searchDense(vector: Float32Array, k: number, allow?: readonly number[]): Promise<{ label: number; score: number }[]>;
-  searchLexical(query: string, k: number, allow?: ReadonlySet<number>): Promise<{ label: number; score: number }[]>;
+  searchLexical(
+    query: string,
+    k: number,
+    allow?: ReadonlySet<number>,
+    signal?: AbortSignal,
+  ): Promise<{ label: number; score: number }[]>;
   /** Exact scores of given chunks, for candidates one recall list missed (fusion over the union, §16.3). */
   denseScores(vector: Float32Array, labels: readonly number[]): number[];
-  lexicalScores(query: string, labels: readonly number[]): number[];
+  lexicalScores(query: string, labels: readonly number[], signal?: AbortSignal): Promise<number[]>;
   /** §7.8 query transformation from the corpus's lexical statistics (no language model). */
   transformQuery(query: string, method: 'rewrite' | 'multi-query', n: number, signal?: AbortSignal): Promise<string[]>;
   /** The lexical index's term weights for a text (BM25's query or document side, §7.4 embed/sparse). */
   termWeights(text: string, kind: TextKind): Map<string, number>;
-  labelsWhere(predicate: (meta: Record<string, unknown>) => boolean): number[];
+  labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]>;
   getChunk(label: number): ChunkRecord | undefined;
   /** Where a chunk sits, from memory (no store read): hit ids and grouping need only this. */
   placeOf(label: number): ChunkPlace | undefined;

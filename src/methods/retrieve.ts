@@ -219,7 +219,7 @@ export function retrieveMethod(
       throw RpcError.invalidParams('recency.field', `${params.recency.field} is not a declared date field`);
     }
     const asked = await settings.content.query(params.query, settings.maxQueryChars, ctx.signal);
-    const allow = predicate === undefined ? undefined : corpus.labelsWhere(predicate);
+    const allow = predicate === undefined ? undefined : await corpus.labelsWhere(predicate, ctx.signal);
 
     // §7.8 inside retrieve, off unless asked: `rewrite` recalls with the rewritten query; `multi-query` keeps dense
     // recall on the query as asked and gives lexical recall the query expanded with every expansion term — RM3's
@@ -249,12 +249,13 @@ export function retrieveMethod(
         lexicalQuery,
         candidateK,
         allow === undefined ? undefined : new Set(allow),
+        ctx.signal,
       );
       lists.push({ name: 'sparse', weight: weights.sparse ?? 1, hits, floor: SCORE_FLOOR.sparse });
     }
     // Score fusion over the union: a candidate one list missed gets that list's exact score, not nothing, so
     // weighted/convex compare like with like (RRF stays rank-only: a missed candidate has no rank there).
-    if (lists.length === 2 && method !== 'rrf') completeUnion(lists, lexicalQuery, queryVector);
+    if (lists.length === 2 && method !== 'rrf') await completeUnion(lists, lexicalQuery, queryVector, ctx.signal);
     ctx.signal.throwIfAborted();
     const recalled = new Set(lists.flatMap((list) => list.hits.map((hit) => hit.label))).size;
     ctx.log('debug', `recall: ${recalled} candidates`, {
@@ -357,11 +358,10 @@ export function retrieveMethod(
     // §7.7.2 token budget: best hits first while their bodies fit.
     let tokens: number | undefined;
     if (params.tokenBudget !== undefined) {
-      const count = await encoder.tokenCounter();
       tokens = 0;
       const packed: Scored[] = [];
       for (const hit of page) {
-        const size = count(bodyOf(hit.label, unit));
+        const size = await encoder.tokenCount(bodyOf(hit.label, unit), building);
         if (tokens + size > params.tokenBudget) break;
         tokens += size;
         packed.push(hit);
@@ -420,17 +420,25 @@ export function retrieveMethod(
     };
   }
 
-  function completeUnion(lists: FusionInput[], query: string, vector: Float32Array): void {
+  async function completeUnion(
+    lists: FusionInput[],
+    query: string,
+    vector: Float32Array,
+    signal: AbortSignal,
+  ): Promise<void> {
     const union = [...new Set(lists.flatMap((list) => list.hits.map((hit) => hit.label)))];
-    lists.forEach((list, i) => {
+    for (const [i, list] of lists.entries()) {
       const present = new Set(list.hits.map((hit) => hit.label));
       const missing = union.filter((label) => !present.has(label));
-      const scores = list.name === 'dense' ? corpus.denseScores(vector, missing) : corpus.lexicalScores(query, missing);
+      const scores =
+        list.name === 'dense'
+          ? corpus.denseScores(vector, missing)
+          : await corpus.lexicalScores(query, missing, signal);
       lists[i] = {
         ...list,
         hits: [...list.hits, ...missing.map((label, j) => ({ label, score: scores[j] ?? list.floor }))],
       };
-    });
+    }
   }
 
   function documentIdOf(label: number): string {

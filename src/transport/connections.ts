@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 
 /**
  * Connection hygiene for the HTTP listener (§15.5): how long a client may take to send its headers and its body,
  * how long an idle keep-alive connection is kept, how long a connection may sit with nothing moving (a client that
  * stops reading its answer), and how many connections are open at once — never so many that the process runs out
- * of file descriptors for its own files. A connection past the cap is closed at once; the others are served on.
+ * of file descriptors for its own files, and never more than a share of them from one address, so one client cannot
+ * take every slot. A connection past either cap is closed at once; the others are served on.
  */
 export interface ConnectionLimits {
   readonly headersTimeoutMs: number;
@@ -13,6 +15,7 @@ export interface ConnectionLimits {
   readonly keepAliveTimeoutMs: number;
   readonly idleTimeoutMs: number;
   readonly maxConnections: number;
+  readonly maxConnectionsPerAddress: number;
 }
 
 /** Descriptors kept for the process's own use (store, indexes, logs, workers, model files) below the limit. */
@@ -33,7 +36,7 @@ export function serverOptions(limits: ConnectionLimits, requestTimeoutMs: number
   };
 }
 
-/** Caps open connections on `server` below the descriptor limit; returns the cap applied. */
+/** Caps open connections on `server` below the descriptor limit, and per client address; returns the cap applied. */
 export function capConnections(server: Server, limits: ConnectionLimits): number {
   const descriptors = descriptorLimit();
   const cap =
@@ -41,7 +44,27 @@ export function capConnections(server: Server, limits: ConnectionLimits): number
       ? limits.maxConnections
       : Math.max(1, Math.min(limits.maxConnections, descriptors - RESERVED_DESCRIPTORS));
   server.maxConnections = cap;
+  capPerAddress(server, limits.maxConnectionsPerAddress);
   return cap;
+}
+
+/** Closes a connection at once when its address already holds `cap` open ones; the count map holds open ones only. */
+function capPerAddress(server: Server, cap: number): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > cap) {
+      socket.destroy();
+      return;
+    }
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left === 0) open.delete(address);
+      else open.set(address, left);
+    });
+  });
 }
 
 /** The soft limit on open files (Linux `/proc/self/limits`); undefined where unknown or unlimited. */

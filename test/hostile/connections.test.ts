@@ -107,6 +107,28 @@ describe('slow clients (§15.5)', () => {
     );
     expect(await answer).toContain('"result":{}');
   });
+
+  it('gives one client address only its share of the connections: another address still connects', async () => {
+    const server = await serve({
+      RCP_HTTP_MAX_CONNECTIONS: '8',
+      RCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '3',
+      RCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: '60000',
+    });
+    const { hostname, port } = new URL(server.origin);
+    // Linux routes all of 127.0.0.0/8 to loopback: 127.0.0.2 and .3 are client addresses of their own (the test's
+    // own fetches hold keep-alive connections from 127.0.0.1).
+    const open = (localAddress: string) => {
+      const socket = tcp({ host: hostname, port: Number(port), localAddress });
+      socket.on('error', () => undefined);
+      sockets.push(socket);
+      const closed = new Promise<boolean>((resolve) => socket.once('close', () => resolve(true)));
+      return Promise.race([closed, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1500))]);
+    };
+    const attacker = await Promise.all(Array.from({ length: 8 }, () => open('127.0.0.3')));
+    expect(attacker.filter((closed) => closed)).toHaveLength(5);
+    const other = await Promise.all(Array.from({ length: 3 }, () => open('127.0.0.2')));
+    expect(other.filter((closed) => closed)).toHaveLength(0);
+  });
 });
 
 describe('authentication before work (§15.6)', () => {

@@ -360,9 +360,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
     query: string,
     k: number,
     allow?: ReadonlySet<number>,
+    signal?: AbortSignal,
   ): Promise<{ label: number; score: number }[]> {
     await this.#whenReady();
-    return this.#lexical.search(query, k, allow);
+    return this.#lexical.search(query, k, allow, new TimeSlice(8, signal));
   }
 
   denseScores(vector: Float32Array, labels: readonly number[]): number[] {
@@ -393,22 +394,26 @@ export class Corpus implements CorpusWriter, CorpusReader {
       const textsOf = (term: string) => this.#lexical.labelsWith(term, 3).map(textOf);
       return [await rewriteQuery(query, this.#lexical, textsOf, new TimeSlice(8, signal))];
     }
-    return multiQuery(query, n, this.#lexical, textOf);
+    return multiQuery(query, n, this.#lexical, textOf, new TimeSlice(8, signal));
   }
 
   termWeights(text: string, kind: 'query' | 'document'): Map<string, number> {
     return this.#lexical.termWeights(text, kind);
   }
 
-  lexicalScores(query: string, labels: readonly number[]): number[] {
-    return this.#lexical.scoreLabels(query, labels);
+  lexicalScores(query: string, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
+    return this.#lexical.scoreLabels(query, labels, new TimeSlice(8, signal));
   }
 
-  /** Labels of chunks whose document metadata satisfies `predicate` (for filtered recall). */
-  labelsWhere(predicate: (meta: Record<string, unknown>) => boolean): number[] {
+  /** Labels of chunks whose document metadata satisfies `predicate` (for filtered recall), in time slices. */
+  async labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]> {
+    const slice = new TimeSlice(8, signal);
     const labels: number[] = [];
-    for (const [label, { docId }] of this.#chunkPlace)
+    let seen = 0;
+    for (const [label, { docId }] of this.#chunkPlace) {
       if (predicate(this.#documentMeta.get(docId) ?? {})) labels.push(label);
+      if (++seen % 1024 === 0) await slice.due();
+    }
     return labels;
   }
 

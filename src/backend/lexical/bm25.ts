@@ -1,4 +1,8 @@
+import { TimeSlice } from '../../protocol/time-slice.js';
 import { analyze, type AnalyzerOptions } from './analyzer.js';
+
+/** Postings scored (or candidates ranked) between two looks at the clock: a look per posting would cost more than it saves. */
+const STEPS_PER_CHECK = 4096;
 
 export interface Bm25Options extends AnalyzerOptions {
   readonly k1: number;
@@ -111,18 +115,25 @@ export class Bm25Index {
   }
 
   /** BM25 scores of the given labels (0 for labels without query terms), for completing fused candidate sets. */
-  scoreLabels(query: string, labels: readonly number[]): number[] {
+  async scoreLabels(query: string, labels: readonly number[], slice = new TimeSlice()): Promise<number[]> {
     const wanted = new Set(labels);
-    const scores = new Map(this.search(query, Number.MAX_SAFE_INTEGER, wanted).map((hit) => [hit.label, hit.score]));
+    const hits = await this.search(query, Number.MAX_SAFE_INTEGER, wanted, slice);
+    const scores = new Map(hits.map((hit) => [hit.label, hit.score]));
     return labels.map((label) => scores.get(label) ?? 0);
   }
 
-  search(query: string, k: number, allow?: ReadonlySet<number>): LexicalHit[] {
+  /**
+   * The `k` best documents for `query`. A query of many common terms over a large corpus visits millions of
+   * postings: the work runs in time slices (DESIGN §5b). Writes between slices are seen or not, as with any read
+   * that overlaps a write; N and avgdl are those at the start.
+   */
+  async search(query: string, k: number, allow?: ReadonlySet<number>, slice = new TimeSlice()): Promise<LexicalHit[]> {
     const n = this.#lengths.size;
     if (n === 0 || k <= 0) return [];
     const { k1, b } = this.options;
     const average = this.#totalLength / n;
     const scores = new Map<number, number>();
+    let steps = 0;
     for (const term of new Set(analyze(query, this.options))) {
       const posting = this.#postings.get(term);
       if (posting === undefined) continue;
@@ -132,22 +143,25 @@ export class Bm25Index {
         const length = this.#lengths.get(label) ?? 0;
         const score = (idf * tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * length) / average));
         scores.set(label, (scores.get(label) ?? 0) + score);
+        if (++steps % STEPS_PER_CHECK === 0) await slice.due();
       }
     }
-    return topK(scores, k);
+    return topK(scores, k, slice);
   }
 }
 
 /** Best first, ties by smaller label; a bounded min-heap keeps this O(n log k) for large candidate sets. */
 const better = (a: LexicalHit, b: LexicalHit) => a.score > b.score || (a.score === b.score && a.label < b.label);
 
-function topK(scores: ReadonlyMap<number, number>, k: number): LexicalHit[] {
-  if (scores.size <= k) {
+async function topK(scores: ReadonlyMap<number, number>, k: number, slice: TimeSlice): Promise<LexicalHit[]> {
+  if (scores.size <= k && scores.size <= STEPS_PER_CHECK) {
     return [...scores].map(([label, score]) => ({ label, score })).sort((x, y) => (better(x, y) ? -1 : 1));
   }
   const heap: LexicalHit[] = []; // heap[0] is the worst kept hit
   const swap = (i: number, j: number) => ([heap[i], heap[j]] = [heap[j]!, heap[i]!]);
+  let steps = 0;
   for (const [label, score] of scores) {
+    if (++steps % STEPS_PER_CHECK === 0) await slice.due();
     const hit = { label, score };
     if (heap.length < k) {
       heap.push(hit);

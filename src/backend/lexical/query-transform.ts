@@ -83,16 +83,17 @@ async function closestTerm(
   return best?.[0];
 }
 
-export function multiQuery(
+export async function multiQuery(
   query: string,
   n: number,
   index: Bm25Index,
   textOfLabel: (label: number) => string,
-): string[] {
+  slice: TimeSlice = new TimeSlice(),
+): Promise<string[]> {
   const normalized = normalizeQuery(query);
   const queries = [normalized];
   if (n <= 1 || index.size === 0) return queries;
-  const top = index.search(normalized, FEEDBACK_DOCS);
+  const top = await index.search(normalized, FEEDBACK_DOCS, undefined, slice);
   const best = top[0]?.score ?? 0;
   if (best <= 0) return queries;
   const own = new Set(index.analyze(normalized));

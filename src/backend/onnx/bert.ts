@@ -80,7 +80,7 @@ export class BertEncoder extends HostedEncoder<HuggingFaceTokenizer, EncodeJob> 
     return jobs.map((job, row) => {
       const length = job.encoded.ids.length;
       const start = row * time * hidden;
-      if (job.tokens) return { rows: length, dimension: hidden, data: data.slice(start, start + length * hidden) };
+      if (job.tokens) return { rows: length, dimension: hidden, data: data.subarray(start, start + length * hidden) };
       return this.#pool(data.subarray(start, start + time * hidden), length, hidden);
     });
   }

@@ -2,6 +2,7 @@ import { InferenceQueue, type QueueItem, type QueueOptions } from '../inference-
 import { modelIdentity, type ModelManifest } from '../manifest.js';
 import type { Encoder, EncoderInfo, ModelHealth, TextKind, TokenMatrix } from '../ports.js';
 import { TimeSlice } from '../../protocol/time-slice.js';
+import { countInParts } from '../tokenizers/count-in-parts.js';
 import { readablePrefix } from '../tokenizers/readable-prefix.js';
 import { ModelHost, type RuntimeOptions } from './model-host.js';
 
@@ -109,6 +110,10 @@ export abstract class HostedEncoder<Tokenizer, Job>
   async tokenCounter(): Promise<(text: string) => number> {
     const { tokenizer } = await this.host.acquire();
     return (text) => this.countTokens(tokenizer, text);
+  }
+
+  async tokenCount(text: string, slice: TimeSlice): Promise<number> {
+    return countInParts(await this.tokenCounter(), text, slice);
   }
 
   async embed(texts: readonly string[], kind: TextKind | undefined, signal?: AbortSignal): Promise<Float32Array[]> {

@@ -1,5 +1,6 @@
 import onnxProto from 'onnx-proto';
 import { RpcError } from '../../protocol/errors.js';
+import { TimeSlice } from '../../protocol/time-slice.js';
 import type { LateInteractionKernel, TokenMatrix } from '../ports.js';
 import { ort } from './model-host.js';
 import { WorkerSession } from './worker-session.js';
@@ -7,8 +8,11 @@ import { WorkerSession } from './worker-session.js';
 const { onnx } = onnxProto;
 const FLOAT = onnx.TensorProto.DataType.FLOAT;
 const INT64 = onnx.TensorProto.DataType.INT64;
-/** Documents per runtime call: bounds the padded tensor (64 × 512 tokens × 1024 dims × 4 B = 128 MiB at worst). */
-const CHUNK = 64;
+/**
+ * Padded document floats per runtime call (4 MiB): packing and handing over a chunk stays a few milliseconds of
+ * event-loop time, however long the passages are. At least one document goes in each call.
+ */
+const CHUNK_FLOATS = 1 << 20;
 
 /**
  * MaxSim as a tiny ONNX graph, built here (no file): rows are L2-normalised, scores = Σ_q max_t (d_t · q) with
@@ -82,11 +86,17 @@ export class OnnxMaxSim implements LateInteractionKernel {
   async maxSim(query: TokenMatrix, documents: readonly TokenMatrix[], signal?: AbortSignal): Promise<Float32Array> {
     const session = await this.#session;
     const scores = new Float32Array(documents.length);
-    const queryTensor = new ort.Tensor('float32', query.data, [query.rows, query.dimension]);
-    for (let start = 0; start < documents.length; start += CHUNK) {
+    const longest = Math.max(1, ...documents.map((d) => d.rows));
+    const perCall = Math.max(1, Math.floor(CHUNK_FLOATS / (longest * query.dimension)));
+    // A worker's replies can be drained in one turn of the event loop: the loop is let go between slices.
+    const slice = new TimeSlice(8, signal);
+    for (let start = 0; start < documents.length; start += perCall) {
+      await slice.due();
       signal?.throwIfAborted();
-      const chunk = documents.slice(start, start + CHUNK);
+      const chunk = documents.slice(start, start + perCall);
       const { documents: packed, mask } = pack(chunk, query.dimension);
+      // The session takes its feeds' buffers: the query goes in as a fresh copy each call.
+      const queryTensor = new ort.Tensor('float32', query.data.slice(), [query.rows, query.dimension]);
       try {
         const result = await session.run({ query: queryTensor, documents: packed, mask });
         scores.set(result.scores?.data as Float32Array, start);

@@ -59,7 +59,8 @@ export class UseLiteEncoder extends HostedEncoder<SentencePieceTokenizer, Job> {
     return jobs.map((job, row) => {
       if (!job.tokens || states === undefined) return embeddings.slice(row * dimension, (row + 1) * dimension);
       const start = row * time * dimension;
-      const data = (states.data as Float32Array).slice(start, start + job.ids.length * dimension);
+      // A view, not a copy: copying every row's states would hold the event loop for a large batch.
+      const data = (states.data as Float32Array).subarray(start, start + job.ids.length * dimension);
       return { rows: job.ids.length, dimension, data };
     });
   }

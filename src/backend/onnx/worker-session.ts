@@ -31,12 +31,20 @@ export class WorkerSession {
     }
   }
 
+  /**
+   * Runs the session on `feeds`. A feed whose data owns its whole buffer is handed over to the worker, not copied
+   * (copying tens of megabytes would hold the event loop): the caller must not read a feed's data afterwards.
+   */
   async run(feeds: Record<string, ort.Tensor>, outputs?: readonly string[]): Promise<Record<string, ort.Tensor>> {
     const messages: Record<string, TensorMessage> = {};
+    const transfer: ArrayBuffer[] = [];
     for (const [name, tensor] of Object.entries(feeds)) {
       messages[name] = { type: tensor.type, data: tensor.data, dims: tensor.dims };
+      const view = tensor.data as ArrayBufferView;
+      if (view.buffer instanceof ArrayBuffer && view.byteOffset === 0 && view.byteLength === view.buffer.byteLength)
+        transfer.push(view.buffer);
     }
-    const reply = await this.#worker.call({ op: 'run', feeds: messages, outputs });
+    const reply = await this.#worker.call({ op: 'run', feeds: messages, outputs }, transfer);
     return Object.fromEntries(
       Object.entries(reply.outputs ?? {}).map(([name, t]) => [
         name,

@@ -1,0 +1,38 @@
+import type { TimeSlice } from '../../protocol/time-slice.js';
+
+/** UTF-16 units per part: tokenizing one part holds the event loop for a few milliseconds at most. */
+export const PART_UNITS = 16_384;
+
+/**
+ * The token count of a long text, counted part by part in time slices (DESIGN §5b): tokenizing a 1 MB text at once
+ * holds the event loop for ~200 ms. The text is cut at spaces, the space itself left out. Both tokenizers here split
+ * words at spaces before matching pieces: SentencePiece reads '▁' + the text with every space as '▁', and no piece
+ * has '▁' past its start, so '▁' + part₁ + '▁' + part₂ is the whole text's reading; WordPiece pre-splits on
+ * whitespace and drops it. So a text's count is the sum of its parts' counts, less the tokens every call adds
+ * beyond the first ([CLS] and [SEP] for WordPiece, none for SentencePiece): 2·count('a') − count('a a'). A run of more than `PART_UNITS` units with no space is cut where the part
+ * ends; only such a run can be counted differently from the whole.
+ */
+export async function countInParts(count: (text: string) => number, text: string, slice: TimeSlice): Promise<number> {
+  if (text.length <= PART_UNITS) return count(text);
+  const specials = 2 * count('a') - count('a a');
+  let total = specials;
+  for (let start = 0; start <= text.length; ) {
+    const { end, next } = partEnd(text, start);
+    total += count(text.slice(start, end)) - specials;
+    start = next;
+    await slice.due();
+  }
+  return total;
+}
+
+/** Where the part starting at `start` ends, and where the next starts: at the last space within the bound (left
+ * out), else at the bound (never inside a surrogate pair). After the last part, `next` is past the text. */
+function partEnd(text: string, start: number): { end: number; next: number } {
+  const limit = start + PART_UNITS;
+  if (limit >= text.length) return { end: text.length, next: text.length + 1 };
+  const space = text.lastIndexOf(' ', limit);
+  if (space >= start) return { end: space, next: space + 1 };
+  const last = text.charCodeAt(limit - 1);
+  const end = last >= 0xd800 && last <= 0xdbff ? limit - 1 : limit;
+  return { end, next: end };
+}
