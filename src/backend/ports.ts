@@ -82,12 +82,21 @@ export interface CorpusDocument {
 }
 
 /** The write side of the corpus (§7.10, §7.11): durable when the promise resolves. */
+/**
+ * A write's caller: `signal` abandons it before it commits (nothing applied); `commit` is called once, right before
+ * the commit, and throws if the caller has already given up — after it, the write completes and is answered.
+ */
+export interface WriteCaller {
+  readonly signal?: AbortSignal | undefined;
+  readonly commit?: (() => void) | undefined;
+}
+
 export interface CorpusWriter {
   add(
     documents: readonly CorpusDocument[],
-    options: { chunk: boolean; contextual: boolean; idempotencyKey?: string | undefined; signal?: AbortSignal },
+    options: WriteCaller & { chunk: boolean; contextual: boolean; idempotencyKey?: string | undefined },
   ): Promise<{ ids: string[]; chunks: number; indexVersion: string }>;
-  delete(ids: readonly string[]): Promise<{ deleted: number; indexVersion: string }>;
+  delete(ids: readonly string[], caller?: WriteCaller): Promise<{ deleted: number; indexVersion: string }>;
 }
 
 /** Typed metadata fields (configuration `index.fields`; advertised as `filter.fields`, §8). */

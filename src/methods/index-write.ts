@@ -61,6 +61,7 @@ export function indexMethods(
         contextual: params.contextual === true,
         idempotencyKey: key,
         signal: ctx.signal,
+        commit: ctx.commit,
       });
       return { ...result };
     },
@@ -68,12 +69,12 @@ export function indexMethods(
   const remove: MethodDefinition<typeof IndexDeleteParams> = {
     method: 'index/delete',
     params: IndexDeleteParams,
-    handler: async (params) => {
+    handler: async (params, ctx) => {
       requireWritable(limits, 'index/delete');
       if (params.ids.length > limits.maxDocuments) {
         throw RpcError.payloadTooLarge(`${params.ids.length} ids exceed ${limits.maxDocuments} per call`, 'ids');
       }
-      return { ...(await corpus.delete(params.ids)) };
+      return { ...(await corpus.delete(params.ids, { signal: ctx.signal, commit: ctx.commit })) };
     },
   };
   return [

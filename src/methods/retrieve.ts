@@ -253,6 +253,10 @@ export function retrieveMethod(
       );
       lists.push({ name: 'sparse', weight: weights.sparse ?? 1, hits, floor: SCORE_FLOOR.sparse });
     }
+    // A chunk deleted while recall ran is no candidate (its label could not be named as the client's id).
+    for (const [i, list] of lists.entries()) {
+      lists[i] = { ...list, hits: list.hits.filter((hit) => corpus.placeOf(hit.label) !== undefined) };
+    }
     // Score fusion over the union: a candidate one list missed gets that list's exact score, not nothing, so
     // weighted/convex compare like with like (RRF stays rank-only: a missed candidate has no rank there).
     if (lists.length === 2 && method !== 'rrf') await completeUnion(lists, lexicalQuery, queryVector, ctx.signal);
@@ -333,13 +337,13 @@ export function retrieveMethod(
         return !seen.has(doc) && seen.add(doc) !== undefined;
       });
     }
-    if (params.sessionId !== undefined) {
-      const seen = sessions.seen(params.sessionId);
-      ranked = ranked.filter((hit) => !seen.has(hitId(hit.label, unit)));
-    }
     // §10 pagination over this deterministic ranking of one snapshot.
     const digest = requestDigest(params);
-    const offset = params.cursor === undefined ? 0 : cursors.decode(params.cursor, digest, indexVersion);
+    const resumed = params.cursor === undefined ? undefined : cursors.decode(params.cursor, digest, indexVersion);
+    const offset = resumed?.offset ?? 0;
+    // §7.7.3 hits the session returned before this pagination's first page are skipped; its own pages are not.
+    const seen = params.sessionId === undefined ? undefined : sessions.seen(params.sessionId, resumed?.seenMark);
+    if (seen !== undefined) ranked = ranked.filter((hit) => !seen.has(hitId(hit.label, unit)));
     if (params.mmr !== undefined) {
       // A stored vector per candidate (up to maxCandidates store reads): read in time slices.
       const slice = new TimeSlice(8, ctx.signal);
@@ -379,6 +383,7 @@ export function retrieveMethod(
     try {
       for (const hit of page) {
         const built = buildHit(hit, unit, params);
+        if (built === undefined) continue; // deleted since recall
         const size = approximateBytes(built);
         bytes += size;
         if (bytes > settings.maxResponseBytes) throw answerTooLarge(settings.maxResponseBytes);
@@ -414,7 +419,7 @@ export function retrieveMethod(
     return {
       hits,
       indexVersion,
-      ...(more ? { nextCursor: cursors.encode({ offset: next, indexVersion, request: digest }) } : {}),
+      ...(more ? { nextCursor: cursors.encode({ offset: next, indexVersion, request: digest, seenMark: seen?.mark }) } : {}),
       ...(params.rewrite === 'rewrite' ? { rewrittenQuery: query } : {}),
       usage,
     };
@@ -445,10 +450,15 @@ export function retrieveMethod(
     return corpus.placeOf(label)?.docId ?? '';
   }
 
+  /** A hit's id: the client's document id, and for a chunk its place in the document. */
+  function idAt(place: { readonly docId: string; readonly ordinal: number }, unit: Unit): string {
+    return unit === 'document' ? place.docId : `${place.docId}#${place.ordinal}`;
+  }
+
+  /** The id of a recalled label; '' only for a chunk deleted since (never emitted: such a hit is not built). */
   function hitId(label: number, unit: Unit): string {
     const place = corpus.placeOf(label);
-    if (place === undefined) return String(label);
-    return unit === 'document' ? place.docId : `${place.docId}#${place.ordinal}`;
+    return place === undefined ? '' : idAt(place, unit);
   }
 
   function bodyOf(label: number, unit: Unit): string {
@@ -466,9 +476,10 @@ export function retrieveMethod(
     return level === 'trusted' && origin === 'client' ? 'community' : level;
   }
 
-  function buildHit(hit: Scored, unit: Unit, params: Params): JsonObject {
+  /** The hit for a ranked chunk, or undefined when it has been deleted since recall. */
+  function buildHit(hit: Scored, unit: Unit, params: Params): JsonObject | undefined {
     const chunk = corpus.getChunk(hit.label);
-    if (chunk === undefined) return { id: String(hit.label), score: hit.score };
+    if (chunk === undefined) return undefined;
     const meta = corpus.metaOf(chunk.docId);
     const source = typeof meta.source === 'string' ? meta.source : chunk.docId;
     // §7.7 citation offsets: the chunk is a verbatim slice of its document.
@@ -476,7 +487,7 @@ export function retrieveMethod(
     if (typeof meta.title === 'string') citation.title = meta.title;
     if (typeof meta.uri === 'string') citation.uri = meta.uri;
     const body: JsonObject = {
-      id: hitId(hit.label, unit),
+      id: idAt(chunk, unit),
       score: hit.score,
       unit,
       scores: hit.scores,

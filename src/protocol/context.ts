@@ -30,6 +30,12 @@ export interface RequestContext {
   readonly deadlineMs: number;
   /** Milliseconds left before that deadline (what a request forwarded downstream may have, §16.2). */
   remainingMs(): number;
+  /**
+   * The point of no return of a write (§7.10, §13.1): throws the signal's reason if the request was already cancelled
+   * or timed out (nothing applied), and otherwise makes the request answer the handler's result whatever arrives
+   * later, so an applied write is never answered as failed.
+   */
+  readonly commit: () => void;
   /** §9: emits notifications/progress; a no-op unless the request carried a progressToken and streaming is advertised. */
   progress(stage: string, progress: number, update?: ProgressUpdate): void;
   /**

@@ -288,6 +288,7 @@ export class Session {
     transport?.addEventListener('abort', onTransportDeath, { once: true });
     if (transport?.aborted === true) onTransportDeath();
     this.#inFlight.set(id, { controller });
+    const state = { committed: false };
     const ctx: RequestContext = {
       id,
       method,
@@ -296,6 +297,10 @@ export class Session {
       session: this.#view,
       deadlineMs,
       remainingMs: () => deadlineMs - (performance.now() - startedAt),
+      commit: () => {
+        controller.signal.throwIfAborted();
+        state.committed = true;
+      },
       progress: this.#progress(method, meta.progressToken, controller.signal, sink),
       log: this.#log(id, method, meta.progressToken, controller.signal, sink),
     };
@@ -303,6 +308,7 @@ export class Session {
       return await raceAbort(
         Promise.resolve().then(() => target.handler(params, ctx)),
         controller.signal,
+        state,
       );
     } finally {
       clearTimeout(timer);
@@ -379,10 +385,15 @@ function effectiveDeadline(serverMs: number, requested: unknown): number {
   return Math.min(serverMs, Math.ceil(requested));
 }
 
-/** The answer is the handler's result unless the signal aborts first; then its RpcError reason wins (§7.14, §13.1). */
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+/**
+ * The answer is the handler's result unless the signal aborts first; then its RpcError reason wins (§7.14, §13.1) —
+ * except once a write has committed: then its result is the answer.
+ */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal, state: { committed: boolean }): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(RpcError.from(signal.reason));
+    const onAbort = (): void => {
+      if (!state.committed) reject(RpcError.from(signal.reason));
+    };
     if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
     work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));

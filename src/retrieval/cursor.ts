@@ -7,9 +7,11 @@ import { RpcError } from '../protocol/errors.js';
  * cursor for another request shape is -32602; a cursor whose snapshot has changed (or from before a restart) is
  * -32015 NotFound, so pages never silently skip or repeat hits.
  */
-interface CursorState {
+export interface CursorState {
   /** Hits already returned. */
   readonly offset: number;
+  /** §7.7.3 with `sessionId`: the session's mark at the first page (what the pages skip as seen before them). */
+  readonly seenMark?: number | undefined;
   readonly indexVersion: string;
   /** Digest of the request's params (cursor excluded). */
   readonly request: string;
@@ -28,7 +30,7 @@ export class CursorCodec {
     return `${payload}.${this.#sign(payload)}`;
   }
 
-  decode(cursor: string, request: string, indexVersion: string): number {
+  decode(cursor: string, request: string, indexVersion: string): CursorState {
     const [payload = '', signature = ''] = cursor.split('.');
     const expected = Buffer.from(this.#sign(payload));
     const given = Buffer.from(signature);
@@ -42,7 +44,7 @@ export class CursorCodec {
         detail: 'the corpus changed since this cursor was issued; start again',
       });
     }
-    return state.offset;
+    return state;
   }
 }
 

@@ -52,6 +52,19 @@ describe.each(TRANSPORTS)('index/add and index/delete over %s (§7.10, §7.11)',
     expect(repeat).toEqual(first);
   });
 
+  it('§13.1 a write answered -32014 was not applied; retried with its idempotency key it is applied once', async () => {
+    const { indexVersion: before } = await add({ documents: [{ id: 'probe', text: 'version probe' }] });
+    const params = { documents: [{ text: 'id-less and timed out' }], _meta: { idempotencyKey: `late-${transport}` } };
+    for (let i = 0; i < 3; i++) {
+      const answer = await call('index/add', { ...params, _meta: { ...params._meta, deadlineMs: 1 } });
+      expect(error(answer).code).toBe(-32014);
+    }
+    const retried = await add(params);
+    // The three timed-out attempts wrote nothing: the retry is the one write since the probe.
+    expect(Number(retried.indexVersion)).toBe(Number(before) + 1);
+    expect(await add(params)).toEqual(retried);
+  });
+
   it('§7.11 delete is idempotent: deleted counts only what this call removed', async () => {
     await add({ documents: [{ id: 'gone', text: 'to be deleted' }] });
     expect(result(await call('index/delete', { ids: ['gone', 'never-there'] }))).toMatchObject({ deleted: 1 });

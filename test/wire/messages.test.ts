@@ -140,6 +140,20 @@ describe.each(TRANSPORTS)('envelopes, notifications, batches, cancellation over 
     expect(await conn.exchange(request(4, 'x-test/sleep', { ms: 10 }))).toMatchObject({ result: { slept: 10 } });
   });
 
+  it('§13.1 §7.14 a write past its commit is answered with its result, whatever the deadline or a cancel says', async () => {
+    conn = await connect(transport);
+    await conn.exchange(INITIALIZE());
+    const late = await conn.exchange(request(1, 'x-test/commit', { before: 0, after: 300, _meta: { deadlineMs: 30 } }));
+    expect(late).toMatchObject({ result: { committed: true } });
+    conn.send(request(2, 'x-test/commit', { before: 0, after: 300 }));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    conn.send({ jsonrpc: '2.0', method: 'notifications/cancel', params: { id: 2 } });
+    expect(await conn.reply(2)).toMatchObject({ result: { committed: true } });
+    // Before its commit, the deadline still wins and nothing is applied.
+    const early = await conn.exchange(request(3, 'x-test/commit', { before: 300, after: 0, _meta: { deadlineMs: 30 } }));
+    expect(early).toMatchObject({ error: { code: -32014 } });
+  });
+
   it('§4.7 a second request with an id already in flight is -32600; the first is unaffected', async () => {
     conn = await connect(transport);
     await conn.exchange(INITIALIZE());

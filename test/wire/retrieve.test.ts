@@ -361,6 +361,22 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
     expect(second.hits.length).toBe(3);
   });
 
+  it('§10 §7.7.3 pagination with sessionId walks every hit once, skipping only what the session saw before', async () => {
+    const session = `paged-${transport}`;
+    const params = { query: 'blood', k: 2, candidateK: 10, mode: 'sparse', sessionId: session };
+    const before = await ok({ query: 'blood', k: 1, candidateK: 10, mode: 'sparse', sessionId: session });
+    const pages: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page: Result = await ok({ ...params, ...(cursor === undefined ? {} : { cursor }) });
+      pages.push(...page.hits.map((hit) => hit.id));
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    const everything = await ok({ query: 'blood', k: 10, candidateK: 10, mode: 'sparse' });
+    const expected = everything.hits.map((hit) => hit.id).filter((hit) => hit !== before.hits[0]?.id);
+    expect(pages).toEqual(expected);
+  });
+
   it('§9 progress at each stage with partial hits after recall, only with a progressToken (SSE over HTTP)', async () => {
     type Progress = {
       method?: string;

@@ -5,7 +5,15 @@ import { TimeSlice } from '../../protocol/time-slice.js';
 import { DenseIndex, type DenseIndexOptions } from '../hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
 import { multiQuery, rewriteQuery } from '../lexical/query-transform.js';
-import type { BackendLogger, ChunkPlace, CorpusReader, CorpusWriter, Encoder, ModelHealth } from '../ports.js';
+import type {
+  BackendLogger,
+  ChunkPlace,
+  CorpusReader,
+  CorpusWriter,
+  Encoder,
+  ModelHealth,
+  WriteCaller,
+} from '../ports.js';
 import {
   CorpusStore,
   type NewDocument,
@@ -36,13 +44,12 @@ export interface InputDocument {
   readonly meta?: Record<string, unknown> | undefined;
 }
 
-export interface AddOptions {
+export interface AddOptions extends WriteCaller {
   /** `operator` for `rcp-server ingest`; everything over the wire is `client` (§15.2). */
   readonly origin?: DocumentOrigin | undefined;
   readonly chunk: boolean;
   readonly contextual: boolean;
   readonly idempotencyKey?: string | undefined;
-  readonly signal?: AbortSignal | undefined;
 }
 
 export interface AddResult {
@@ -211,6 +218,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return this.#serialized(async () => {
       const repeated = key === undefined ? undefined : this.store.idempotentResult(key);
       if (repeated !== undefined) return repeated as AddResult;
+      pointOfNoReturn(options);
       const ids = prepared.map((document) => document.id);
       const chunks = prepared.reduce((sum, document) => sum + document.chunks.length, 0);
       const result = (seq: number): AddResult => ({ ids, chunks, indexVersion: String(seq) });
@@ -220,9 +228,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
     });
   }
 
-  async delete(ids: readonly string[]): Promise<{ deleted: number; indexVersion: string }> {
+  async delete(ids: readonly string[], caller: WriteCaller = {}): Promise<{ deleted: number; indexVersion: string }> {
     await this.#whenReady();
     return this.#serialized(async () => {
+      pointOfNoReturn(caller);
       const write = this.store.delete(ids);
       await this.#apply(write);
       return { deleted: write.deletedIds.length, indexVersion: String(write.seq) };
@@ -287,6 +296,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
     const removed = new Set(write.removed);
     // A document given twice in one batch: its first chunks were replaced inside the same transaction.
     const added = write.added.filter((chunk) => !removed.has(chunk.label));
+    // A label is placed before any index can return it, and unplaced only after both have dropped it: a concurrent
+    // retrieve never holds a label it cannot name (hits carry the client's document id, never an internal label).
+    for (const chunk of added) this.#chunkPlace.set(chunk.label, { docId: chunk.docId, ordinal: chunk.ordinal });
     if (added.length > 0) {
       await this.#dense.add(
         added.map((chunk) => chunk.label),
@@ -299,10 +311,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
       this.#lexical.remove(label);
       this.#chunkPlace.delete(label);
     }
-    for (const chunk of added) {
-      this.#lexical.add(chunk.label, lexicalText(chunk.text, chunk.context));
-      this.#chunkPlace.set(chunk.label, { docId: chunk.docId, ordinal: chunk.ordinal });
-    }
+    for (const chunk of added) this.#lexical.add(chunk.label, lexicalText(chunk.text, chunk.context));
     for (const { id, meta, origin } of write.written) {
       this.#documentMeta.set(id, meta);
       this.#documentOrigin.set(id, origin);
@@ -460,6 +469,15 @@ export class Corpus implements CorpusWriter, CorpusReader {
     await this.#dense.close();
     this.store.close();
   }
+}
+
+/**
+ * Right before a write commits: a caller that has given up (cancelled, past its deadline) gets its error and nothing
+ * is applied; otherwise the write is committed and applied, and answered with its result (§7.10, §13.1).
+ */
+function pointOfNoReturn(caller: WriteCaller): void {
+  caller.signal?.throwIfAborted();
+  caller.commit?.();
 }
 
 function lexicalText(text: string, context: string): string {
