@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { CorpusWriter } from '../backend/ports.js';
 import { RpcError } from '../protocol/errors.js';
+import { requireWellFormed } from '../protocol/validation.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 
@@ -74,6 +75,7 @@ export function indexMethods(
       if (params.ids.length > limits.maxDocuments) {
         throw RpcError.payloadTooLarge(`${params.ids.length} ids exceed ${limits.maxDocuments} per call`, 'ids');
       }
+      params.ids.forEach((id, i) => requireWellFormed(id, `ids.${i}`));
       return { ...(await corpus.delete(params.ids, { signal: ctx.signal, commit: ctx.commit })) };
     },
   };

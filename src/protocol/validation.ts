@@ -39,3 +39,11 @@ function toInvalidParams(error: AjvError): RpcError {
 function unescapePointer(segment: string): string {
   return segment.replace(/~1/g, '/').replace(/~0/g, '~');
 }
+
+/** -32602 naming `field` unless `text` is well-formed UTF-16 (no lone surrogate), so it round-trips exactly. */
+export function requireWellFormed(text: string, field: string): void {
+  // In `u` mode a paired surrogate is one code point: only a lone one matches.
+  if (/\p{Surrogate}/u.test(text)) {
+    throw RpcError.invalidParams(field, 'has a lone surrogate (ill-formed UTF-16): it could not be kept exactly');
+  }
+}

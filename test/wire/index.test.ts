@@ -65,6 +65,10 @@ describe.each(TRANSPORTS)('index/add and index/delete over %s (§7.10, §7.11)',
     expect(await add(params)).toEqual(retried);
   });
 
+  it('§7.11 an id with a lone surrogate is -32602 on ids.N', async () => {
+    expect(error(await call('index/delete', { ids: ['fine', '\ud83d'] })).data.field).toBe('ids.1');
+  });
+
   it('§7.11 delete is idempotent: deleted counts only what this call removed', async () => {
     await add({ documents: [{ id: 'gone', text: 'to be deleted' }] });
     expect(result(await call('index/delete', { ids: ['gone', 'never-there'] }))).toMatchObject({ deleted: 1 });
@@ -100,6 +104,9 @@ describe.each(TRANSPORTS)('index/add and index/delete over %s (§7.10, §7.11)',
       'documents.1.meta',
     ],
     ['a non-string id', { documents: [half, { id: 7, text: 'x' }] }, -32602, 'documents.1.id'],
+    // Ill-formed UTF-16 could not be kept exactly (the store keeps UTF-8): refused, never changed silently.
+    ['an id with a lone surrogate', { documents: [half, { id: 'a\ud800b', text: 'x' }] }, -32602, 'documents.1.id'],
+    ['a text with a lone surrogate', { documents: [half, { id: 'x', text: 'x\udc00' }] }, -32602, 'documents.1.text'],
     ['a missing documents array', {}, -32602, 'documents'],
     [
       'more documents than index.maxDocumentsPerAdd',

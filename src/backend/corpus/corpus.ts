@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { RpcErrorCode } from '../../protocol/codes.js';
 import { RpcError } from '../../protocol/errors.js';
 import { TimeSlice } from '../../protocol/time-slice.js';
+import { requireWellFormed } from '../../protocol/validation.js';
 import { DenseIndex, type DenseIndexOptions } from '../hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
 import { multiQuery, rewriteQuery } from '../lexical/query-transform.js';
@@ -281,6 +282,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
   /** -32602 naming the field unless `document` can be stored. */
   #validate(document: InputDocument, field: string): void {
     if (document.text.trim() === '') throw RpcError.invalidParams(`${field}.text`, 'a document needs text');
+    // The store keeps UTF-8: a lone surrogate would come back as U+FFFD, and the id or the citation offsets with it.
+    if (document.id !== undefined) requireWellFormed(document.id, `${field}.id`);
+    requireWellFormed(document.text, `${field}.text`);
     const bytes = Buffer.byteLength(document.text);
     if (bytes > this.settings.maxDocumentBytes) {
       throw RpcError.invalidParams(
