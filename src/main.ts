@@ -73,16 +73,24 @@ async function ingestCommand(command: IngestCommand): Promise<number> {
     const summary = await ingest(
       app.corpus,
       command.paths,
-      { chunk: command.chunk, contextual: command.contextual, batchSize: 64 },
+      {
+        chunk: command.chunk,
+        contextual: command.contextual,
+        batchSize: 64,
+        limits: { maxDocumentBytes: config.index.maxDocumentBytes, maxMetadataBytes: config.index.maxMetadataBytes },
+      },
       process.stderr,
     );
     const rate = summary.added / Math.max(summary.seconds, 1e-3);
     process.stdout.write(
       `ingested ${summary.added} documents (${summary.chunks} chunks) into ${config.dataDir} in ${summary.seconds.toFixed(1)} s ` +
-        `(${rate.toFixed(1)} docs/s); ${summary.unchanged} unchanged, ${summary.rejected.length} rejected\n`,
+        `(${rate.toFixed(1)} docs/s); ${summary.unchanged} unchanged, ${summary.rejectedCount} rejected\n`,
     );
     for (const { origin, reason } of summary.rejected) process.stdout.write(`  rejected ${origin}: ${reason}\n`);
-    return summary.rejected.length === 0 ? 0 : 1;
+    const unlisted = summary.rejectedCount - summary.rejected.length;
+    if (unlisted > 0)
+      process.stdout.write(`  … and ${unlisted} more rejected (only the first ${summary.rejected.length} listed)\n`);
+    return summary.rejectedCount === 0 ? 0 : 1;
   } catch (error) {
     if (!(error instanceof SourceError)) throw error;
     process.stderr.write(`rcp-server: ${error.message}\n`);

@@ -1,19 +1,43 @@
 import type { Corpus } from '../backend/corpus/corpus.js';
 import { contentHash } from '../backend/corpus/corpus.js';
+import { defaultConfig } from '../config.js';
 import { RpcError } from '../protocol/errors.js';
-import { countSources, readSources, type SourceDocument } from './sources.js';
+import {
+  countSources,
+  isRejection,
+  readSources,
+  type SourceDocument,
+  type SourceItem,
+  type SourceLimits,
+  type SourceRejection,
+} from './sources.js';
 
 export interface IngestOptions {
   readonly chunk: boolean;
   readonly contextual: boolean;
   /** Documents per write (one durable transaction each). */
   readonly batchSize: number;
+  /**
+   * The corpus's limits (`index.maxDocumentBytes`, `index.maxMetadataBytes`): a file or line beyond them is rejected
+   * without being read into memory. Without them, the default configuration's.
+   */
+  readonly limits?: SourceLimits | undefined;
+}
+
+/** Rejections listed in the summary; the rest are only counted. */
+export const LISTED_REJECTIONS = 1000;
+
+function defaultLimits(): SourceLimits {
+  const { maxDocumentBytes, maxMetadataBytes } = defaultConfig().index;
+  return { maxDocumentBytes, maxMetadataBytes };
 }
 
 export interface IngestSummary {
   readonly total: number;
   readonly added: number;
   readonly unchanged: number;
+  /** Every rejection counted; the first `LISTED_REJECTIONS` of them listed (a file of bad lines stays bounded). */
+  readonly rejectedCount: number;
   readonly rejected: { origin: string; reason: string }[];
   readonly chunks: number;
   readonly seconds: number;
@@ -57,8 +81,8 @@ function formatDuration(seconds: number): string {
 
 /**
  * `rcp-server ingest`: the same write path as `index/add` (Corpus.add), in batches. Resumable: a document already
- * stored under its id with the same content hash is skipped. A document the corpus rejects (-32602) is reported and
- * left out; the rest of its batch is written.
+ * stored under its id with the same content hash is skipped. A document the corpus rejects (-32602), and a file or
+ * line that is no document (unreadable, binary, too large, not JSON), is reported and left out; the rest is written.
  */
 export async function ingest(
   corpus: Corpus,
@@ -67,49 +91,76 @@ export async function ingest(
   out: NodeJS.WritableStream & { isTTY?: boolean },
 ): Promise<IngestSummary> {
   const started = performance.now();
-  const total = await countSources(paths);
+  const limits = options.limits ?? defaultLimits();
+  const total = await countSources(paths, limits);
   const progress = new Progress(total, out);
-  const rejected: { origin: string; reason: string }[] = [];
-  let done = 0;
-  let added = 0;
-  let unchanged = 0;
-  let chunks = 0;
-  let batch: SourceDocument[] = [];
+  const run = new IngestRun(corpus, options, progress);
+  for await (const item of readSources(paths, limits)) await run.take(item);
+  await run.flush();
+  progress.update(total, true);
+  const { added, unchanged, rejected, rejectedCount, chunks } = run;
+  return { total, added, unchanged, rejected, rejectedCount, chunks, seconds: (performance.now() - started) / 1000 };
+}
 
-  const flush = async () => {
+/** One run's counts and its pending batch. */
+class IngestRun {
+  added = 0;
+  unchanged = 0;
+  chunks = 0;
+  readonly rejected: SourceRejection[] = [];
+  rejectedCount = 0;
+  #batch: SourceDocument[] = [];
+
+  constructor(
+    private readonly corpus: Corpus,
+    private readonly options: IngestOptions,
+    private readonly progress: Progress,
+  ) {}
+
+  async take(item: SourceItem): Promise<void> {
+    if (isRejection(item)) {
+      this.#reject(item);
+    } else if (this.corpus.store.hashOf(item.id) === contentHash(item.text, item.meta ?? {}, this.options)) {
+      this.unchanged += 1;
+    } else {
+      this.#batch.push(item);
+      if (this.#batch.length >= this.options.batchSize) await this.flush();
+    }
+  }
+
+  /** Writes the pending batch; a document the corpus refuses (-32602 naming it) is rejected and the rest written. */
+  async flush(): Promise<void> {
+    let batch = this.#batch;
+    this.#batch = [];
     while (batch.length > 0) {
       try {
-        const result = await corpus.add(batch, {
-          chunk: options.chunk,
-          contextual: options.contextual,
+        const result = await this.corpus.add(batch, {
+          chunk: this.options.chunk,
+          contextual: this.options.contextual,
           origin: 'operator',
         });
-        added += batch.length;
-        chunks += result.chunks;
+        this.added += batch.length;
+        this.chunks += result.chunks;
         break;
       } catch (error) {
-        const field = error instanceof RpcError && error.code === -32602 ? error.data.field : undefined;
-        const index = Number(/^documents\.(\d+)/.exec(field ?? '')?.[1]);
-        if (!Number.isInteger(index) || batch[index] === undefined) throw error;
-        rejected.push({ origin: batch[index].origin, reason: error instanceof Error ? error.message : String(error) });
+        const index = refusedIndex(error, batch);
+        if (index === undefined) throw error;
+        this.#reject({ origin: batch[index]!.origin, reason: (error as Error).message });
         batch = batch.filter((_, i) => i !== index);
       }
     }
-    done += batch.length;
-    batch = [];
-    progress.update(done + unchanged + rejected.length);
-  };
-
-  for await (const document of readSources(paths)) {
-    const hash = contentHash(document.text, document.meta ?? {}, options);
-    if (corpus.store.hashOf(document.id) === hash) {
-      unchanged += 1;
-      continue;
-    }
-    batch.push(document);
-    if (batch.length >= options.batchSize) await flush();
+    this.progress.update(this.added + this.unchanged + this.rejectedCount);
   }
-  await flush();
-  progress.update(total, true);
-  return { total, added, unchanged, rejected, chunks, seconds: (performance.now() - started) / 1000 };
+
+  #reject(rejection: SourceRejection): void {
+    this.rejectedCount += 1;
+    if (this.rejected.length < LISTED_REJECTIONS) this.rejected.push(rejection);
+  }
+}
+
+/** Which document of the batch a write refused (-32602 with `data.field` `documents.N...`), if that is the error. */
+function refusedIndex(error: unknown, batch: readonly SourceDocument[]): number | undefined {
+  const field = error instanceof RpcError && error.code === -32602 ? error.data.field : undefined;
+  const index = Number(/^documents\.(\d+)/.exec(field ?? '')?.[1]);
+  return Number.isInteger(index) && batch[index] !== undefined ? index : undefined;
 }

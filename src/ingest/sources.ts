@@ -1,13 +1,18 @@
-import { createReadStream } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { createReadStream, type Dirent } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
 import { basename, extname, join, relative } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { CorpusDocument } from '../backend/ports.js';
+import { BoundedLines, isBlank, type Line } from './lines.js';
+import { cannotRead, looksBinary, NOT_UTF8, readTextFile, utf8 } from './text-file.js';
 
 /**
  * What `rcp-server ingest` reads: JSON Lines in BEIR form (`{"_id", "title", "text", "metadata"?}`, `id` accepted
  * too), and folders of `.txt` and `.md` files (id = the path under the folder). A BEIR title is kept in
  * `meta.title` (the situating context for `--contextual`) and, as BEIR evaluations do, put before the text.
+ *
+ * A bad file or line is not a reason to stop: it comes out as a `SourceRejection` (where, and a one-line why) and
+ * reading goes on. Only a path named on the command line that does not exist, or is neither kind of source, is a
+ * `SourceError`: a mistake in the command, found before anything is written.
  */
 export interface SourceDocument extends CorpusDocument {
   readonly id: string;
@@ -15,9 +20,76 @@ export interface SourceDocument extends CorpusDocument {
   readonly origin: string;
 }
 
+export interface SourceRejection {
+  /** The file, or `file:line`, as documents from it are named. */
+  readonly origin: string;
+  readonly reason: string;
+}
+
+export type SourceItem = SourceDocument | SourceRejection;
+
+export function isRejection(item: SourceItem): item is SourceRejection {
+  return 'reason' in item;
+}
+
+/** The corpus's own limits (`index.maxDocumentBytes`, `index.maxMetadataBytes`), so inputs beyond them go unread. */
+export interface SourceLimits {
+  readonly maxDocumentBytes: number;
+  readonly maxMetadataBytes: number;
+}
+
 export class SourceError extends Error {
   override name = 'SourceError';
 }
+
+/**
+ * The longest JSON line that could still hold an acceptable document: JSON may write any character as an escape of up
+ * to 6 bytes (`\u0001` for one byte), so text and metadata within the limits can take 6 times their size on the line,
+ * plus the member names and punctuation around them.
+ */
+export function maxLineBytes(limits: SourceLimits): number {
+  return 6 * (limits.maxDocumentBytes + limits.maxMetadataBytes) + 4096;
+}
+
+export async function* readSources(paths: readonly string[], limits: SourceLimits): AsyncGenerator<SourceItem> {
+  for (const path of paths) {
+    const kind = await sourceKind(path);
+    if (kind === 'folder') yield* textFiles(path, limits.maxDocumentBytes);
+    else if (kind === 'jsonl') yield* jsonLines(path, maxLineBytes(limits));
+    else yield kind;
+  }
+}
+
+/**
+ * How many items the sources hold (for progress and ETA): non-blank lines of JSON Lines and matching files of folders,
+ * found without parsing or reading any text file. A path that cannot be read counts once, as the rejection it will be.
+ */
+export async function countSources(paths: readonly string[], limits: SourceLimits): Promise<number> {
+  let count = 0;
+  for (const path of paths) {
+    const kind = await sourceKind(path);
+    if (kind === 'folder') count += await countTextFiles(path);
+    else if (kind === 'jsonl') count += await countLines(path, maxLineBytes(limits));
+    else count += 1;
+  }
+  return count;
+}
+
+/** What a path named on the command line is; a path that cannot even be looked at is a rejection. */
+async function sourceKind(path: string): Promise<'folder' | 'jsonl' | SourceRejection> {
+  let info;
+  try {
+    info = await stat(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new SourceError(`${path}: no such file or directory`);
+    return { origin: path, reason: cannotRead(error) };
+  }
+  if (info.isDirectory()) return 'folder';
+  if (/\.jsonl?$/i.test(path)) return 'jsonl';
+  throw new SourceError(`${path}: expected a .jsonl file or a folder of .txt/.md files`);
+}
+
+// JSON Lines
 
 interface BeirLine {
   _id?: unknown;
@@ -27,10 +99,72 @@ interface BeirLine {
   metadata?: unknown;
 }
 
-function fromBeir(line: BeirLine, origin: string): SourceDocument {
+async function* jsonLines(path: string, maxLine: number): AsyncGenerator<SourceItem> {
+  const name = basename(path);
+  let last = 0;
+  try {
+    for await (const line of fileLines(path, maxLine)) {
+      last = line.number;
+      const item = fromLine(line, `${name}:${line.number}`, maxLine);
+      if (item !== undefined) yield item;
+    }
+  } catch (error) {
+    // The rest of the file is lost, not the run: what was read stays read.
+    const reason = error instanceof NotText ? error.message : cannotRead(error);
+    yield {
+      origin: last === 0 ? name : `${name}:${last + 1}`,
+      reason: last === 0 ? reason : `${reason}; read stopped here`,
+    };
+  }
+}
+
+class NotText extends Error {}
+
+async function* fileLines(path: string, maxLine: number): AsyncGenerator<Line> {
+  const lines = new BoundedLines(maxLine);
+  let first = true;
+  for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
+    // A NUL cannot appear in JSON: a file holding one early is binary, one rejection rather than one per "line".
+    if (first && looksBinary(chunk)) throw new NotText('binary, not text (a NUL byte in its first 8 KB)');
+    first = false;
+    yield* lines.push(chunk);
+  }
+  yield* lines.end();
+}
+
+async function countLines(path: string, maxLine: number): Promise<number> {
+  let count = 0;
+  try {
+    for await (const line of fileLines(path, maxLine)) if (!('bytes' in line) || !isBlank(line.bytes)) count += 1;
+  } catch {
+    count += 1;
+  }
+  return count;
+}
+
+function fromLine(line: Line, origin: string, maxLine: number): SourceItem | undefined {
+  if ('oversized' in line) {
+    return { origin, reason: `a line of ${line.oversized} bytes exceeds the ${maxLine}-byte limit for one line` };
+  }
+  if (isBlank(line.bytes)) return undefined;
+  const text = utf8(line.bytes);
+  if (text === undefined) return { origin, reason: NOT_UTF8 };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return { origin, reason: 'not JSON' };
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    return { origin, reason: 'not a JSON object' };
+  }
+  return fromBeir(parsed, origin);
+}
+
+function fromBeir(line: BeirLine, origin: string): SourceItem {
   const id = line._id ?? line.id;
-  if (typeof id !== 'string' && typeof id !== 'number') throw new SourceError(`${origin}: no "_id" or "id"`);
-  if (typeof line.text !== 'string') throw new SourceError(`${origin}: no "text"`);
+  if (typeof id !== 'string' && typeof id !== 'number') return { origin, reason: 'no "_id" or "id"' };
+  if (typeof line.text !== 'string') return { origin, reason: 'no "text"' };
   const title = typeof line.title === 'string' && line.title.trim() !== '' ? line.title.trim() : undefined;
   const metadata =
     typeof line.metadata === 'object' && line.metadata !== null ? (line.metadata as Record<string, unknown>) : {};
@@ -42,48 +176,50 @@ function fromBeir(line: BeirLine, origin: string): SourceDocument {
   };
 }
 
-async function* jsonLines(path: string): AsyncGenerator<SourceDocument> {
-  let number = 0;
-  for await (const line of createInterface({ input: createReadStream(path), crlfDelay: Infinity })) {
-    number += 1;
-    if (line.trim() === '') continue;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(line);
-    } catch {
-      throw new SourceError(`${path}:${number}: not JSON`);
-    }
-    yield fromBeir(parsed as BeirLine, `${basename(path)}:${number}`);
+// Folders of text files
+
+/** A folder entry that is a text document by its name. Links are followed to files, never into folders (cycles). */
+function isTextEntry(entry: Dirent): boolean {
+  return !entry.isDirectory() && ['.txt', '.md'].includes(extname(entry.name).toLowerCase());
+}
+
+async function listFolder(dir: string): Promise<Dirent[] | SourceRejection> {
+  try {
+    const entries = await readdir(dir, { withFileTypes: true });
+    return entries.sort((a, b) => a.name.localeCompare(b.name));
+  } catch (error) {
+    return { origin: dir, reason: cannotRead(error) };
   }
 }
 
-async function* textFiles(root: string, dir = root): AsyncGenerator<SourceDocument> {
-  const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
+async function* textFiles(root: string, maxBytes: number, dir = root): AsyncGenerator<SourceItem> {
+  const entries = await listFolder(dir);
+  if (!Array.isArray(entries)) {
+    yield entries;
+    return;
+  }
   for (const entry of entries) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) yield* textFiles(root, path);
-    else if (entry.isFile() && ['.txt', '.md'].includes(extname(entry.name).toLowerCase())) {
-      const text = await readFile(path, 'utf8');
-      const id = relative(root, path);
-      const heading = /^#\s+(.+)$/m.exec(text)?.[1]?.trim();
-      yield { id, text, meta: { title: heading ?? basename(entry.name, extname(entry.name)), path: id }, origin: id };
-    }
+    if (entry.isDirectory()) yield* textFiles(root, maxBytes, path);
+    else if (isTextEntry(entry)) yield await textFile(relative(root, path), path, maxBytes);
   }
 }
 
-export async function* readSources(paths: readonly string[]): AsyncGenerator<SourceDocument> {
-  for (const path of paths) {
-    const info = await stat(path).catch(() => undefined);
-    if (info === undefined) throw new SourceError(`${path}: no such file or directory`);
-    if (info.isDirectory()) yield* textFiles(path);
-    else if (/\.jsonl?$/i.test(path)) yield* jsonLines(path);
-    else throw new SourceError(`${path}: expected a .jsonl file or a folder of .txt/.md files`);
-  }
+async function textFile(id: string, path: string, maxBytes: number): Promise<SourceItem> {
+  const read = await readTextFile(path, maxBytes);
+  if ('reason' in read) return { origin: id, reason: read.reason };
+  const name = basename(path);
+  const heading = /^#\s+(.+)$/m.exec(read.text)?.[1]?.trim();
+  return { id, text: read.text, meta: { title: heading ?? basename(name, extname(name)), path: id }, origin: id };
 }
 
-/** How many documents the sources hold (for progress and ETA): lines of JSON Lines, matching files of folders. */
-export async function countSources(paths: readonly string[]): Promise<number> {
+async function countTextFiles(dir: string): Promise<number> {
+  const entries = await listFolder(dir);
+  if (!Array.isArray(entries)) return 1;
   let count = 0;
-  for await (const document of readSources(paths)) if (document.id !== '') count += 1;
+  for (const entry of entries) {
+    if (entry.isDirectory()) count += await countTextFiles(join(dir, entry.name));
+    else if (isTextEntry(entry)) count += 1;
+  }
   return count;
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/wire.js';
 
-/** `rcp-server ingest` as a real process, then `rcp-server serve` finding what it wrote (issue #4). */
+/** `rcp-server ingest` as a real process, then `rcp-server serve` finding what it wrote. */
 const WORK = mkdtempSync(join(tmpdir(), 'rcp-ingest-'));
 const DATA = join(WORK, 'data');
 afterAll(() => rmSync(WORK, { recursive: true, force: true }));

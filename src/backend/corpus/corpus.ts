@@ -23,6 +23,7 @@ import {
   type StoredDocument,
   type WriteResult,
 } from '../store/corpus-store.js';
+import { StoreError } from '../store/dir-lock.js';
 import { chunkText } from './chunking.js';
 import { validateMetadata, type FieldType, type MetadataLimits } from './metadata.js';
 
@@ -106,7 +107,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     private readonly encoder: Encoder,
     private readonly log: BackendLogger,
   ) {
-    this.store = new CorpusStore(settings.dir);
+    this.store = openStore(settings.dir);
     const built = this.store.getMeta('encoder');
     if (built !== undefined && built !== encoder.info.identity && this.store.counts().chunks > 0) {
       this.store.close();
@@ -149,24 +150,20 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   async #open(): Promise<void> {
     const started = performance.now();
-    const { seq: savedSeq } = await this.#dense.open(this.settings.dir, this.#denseOptions(), this.store.seq);
+    let savedSeq = await this.#loadDense();
+    // The store is the truth: a dense index that disagrees with it (a file that lied about what it held) is rebuilt.
+    const expected = this.store.counts().chunks;
+    const dense = await this.#dense.count();
+    if (savedSeq > 0 && dense !== expected) {
+      this.log.warn(
+        { dir: this.settings.dir, dense, store: expected },
+        'dense index disagrees with the store; rebuilding',
+      );
+      await this.#dense.reset(this.#denseOptions());
+      savedSeq = 0;
+      await this.#replay(0);
+    }
     const loaded = savedSeq > 0;
-    if (!loaded && this.store.counts().chunks > 0) {
-      this.log.warn({ dir: this.settings.dir }, 'no usable saved dense index; rebuilding it from the store');
-    }
-    // Replay: chunks written after the save (all of them on a rebuild), then removals after the save.
-    let labels: number[] = [];
-    let vectors: Float32Array[] = [];
-    for (const chunk of this.store.chunks(savedSeq)) {
-      labels.push(chunk.label);
-      vectors.push(chunk.vector);
-      if (labels.length === REPLAY_BATCH) {
-        await this.#dense.add(labels, vectors, this.dimension);
-        [labels, vectors] = [[], []];
-      }
-    }
-    if (labels.length > 0) await this.#dense.add(labels, vectors, this.dimension);
-    await this.#dense.remove(this.store.tombstonesAfter(savedSeq));
     // In time slices: requests that arrive meanwhile are read and wait for readiness, and ping is answered.
     const slice = new TimeSlice();
     for (const { id, meta, origin } of this.store.documentMetas()) {
@@ -189,6 +186,33 @@ export class Corpus implements CorpusWriter, CorpusReader {
       },
       'corpus ready',
     );
+  }
+
+  /** Loads the newest verified saved dense index and replays the store's writes after it; returns its seq. */
+  async #loadDense(): Promise<number> {
+    const { seq, discarded } = await this.#dense.open(this.settings.dir, this.#denseOptions(), this.store.seq);
+    for (const reason of discarded) this.log.warn({ dir: this.settings.dir, reason }, 'saved dense index discarded');
+    if (seq === 0 && this.store.counts().chunks > 0) {
+      this.log.warn({ dir: this.settings.dir }, 'no usable saved dense index; rebuilding it from the store');
+    }
+    await this.#replay(seq);
+    return seq;
+  }
+
+  /** Replay: chunks written after `savedSeq` (all of them on a rebuild), then removals after it. */
+  async #replay(savedSeq: number): Promise<void> {
+    let labels: number[] = [];
+    let vectors: Float32Array[] = [];
+    for (const chunk of this.store.chunks(savedSeq)) {
+      labels.push(chunk.label);
+      vectors.push(chunk.vector);
+      if (labels.length === REPLAY_BATCH) {
+        await this.#dense.add(labels, vectors, this.dimension);
+        [labels, vectors] = [[], []];
+      }
+    }
+    if (labels.length > 0) await this.#dense.add(labels, vectors, this.dimension);
+    await this.#dense.remove(this.store.tombstonesAfter(savedSeq));
   }
 
   #denseOptions(): DenseIndexOptions {
@@ -332,7 +356,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     await this.#serialized(async () => {
       const seq = this.store.seq;
       if (seq === this.#savedSeq) return;
-      await this.#dense.save(this.settings.dir, seq);
+      await this.#dense.save(this.settings.dir, seq, { space: this.settings.space, dimension: this.dimension });
       this.store.pruneTombstones(seq);
       this.#savedSeq = seq;
     });
@@ -472,6 +496,16 @@ export class Corpus implements CorpusWriter, CorpusReader {
     await this.#writes;
     await this.#dense.close();
     this.store.close();
+  }
+}
+
+/** The store, or a CorpusError (a start-up error) when another process holds the data dir or the store is unfit. */
+function openStore(dir: string): CorpusStore {
+  try {
+    return new CorpusStore(dir);
+  } catch (error) {
+    if (error instanceof StoreError) throw new CorpusError(error.message);
+    throw error;
   }
 }
 

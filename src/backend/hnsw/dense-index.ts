@@ -1,7 +1,8 @@
-import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WorkerChannel } from '../worker-thread.js';
 import type { DenseIndexOptions, DenseReply, DenseRequest } from './protocol.js';
+import { syncPath, type SavedIndexSum } from './saved-file.js';
 
 export type { DenseIndexOptions } from './protocol.js';
 
@@ -14,7 +15,9 @@ export interface Neighbour {
 /**
  * The HNSW dense index, run in a worker thread so that building, adding and searching never block the event loop
  * that answers `ping`. Requests are answered in order. Saved files are named by the corpus sequence number they
- * hold (`dense-<seq>.hnsw`), written to a temporary name and renamed, so a crash mid-save leaves the previous file.
+ * hold (`dense-<seq>.hnsw`), each with its sum beside it (`dense-<seq>.sum`: size, SHA-256, settings); both are
+ * written under temporary names, flushed, renamed and the dir flushed before older files go, so a crash or a power
+ * loss mid-save leaves the previous pair. A file is loaded only if it matches its sum.
  */
 export class DenseIndex {
   readonly #worker = new WorkerChannel<DenseRequest, DenseReply>(import.meta.url, './worker');
@@ -24,24 +27,47 @@ export class DenseIndex {
   }
 
   /**
-   * Opens the newest saved file in `dir` that is not ahead of the store (`maxSeq`), returning its seq; or an empty
-   * index (seq 0). Files that fail to load or claim a future seq are removed: the store rebuilds what they held.
+   * Opens the newest saved file in `dir` that matches its sum and is not ahead of the store (`maxSeq`), returning
+   * its seq; or an empty index (seq 0). Other files are removed, each with the reason in `discarded`: the store
+   * rebuilds what they held.
    */
-  async open(dir: string, options: DenseIndexOptions, maxSeq: number): Promise<{ seq: number; count: number }> {
-    for (const { seq, file } of savedFiles(dir)) {
-      if (seq > maxSeq) {
-        rmSync(file, { force: true });
-        continue;
-      }
-      try {
-        const reply = await this.#call({ op: 'open', options, file });
-        return { seq, count: reply.count ?? 0 };
-      } catch {
-        rmSync(file, { force: true }); // corrupt: fall back to an older file, or to a rebuild
-      }
+  async open(
+    dir: string,
+    options: DenseIndexOptions,
+    maxSeq: number,
+  ): Promise<{ seq: number; count: number; discarded: string[] }> {
+    const discarded: string[] = [];
+    for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+      if (/^dense-\d+\.(hnsw|sum)\.tmp$/.test(name)) rmSync(join(dir, name), { force: true }); // a save cut short
     }
-    const reply = await this.#call({ op: 'open', options, file: undefined });
-    return { seq: 0, count: reply.count ?? 0 };
+    for (const { seq, file } of savedFiles(dir)) {
+      const reason = seq > maxSeq ? `ahead of the store (seq ${maxSeq})` : await this.#tryOpen(file, seq, options);
+      if (reason === undefined) return { seq, count: await this.count(), discarded };
+      discarded.push(`${file}: ${reason}`);
+      removePair(file);
+    }
+    await this.reset(options);
+    return { seq: 0, count: 0, discarded };
+  }
+
+  /** An empty index with these settings, in place of whatever was open. */
+  async reset(options: DenseIndexOptions): Promise<void> {
+    await this.#call({ op: 'open', options, file: undefined });
+  }
+
+  /** Opens `file` if it matches its sum and these settings; else why not. */
+  async #tryOpen(file: string, seq: number, options: DenseIndexOptions): Promise<string | undefined> {
+    const sum = readSum(file);
+    if (sum === undefined) return 'no readable sum beside it';
+    if (sum.seq !== seq || sum.space !== options.space || sum.dimension !== options.dimension)
+      return `its sum says seq ${sum.seq}, ${sum.space}, ${sum.dimension} dimensions`;
+    try {
+      await this.#call({ op: 'open', options, file, expected: { bytes: sum.bytes, sha256: sum.sha256 } });
+    } catch (error) {
+      return (error as Error).message;
+    }
+    const count = await this.count();
+    return count === sum.count ? undefined : `${count} vectors loaded, ${sum.count} saved`;
   }
 
   async add(labels: readonly number[], vectors: readonly Float32Array[], dimension: number): Promise<number> {
@@ -71,17 +97,42 @@ export class DenseIndex {
     return (await this.#call({ op: 'count' })).count ?? 0;
   }
 
-  /** Saves atomically as `dense-<seq>.hnsw` and removes older files. */
-  async save(dir: string, seq: number): Promise<void> {
+  /** Saves atomically and durably as `dense-<seq>.hnsw` with its sum, then removes older files. */
+  async save(dir: string, seq: number, options: Pick<DenseIndexOptions, 'space' | 'dimension'>): Promise<void> {
     const file = join(dir, `dense-${seq}.hnsw`);
-    const temporary = `${file}.tmp`;
-    await this.#call({ op: 'save', file: temporary });
-    renameSync(temporary, file);
-    for (const older of savedFiles(dir)) if (older.seq < seq) rmSync(older.file, { force: true });
+    const reply = await this.#call({ op: 'save', file: `${file}.tmp` }); // flushed by the worker
+    const sum: SavedIndexSum = {
+      seq,
+      bytes: reply.digest?.bytes ?? -1,
+      sha256: reply.digest?.sha256 ?? '',
+      count: reply.count ?? 0,
+      ...options,
+    };
+    writeFileSync(`${sumOf(file)}.tmp`, JSON.stringify(sum));
+    syncPath(`${sumOf(file)}.tmp`);
+    renameSync(`${file}.tmp`, file);
+    renameSync(`${sumOf(file)}.tmp`, sumOf(file));
+    syncPath(dir);
+    for (const older of savedFiles(dir)) if (older.seq < seq) removePair(older.file);
   }
 
   async close(): Promise<void> {
     await this.#worker.terminate();
+  }
+}
+
+const sumOf = (file: string) => file.replace(/\.hnsw$/, '.sum');
+
+function removePair(file: string): void {
+  rmSync(file, { force: true });
+  rmSync(sumOf(file), { force: true });
+}
+
+function readSum(file: string): SavedIndexSum | undefined {
+  try {
+    return JSON.parse(readFileSync(sumOf(file), 'utf8')) as SavedIndexSum;
+  } catch {
+    return undefined;
   }
 }
 

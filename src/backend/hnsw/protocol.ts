@@ -9,7 +9,7 @@ export interface DenseIndexOptions {
 }
 
 export type DenseRequest =
-  | { op: 'open'; options: DenseIndexOptions; file: string | undefined }
+  | { op: 'open'; options: DenseIndexOptions; file: string | undefined; expected?: { bytes: number; sha256: string } }
   | { op: 'add'; labels: Float64Array; vectors: Float32Array }
   | { op: 'remove'; labels: Float64Array }
   | { op: 'search'; vector: Float32Array; k: number; ef: number; allow: Float64Array | undefined }
@@ -17,5 +17,13 @@ export type DenseRequest =
   | { op: 'count' };
 
 export type DenseReply =
-  | { ok: true; loaded?: boolean; count?: number; labels?: Float64Array; distances?: Float32Array }
+  | {
+      ok: true;
+      loaded?: boolean;
+      count?: number;
+      labels?: Float64Array;
+      distances?: Float32Array;
+      /** `save`: the written file's size and digest. */
+      digest?: { bytes: number; sha256: string };
+    }
   | { ok: false; error: string };

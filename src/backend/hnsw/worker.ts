@@ -5,6 +5,7 @@
 import { parentPort } from 'node:worker_threads';
 import hnswlib from 'hnswlib-node';
 import type { DenseIndexOptions, DenseReply, DenseRequest } from './protocol.js';
+import { digestFile, syncPath } from './saved-file.js';
 
 let index: hnswlib.HierarchicalNSW | undefined;
 let options: DenseIndexOptions | undefined;
@@ -62,6 +63,12 @@ function handle(request: DenseRequest): DenseReply {
       index = new hnswlib.HierarchicalNSW(options.space, options.dimension);
       let loaded = false;
       if (request.file !== undefined) {
+        const found = digestFile(request.file);
+        const { expected } = request;
+        if (expected === undefined || found.bytes !== expected.bytes || found.sha256 !== expected.sha256)
+          throw new Error(
+            `${request.file}: ${found.bytes} bytes, not the ${expected?.bytes ?? '?'} saved (or damaged)`,
+          );
         // allowReplaceDeleted: fresh labels may reuse the slots of deleted ones.
         index.readIndexSync(request.file, true);
         loaded = true;
@@ -122,7 +129,8 @@ function handle(request: DenseRequest): DenseReply {
     }
     case 'save': {
       index?.writeIndexSync(request.file);
-      return { ok: true, count: live.size };
+      syncPath(request.file);
+      return { ok: true, count: live.size, digest: digestFile(request.file) };
     }
     case 'count':
       return { ok: true, count: live.size };

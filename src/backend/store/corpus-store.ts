@@ -1,7 +1,8 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { ChunkRecord } from '../ports.js';
+import { DirLock, LOCK_FILE, StoreError } from './dir-lock.js';
 
 /**
  * The corpus of record (DESIGN §1: the only importer of the database driver): documents, their chunks with the
@@ -90,31 +91,81 @@ function chunkOf(row: ChunkRow): StoredChunk {
   };
 }
 
+const STORE_FILE = 'corpus.sqlite';
+
+/** Whether `dir` has been served before: its lock file, or saved index files, are there. */
+function hasServed(dir: string): boolean {
+  return readdirSync(dir).some((name) => name === LOCK_FILE || /^dense-\d+\.hnsw$/.test(name));
+}
+
+/** Runs `open`, turning SQLite's refusal of a file (not a database, damaged, unreadable) into a StoreError. */
+function checked(file: string, open: () => Database.Database): Database.Database {
+  try {
+    return open();
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? '';
+    if (error instanceof StoreError || !code.startsWith('SQLITE_')) throw error;
+    throw new StoreError(`${file} cannot be opened (${code}: ${(error as Error).message}): restore it from a backup`);
+  }
+}
+
 const blob = (vector: Float32Array) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
 
 export class CorpusStore {
   readonly #db: Database.Database;
+  readonly #lock: DirLock;
 
+  /**
+   * Opens the store in `dir`, holding the dir for this process. A StoreError (nothing changed in the dir) when
+   * another process holds it, or the store is not what the dir needs: missing or empty where the dir has held a
+   * corpus, unreadable, damaged (`PRAGMA quick_check`) or another program's database.
+   */
   constructor(dir: string) {
     mkdirSync(dir, { recursive: true });
-    this.#db = new Database(join(dir, 'corpus.sqlite'));
-    this.#db.pragma('journal_mode = WAL');
-    this.#db.pragma('synchronous = FULL');
-    this.#db.pragma('foreign_keys = ON');
-    this.#db.exec(SCHEMA);
+    const served = hasServed(dir);
+    this.#lock = DirLock.acquire(dir);
+    try {
+      const file = join(dir, STORE_FILE);
+      if (served && (!existsSync(file) || statSync(file).size === 0))
+        throw new StoreError(`${file} is missing or empty, but ${dir} has held a corpus: restore it from a backup`);
+      this.#db = checked(file, () => this.#open(file));
+    } catch (error) {
+      this.#lock.release();
+      throw error;
+    }
+  }
+
+  #open(file: string): Database.Database {
+    const db = new Database(file);
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+    if (tables.length > 0 && !tables.includes('meta')) {
+      db.close();
+      throw new StoreError(
+        `${file} is not an rcp-server store (it has other tables: ${tables.slice(0, 3).join(', ')})`,
+      );
+    }
+    const problems = db.pragma('quick_check', { simple: false }) as { quick_check: string }[];
+    if (problems[0]?.quick_check !== 'ok') {
+      db.close();
+      throw new StoreError(
+        `${file} is damaged (${problems[0]?.quick_check ?? 'quick_check failed'}): restore it from a backup`,
+      );
+    }
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = ON');
+    db.exec(SCHEMA);
     // Data dirs written before chunks carried offsets: add the columns (end -1 = "start + length of text").
-    const columns = (this.#db.prepare('PRAGMA table_info(chunks)').all() as { name: string }[]).map((c) => c.name);
-    const documentColumns = (this.#db.prepare('PRAGMA table_info(documents)').all() as { name: string }[]).map(
-      (c) => c.name,
-    );
+    const columns = (db.prepare('PRAGMA table_info(chunks)').all() as { name: string }[]).map((c) => c.name);
+    const documentColumns = (db.prepare('PRAGMA table_info(documents)').all() as { name: string }[]).map((c) => c.name);
     if (!documentColumns.includes('origin')) {
-      this.#db.exec("ALTER TABLE documents ADD COLUMN origin TEXT NOT NULL DEFAULT 'client'");
+      db.exec("ALTER TABLE documents ADD COLUMN origin TEXT NOT NULL DEFAULT 'client'");
     }
-    if (!columns.includes('start_offset')) {
-      this.#db.exec('ALTER TABLE chunks ADD COLUMN start_offset INTEGER NOT NULL DEFAULT 0');
-    }
+    if (!columns.includes('start_offset'))
+      db.exec('ALTER TABLE chunks ADD COLUMN start_offset INTEGER NOT NULL DEFAULT 0');
     if (!columns.includes('end_offset'))
-      this.#db.exec('ALTER TABLE chunks ADD COLUMN end_offset INTEGER NOT NULL DEFAULT -1');
+      db.exec('ALTER TABLE chunks ADD COLUMN end_offset INTEGER NOT NULL DEFAULT -1');
+    return db;
   }
 
   /** The sequence number of the last committed write: the corpus indexVersion. */
@@ -288,5 +339,6 @@ export class CorpusStore {
 
   close(): void {
     this.#db.close();
+    this.#lock.release();
   }
 }

@@ -122,8 +122,10 @@ describe('corpus: store + dense + lexical in step', () => {
     await crashed.save();
     await crashed.add(docs(5, 'late'), { chunk: false, contextual: false });
     await crashed.delete(['doc-3']);
-    // The first process "dies" here: never closed, so never saved again. A second one opens the same directory.
+    // The first process "dies" here: never saved again, and its hold on the dir goes with it (as the kernel drops
+    // a dead process's lock). A second one opens the same directory.
     expect(readdirSync(join(ROOT, 'restart')).filter((name) => name.endsWith('.hnsw'))).toEqual(['dense-1.hnsw']);
+    crashed.store.close();
     lines.length = 0;
     const restarted = await open('restart');
     expect(lines.find((line) => line.msg === 'corpus ready')?.obj).toMatchObject({ denseIndex: 'loaded at seq 1' });

@@ -1,0 +1,43 @@
+import { createHash } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, readSync } from 'node:fs';
+
+/**
+ * What a saved index file must be, kept beside it (`dense-<seq>.sum`): its size and SHA-256, and the settings it
+ * was built with. A file that does not match is never handed to hnswlib, whose reader trusts its input (a damaged
+ * file can crash the process or silently drop points).
+ */
+export interface SavedIndexSum {
+  readonly seq: number;
+  readonly bytes: number;
+  readonly sha256: string;
+  readonly count: number;
+  readonly space: string;
+  readonly dimension: number;
+}
+
+/** Size and SHA-256 of a file, read in 1 MiB blocks (run in the index's worker thread, never on the event loop). */
+export function digestFile(file: string): { bytes: number; sha256: string } {
+  const hash = createHash('sha256');
+  const block = Buffer.allocUnsafe(1 << 20);
+  const fd = openSync(file, 'r');
+  let bytes = 0;
+  try {
+    for (let read = readSync(fd, block); read > 0; read = readSync(fd, block)) {
+      hash.update(block.subarray(0, read));
+      bytes += read;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return { bytes, sha256: hash.digest('hex') };
+}
+
+/** Flushes a file (or a directory's entries) to stable storage: a rename is durable only once its dir is synced. */
+export function syncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
