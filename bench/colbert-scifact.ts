@@ -1,5 +1,5 @@
 /**
- * Issue #3's open question: does late interaction (MaxSim over USE-lite's contextual token vectors) improve ranking?
+ * An open question: does late interaction (MaxSim over USE-lite's contextual token vectors) improve ranking?
  * Measured on BEIR SciFact with the training judgements: the dense (exact cosine) top 100 per query, reranked by
  * MaxSim, against the dense order itself (the baseline of the same run). Also a fusion of both orders (RRF).
  */

@@ -1,5 +1,5 @@
 /**
- * Federation (issue #7), every figure against a baseline measured in the same run:
+ * Federation, every figure against a baseline measured in the same run:
  *
  * 1. Quality: BEIR SciFact split into 3 shards by the gateway's own shard function, one engine per shard (stdio)
  *    behind `rcp-server gateway`; nDCG@10 over the training judgements for each federated fusion (rrf, weighted,

@@ -1,5 +1,5 @@
 /**
- * Soak under overload (issue #6): a real server process over HTTP on a SciFact corpus, driven by mixed traffic —
+ * Soak under overload: a real server process over HTTP on a SciFact corpus, driven by mixed traffic —
  * 60% retrieve (hybrid), 30% embed (4 texts), 10% index/add (one document) — from many keep-alive connections, each a
  * well-behaved client that honours `retryAfterMs` (§12.2) and otherwise sends its next request at once.
  *

@@ -64,13 +64,33 @@ export interface App {
  * The composition root (DESIGN §1): builds the method registry from configuration and hands out sessions
  * and the HTTP server. It listens on nothing itself: main.ts chooses a transport, tests build this.
  */
+/**
+ * createApp failed after the models began loading. `closed` settles once they are shut down: the process must wait
+ * for it before exiting (a model worker cut off mid-load aborts the process instead of exiting with its code).
+ */
+export class AppStartError extends Error {
+  override name = 'AppStartError';
+
+  constructor(
+    override readonly cause: Error,
+    readonly closed: Promise<void>,
+  ) {
+    super(cause.message);
+  }
+}
+
 export function createApp(config: Config, options: AppOptions = {}): App {
   const registry = new MethodRegistry();
   const content = new ContentReader(new PolicyUriFetcher(config.content.fetch));
   const logger = options.logger ?? pino({ level: 'silent' });
   const models = openModels(config.models, logger);
   const rerankers = registerModelMethods(registry, config, models, content);
-  const corpus = models.encoder === undefined ? undefined : openCorpus(config, models, logger);
+  let corpus: Corpus | undefined;
+  try {
+    corpus = models.encoder === undefined ? undefined : openCorpus(config, models, logger);
+  } catch (error) {
+    throw new AppStartError(error as Error, models.close());
+  }
   const metrics = new Metrics(config.server.version, models, corpus);
   if (corpus !== undefined) {
     const limits = { writable: config.index.writable, maxDocuments: config.index.maxDocumentsPerAdd };
@@ -343,6 +363,7 @@ function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): 
     metadata: { maxBytes: config.index.maxMetadataBytes, maxDepth: config.index.maxMetadataDepth },
     fields,
     bm25,
+    writable: config.index.writable,
   };
   return new Corpus(settings, encoder, logger);
 }

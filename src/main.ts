@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
-import { createApp, type App } from './app.js';
+import { AppStartError, createApp, type App } from './app.js';
 import type { EngineSpec } from './backend/federation/engine.js';
 import { readRegistry, RegistryError } from './backend/federation/registry.js';
 import { createGateway } from './gateway.js';
@@ -69,6 +69,10 @@ async function ingestCommand(command: IngestCommand): Promise<number> {
     return 2;
   }
   await app.corpus.ready;
+  if (app.corpus.fatal !== undefined) {
+    await app.close();
+    return reportDamage(app.corpus.fatal);
+  }
   try {
     const summary = await ingest(
       app.corpus,
@@ -163,7 +167,7 @@ async function openQuietApp(
   const log = loggerOrReport(config, 'warn');
   if (log === undefined) return undefined;
   await prepareDefaultModel(config.models, log);
-  const app = createOrReport(config, log);
+  const app = await createOrReport(config, log);
   return app === undefined ? undefined : { config, app };
 }
 
@@ -220,10 +224,11 @@ function loadOrReport(file: string | undefined, overrides: ConfigOverrides): Con
   }
 }
 
-function createOrReport(config: Config, log: Logger): App | undefined {
+async function createOrReport(config: Config, log: Logger): Promise<App | undefined> {
   try {
     return createApp(config, { logger: log });
-  } catch (error) {
+  } catch (thrown) {
+    const error = thrown instanceof AppStartError ? (await thrown.closed, thrown.cause) : thrown;
     if (!(error instanceof ManifestError || error instanceof CorpusError)) throw error;
     process.stderr.write(`rcp-server: ${error.message}\n`);
     return undefined;
@@ -235,7 +240,7 @@ async function serve(command: ServeCommand): Promise<number> {
   if (started === undefined) return 2;
   const { config, log } = started;
   await prepareDefaultModel(config.models, log);
-  const app = createOrReport(config, log);
+  const app = await createOrReport(config, log);
   if (app === undefined) return 2;
   return run(app, command.transport, log);
 }
@@ -264,7 +269,7 @@ async function mcpCommand(command: McpCommand): Promise<number> {
     app = await createGateway(config, specs, log);
   } else {
     await prepareDefaultModel(config.models, log);
-    app = createOrReport(config, log);
+    app = await createOrReport(config, log);
     if (app === undefined) return 2;
     await app.models.loaded;
     await app.corpus?.ready;
@@ -310,10 +315,15 @@ async function run(app: App, transport: ServeCommand['transport'], log: Logger):
       log,
     });
     onSignals(log, () => process.stdin.destroy());
+    let code = 0;
+    void damagedStore(app).then((reason) => {
+      code = reportDamage(reason);
+      process.stdin.destroy();
+    });
     await connection.closed;
     await app.close();
     log.info({}, 'stdio session ended');
-    return 0;
+    return code;
   }
 
   const http = await app.buildHttp();
@@ -328,11 +338,30 @@ async function run(app: App, transport: ServeCommand['transport'], log: Logger):
     return 2;
   }
   log.info({ address, base: config.http.base }, 'listening');
-  await new Promise<void>((resolve) => onSignals(log, resolve));
-  // Graceful: stop accepting, let in-flight requests finish, then exit 0.
+  const code = await Promise.race([
+    new Promise<number>((resolve) => onSignals(log, () => resolve(0))),
+    damagedStore(app).then(reportDamage),
+  ]);
+  // Graceful: stop accepting, let in-flight requests finish, then exit.
   await app.close();
   log.info({}, 'stopped');
-  return 0;
+  return code;
+}
+
+/** Resolves with the reason if the corpus finds its store damaged while loading; otherwise never. */
+function damagedStore(app: App): Promise<string> {
+  return new Promise((resolve) => {
+    void app.corpus?.ready.then(() => {
+      const reason = app.corpus?.fatal;
+      if (reason !== undefined) resolve(reason);
+    });
+  });
+}
+
+/** A damaged store is a start-up error: one line, exit 2 (nothing in the data dir is changed). */
+function reportDamage(reason: string): number {
+  process.stderr.write(`rcp-server: ${reason}\n`);
+  return 2;
 }
 
 function onSignals(log: Logger, stop: () => void): void {

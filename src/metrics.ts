@@ -8,7 +8,7 @@ const FEEDBACK_FIELDS = new Set(['used', 'cited', 'helpful', 'reward', 'poisonSu
 const STAGES = new Set(['recall', 'fuse', 'rerank', 'pack', 'embed', 'index']);
 
 /**
- * Prometheus metrics (§17, issue #6), through prom-client: process defaults, requests by method and code, latency by
+ * Prometheus metrics (§17), through prom-client: process defaults, requests by method and code, latency by
  * method and by pipeline stage, model batch sizes, batch times and queue depth, -32011 refusals by reason, corpus
  * sizes and build info. Method labels are RCP's own method names (anything else is `other`), so a client cannot
  * grow the label set.

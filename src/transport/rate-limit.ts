@@ -3,7 +3,7 @@ import type { BucketStore } from './bucket-store.js';
 import { MemoryBucketStore } from './bucket-store.js';
 
 /**
- * Per-caller token buckets, one per method class (§12.2, §15.5, issue #6): `reads` (retrieve and the rest),
+ * Per-caller token buckets, one per method class (§12.2, §15.5): `reads` (retrieve and the rest),
  * `writes` (index/add, index/delete), `models` (embed, rerank). A bucket holds up to one second of its rate and
  * refills continuously; an empty one answers -32011 with `retryAfterMs` = the time until the next token. The lifecycle
  * methods and notifications are never limited: health probes keep answering and a `notifications/cancel` is never

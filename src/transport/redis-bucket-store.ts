@@ -5,7 +5,7 @@ import { MemoryBucketStore } from './bucket-store.js';
 import type { Logger } from './logger.js';
 
 /**
- * Token buckets in Redis, so N replicas behind a load balancer spend one budget (issue #6). The whole
+ * Token buckets in Redis, so N replicas behind a load balancer spend one budget. The whole
  * refill-and-take is one Lua script, atomic on the Redis server and timed by the Redis server's clock (`TIME`), so
  * replicas with skewed clocks still agree. Keys expire once a bucket would be full again.
  *

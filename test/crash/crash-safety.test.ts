@@ -8,7 +8,7 @@ import { UseLiteEncoder } from '../../src/backend/onnx/use-lite-encoder.js';
 import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
 
 /**
- * Issue #4: no acknowledged write is ever lost. A real server process (the built binary, over stdio) takes a stream
+ * No acknowledged write is ever lost. A real server process (the built binary, over stdio) takes a stream
  * of index/add and index/delete calls and is killed with SIGKILL at a random moment; the corpus is then reopened
  * from the same directory and checked: every acknowledged write is there with its exact text, every acknowledged
  * delete is gone, unacknowledged batches are all there or not at all, store/dense/lexical counts agree, and nothing

@@ -8,7 +8,7 @@ function limiterAt(rates: { reads: number; writes: number; models: number }, max
   return { clock, limiter: new RateLimiter(rates, new MemoryBucketStore(maxKeys, () => clock.now)) };
 }
 
-describe('per-caller token buckets (issue #6)', () => {
+describe('per-caller token buckets (§12.2)', () => {
   it('allows a second of burst, then -32011 with retryAfterMs until the bucket refills', async () => {
     const { clock, limiter } = limiterAt({ reads: 2, writes: 0, models: 0 });
     expect(await limiter.take('a', 'retrieve')).toBeUndefined();

@@ -4,7 +4,7 @@ import { connect, INITIALIZE, request, TRANSPORTS, type Connection, type Frame }
 const error = (frame: Frame | Frame[]) => (frame as { error?: { code: number; data?: Record<string, unknown> } }).error;
 
 /**
- * DESIGN §4 / issue #2: the dispatch ladder, one table. Each row is a request after a successful initialize
+ * DESIGN §4: the dispatch ladder, one table. Each row is a request after a successful initialize
  * and the error it must get; rows are ordered so that each proves one rung beats the next.
  */
 const LADDER: { name: string; method: string; params: object; code: number; data?: object }[] = [

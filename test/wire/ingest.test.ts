@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startHttpProcess } from '../helpers/processes.js';
 import { ROOT } from '../helpers/wire.js';
 
 /** `rcp-server ingest` as a real process, then `rcp-server serve` finding what it wrote. */
@@ -109,6 +110,30 @@ describe('rcp-server ingest', () => {
     const refused = await evaluate('--candidate-k', '5');
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/candidateK/);
+  });
+
+  it('one owner per data dir: ingest into a running server\'s dir, or a second server, is refused naming it', async () => {
+    const dir = join(WORK, 'owned');
+    const server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {
+      RCP_HTTP_SESSIONS: 'stateless',
+    });
+    try {
+      const refused = await run(['ingest', '--data', dir, join(WORK, 'corpus.jsonl')]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(new RegExp(`in use by pid ${server.child.pid} `));
+      const second = await run(['serve', '--http', '127.0.0.1:0', '--data', dir]);
+      expect(second.code).toBe(2);
+      expect(second.stderr.trim().split('\n')).toHaveLength(1);
+      const ping = await fetch(`${server.origin}/rcp/ping`, {
+        method: 'POST',
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      });
+      expect(await ping.json()).toMatchObject({ result: {} });
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+    // Stopped, the dir is free again.
+    expect((await run(['ingest', '--data', dir, join(WORK, 'notes')])).code).toBe(0);
   });
 
   it('names a path it cannot read, with exit 2', async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { INITIALIZE, request, ROOT, testConfig } from '../helpers/wire.js';
 
-/** §17 / issue #6: Prometheus metrics on the HTTP port, from real traffic. */
+/** §17: Prometheus metrics on the HTTP port, from real traffic. */
 let app: App;
 let origin: string;
 beforeAll(async () => {

@@ -12,7 +12,7 @@ import { writeFixture } from '../fixtures/bert-models.js';
 import { connect, INITIALIZE, request, ROOT, testConfig, TRANSPORTS, type Frame } from '../helpers/wire.js';
 
 /**
- * Issue #3 faults, each by breaking a model file on purpose: the server stays up, keeps advertising the capability
+ * Model faults, each by breaking a model file on purpose: the server stays up, keeps advertising the capability
  * (§13.2), answers -32010 with retryable and retryAfterMs (§12.2), reports not ready, and logs why.
  */
 const MODELS = mkdtempSync(join(tmpdir(), 'rcp-faults-'));

@@ -6,7 +6,7 @@ import { freePort } from '../helpers/processes.js';
 import { connect, INITIALIZE, request, testConfig, type Connection, type Frame } from '../helpers/wire.js';
 
 /**
- * Shared rate limits (issue #6): replicas with `redis.url` spend one budget per caller, in a real Redis server
+ * Shared rate limits: replicas with `redis.url` spend one budget per caller, in a real Redis server
  * (Debian's redis-server, which .ci/run installs), started here on a free port. When Redis goes away, each replica
  * limits with its own buckets at once: nothing hangs and nothing goes unlimited.
  */

@@ -38,6 +38,8 @@ export interface CorpusSettings {
   readonly metadata: MetadataLimits;
   readonly fields: Readonly<Record<string, FieldType>>;
   readonly bm25: Bm25Options;
+  /** `index.writable`; false: nothing in the dir is ever written (it may be on a read-only filesystem). */
+  readonly writable?: boolean | undefined;
 }
 
 export interface InputDocument {
@@ -93,7 +95,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
   readonly #dense = new DenseIndex();
   readonly #lexical: Bm25Index;
   readonly #ready: Promise<void>;
-  #state: { status: 'loading' } | { status: 'ready' } | { status: 'failed'; reason: string } = { status: 'loading' };
+  #state: { status: 'loading' } | { status: 'ready' } | { status: 'failed'; reason: string; fatal: boolean } = {
+    status: 'loading',
+  };
   #writes: Promise<unknown> = Promise.resolve();
   #savedSeq = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -107,7 +111,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     private readonly encoder: Encoder,
     private readonly log: BackendLogger,
   ) {
-    this.store = openStore(settings.dir);
+    this.store = openStore(settings.dir, !this.#writable);
     const built = this.store.getMeta('encoder');
     if (built !== undefined && built !== encoder.info.identity && this.store.counts().chunks > 0) {
       this.store.close();
@@ -116,24 +120,36 @@ export class Corpus implements CorpusWriter, CorpusReader {
           're-ingest into a new data dir (or configure the original encoder)',
       );
     }
-    this.store.setMeta('encoder', encoder.info.identity);
+    if (built !== encoder.info.identity && this.#writable) this.store.setMeta('encoder', encoder.info.identity);
     this.#lexical = new Bm25Index(settings.bm25);
     this.#ready = this.#open().then(
       () => {
         this.#state = { status: 'ready' };
+        if (!this.#writable) return;
         this.#timer = setInterval(() => void this.save(), settings.saveIntervalMs);
         this.#timer.unref();
       },
       (error: unknown) => {
         const reason = (error as Error).message;
-        this.#state = { status: 'failed', reason };
+        // A damaged store is no passing fault: the process should stop rather than serve (see `fatal`).
+        const fatal = error instanceof StoreError;
+        this.#state = { status: 'failed', reason, fatal };
         log.error({ dir: settings.dir, reason }, 'corpus failed to open; index calls answer -32010');
       },
     );
   }
 
+  get #writable(): boolean {
+    return this.settings.writable !== false;
+  }
+
   get ready(): Promise<void> {
     return this.#ready;
+  }
+
+  /** Once `ready` settles: why the store cannot be served at all (found damaged while loading), if it cannot. */
+  get fatal(): string | undefined {
+    return this.#state.status === 'failed' && this.#state.fatal ? this.#state.reason : undefined;
   }
 
   get dimension(): number {
@@ -190,7 +206,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   /** Loads the newest verified saved dense index and replays the store's writes after it; returns its seq. */
   async #loadDense(): Promise<number> {
-    const { seq, discarded } = await this.#dense.open(this.settings.dir, this.#denseOptions(), this.store.seq);
+    const { seq, discarded } = await this.#dense.open(this.settings.dir, this.#denseOptions(), this.store.seq, {
+      keep: !this.#writable,
+    });
     for (const reason of discarded) this.log.warn({ dir: this.settings.dir, reason }, 'saved dense index discarded');
     if (seq === 0 && this.store.counts().chunks > 0) {
       this.log.warn({ dir: this.settings.dir }, 'no usable saved dense index; rebuilding it from the store');
@@ -352,7 +370,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   /** Saves the dense index if it changed since the last save; tombstones it covers are pruned. */
   async save(): Promise<void> {
-    if (this.#state.status !== 'ready') return;
+    if (this.#state.status !== 'ready' || !this.#writable) return;
     await this.#serialized(async () => {
       const seq = this.store.seq;
       if (seq === this.#savedSeq) return;
@@ -500,9 +518,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
 }
 
 /** The store, or a CorpusError (a start-up error) when another process holds the data dir or the store is unfit. */
-function openStore(dir: string): CorpusStore {
+function openStore(dir: string, readOnly: boolean): CorpusStore {
   try {
-    return new CorpusStore(dir);
+    return new CorpusStore(dir, { readOnly });
   } catch (error) {
     if (error instanceof StoreError) throw new CorpusError(error.message);
     throw error;

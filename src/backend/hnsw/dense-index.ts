@@ -28,23 +28,24 @@ export class DenseIndex {
 
   /**
    * Opens the newest saved file in `dir` that matches its sum and is not ahead of the store (`maxSeq`), returning
-   * its seq; or an empty index (seq 0). Other files are removed, each with the reason in `discarded`: the store
-   * rebuilds what they held.
+   * its seq; or an empty index (seq 0). Other files are removed (unless `keep`: a read-only dir), each with the
+   * reason in `discarded`: the store rebuilds what they held.
    */
   async open(
     dir: string,
     options: DenseIndexOptions,
     maxSeq: number,
+    { keep = false }: { keep?: boolean } = {},
   ): Promise<{ seq: number; count: number; discarded: string[] }> {
     const discarded: string[] = [];
-    for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+    for (const name of existsSync(dir) && !keep ? readdirSync(dir) : []) {
       if (/^dense-\d+\.(hnsw|sum)\.tmp$/.test(name)) rmSync(join(dir, name), { force: true }); // a save cut short
     }
     for (const { seq, file } of savedFiles(dir)) {
       const reason = seq > maxSeq ? `ahead of the store (seq ${maxSeq})` : await this.#tryOpen(file, seq, options);
       if (reason === undefined) return { seq, count: await this.count(), discarded };
       discarded.push(`${file}: ${reason}`);
-      removePair(file);
+      if (!keep) removePair(file);
     }
     await this.reset(options);
     return { seq: 0, count: 0, discarded };

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { ChunkRecord } from '../ports.js';
 import { DirLock, LOCK_FILE, StoreError } from './dir-lock.js';
+import { addSumColumns, chunkSum, documentSum, intact, type DocumentColumns } from './row-sums.js';
 
 /**
  * The corpus of record (DESIGN §1: the only importer of the database driver): documents, their chunks with the
@@ -54,11 +55,11 @@ const SCHEMA = `
   CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
   CREATE TABLE IF NOT EXISTS documents (
     id TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT NOT NULL, hash TEXT NOT NULL, seq INTEGER NOT NULL,
-    origin TEXT NOT NULL DEFAULT 'client');
+    origin TEXT NOT NULL DEFAULT 'client', sum BLOB);
   CREATE TABLE IF NOT EXISTS chunks (
     label INTEGER PRIMARY KEY AUTOINCREMENT, doc_id TEXT NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL,
     context TEXT NOT NULL, vector BLOB NOT NULL, seq INTEGER NOT NULL,
-    start_offset INTEGER NOT NULL DEFAULT 0, end_offset INTEGER NOT NULL DEFAULT -1);
+    start_offset INTEGER NOT NULL DEFAULT 0, end_offset INTEGER NOT NULL DEFAULT -1, sum BLOB);
   CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
   CREATE INDEX IF NOT EXISTS chunks_seq ON chunks (seq);
   CREATE TABLE IF NOT EXISTS tombstones (label INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
@@ -93,6 +94,66 @@ function chunkOf(row: ChunkRow): StoredChunk {
 
 const STORE_FILE = 'corpus.sqlite';
 
+/** Opens the store file; a writer also brings its schema up to date. Every check is a read. */
+function openDatabase(file: string, readOnly: boolean): Database.Database {
+  const db = new Database(file, { readonly: readOnly, fileMustExist: readOnly });
+  try {
+    checkStore(db, file);
+    if (!readOnly) migrate(db);
+    requireConsistentSeq(db);
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+/** Refuses another program's database, and one SQLite finds damaged. */
+function checkStore(db: Database.Database, file: string): void {
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+  if (tables.length > 0 && !tables.includes('meta')) {
+    throw new StoreError(`${file} is not an rcp-server store (it has other tables: ${tables.slice(0, 3).join(', ')})`);
+  }
+  const problems = db.pragma('quick_check', { simple: false }) as { quick_check: string }[];
+  if (problems[0]?.quick_check !== 'ok') {
+    throw new StoreError(
+      `${file} is damaged (${problems[0]?.quick_check ?? 'quick_check failed'}): restore it from a backup`,
+    );
+  }
+}
+
+/** WAL and full sync, the schema, and columns added since a store was first written. */
+function migrate(db: Database.Database): void {
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('foreign_keys = ON');
+  db.exec(SCHEMA);
+  // Data dirs written before chunks carried offsets: add the columns (end -1 = "start + length of text").
+  const columns = (db.prepare('PRAGMA table_info(chunks)').all() as { name: string }[]).map((c) => c.name);
+  const documentColumns = (db.prepare('PRAGMA table_info(documents)').all() as { name: string }[]).map((c) => c.name);
+  if (!documentColumns.includes('origin')) {
+    db.exec("ALTER TABLE documents ADD COLUMN origin TEXT NOT NULL DEFAULT 'client'");
+  }
+  if (!columns.includes('start_offset'))
+    db.exec('ALTER TABLE chunks ADD COLUMN start_offset INTEGER NOT NULL DEFAULT 0');
+  if (!columns.includes('end_offset')) db.exec('ALTER TABLE chunks ADD COLUMN end_offset INTEGER NOT NULL DEFAULT -1');
+  addSumColumns(db);
+}
+
+/** The write sequence must be a number no row is ahead of (it numbers the next write and every indexVersion). */
+function requireConsistentSeq(db: Database.Database): void {
+  const seq = (db.prepare("SELECT value FROM meta WHERE key = 'seq'").pluck().get() as string | undefined) ?? '0';
+  const highest = db
+    .prepare('SELECT max((SELECT max(seq) FROM documents), (SELECT max(seq) FROM tombstones), 0)')
+    .pluck()
+    .get() as number;
+  if (!/^\d+$/.test(seq) || Number(seq) < highest)
+    throw new StoreError(`${STORE_FILE}: its write sequence (${seq}) is damaged: restore it from a backup`);
+}
+
+const damaged = (row: string) =>
+  new StoreError(`${STORE_FILE}: ${row} is damaged (its contents do not match their sum): restore it from a backup`);
+
 /** Whether `dir` has been served before: its lock file, or saved index files, are there. */
 function hasServed(dir: string): boolean {
   return readdirSync(dir).some((name) => name === LOCK_FILE || /^dense-\d+\.hnsw$/.test(name));
@@ -118,54 +179,22 @@ export class CorpusStore {
   /**
    * Opens the store in `dir`, holding the dir for this process. A StoreError (nothing changed in the dir) when
    * another process holds it, or the store is not what the dir needs: missing or empty where the dir has held a
-   * corpus, unreadable, damaged (`PRAGMA quick_check`) or another program's database.
+   * corpus, unreadable, damaged (`PRAGMA quick_check`) or another program's database. `readOnly` (a server with
+   * `index.writable: false`) writes nothing at all, so a read-only filesystem can be served.
    */
-  constructor(dir: string) {
-    mkdirSync(dir, { recursive: true });
-    const served = hasServed(dir);
-    this.#lock = DirLock.acquire(dir);
+  constructor(dir: string, { readOnly = false }: { readOnly?: boolean } = {}) {
+    if (!readOnly) mkdirSync(dir, { recursive: true });
+    const served = existsSync(dir) && hasServed(dir);
+    this.#lock = DirLock.acquire(dir, { shared: readOnly });
     try {
       const file = join(dir, STORE_FILE);
       if (served && (!existsSync(file) || statSync(file).size === 0))
         throw new StoreError(`${file} is missing or empty, but ${dir} has held a corpus: restore it from a backup`);
-      this.#db = checked(file, () => this.#open(file));
+      this.#db = checked(file, () => openDatabase(file, readOnly));
     } catch (error) {
       this.#lock.release();
       throw error;
     }
-  }
-
-  #open(file: string): Database.Database {
-    const db = new Database(file);
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
-    if (tables.length > 0 && !tables.includes('meta')) {
-      db.close();
-      throw new StoreError(
-        `${file} is not an rcp-server store (it has other tables: ${tables.slice(0, 3).join(', ')})`,
-      );
-    }
-    const problems = db.pragma('quick_check', { simple: false }) as { quick_check: string }[];
-    if (problems[0]?.quick_check !== 'ok') {
-      db.close();
-      throw new StoreError(
-        `${file} is damaged (${problems[0]?.quick_check ?? 'quick_check failed'}): restore it from a backup`,
-      );
-    }
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
-    db.pragma('foreign_keys = ON');
-    db.exec(SCHEMA);
-    // Data dirs written before chunks carried offsets: add the columns (end -1 = "start + length of text").
-    const columns = (db.prepare('PRAGMA table_info(chunks)').all() as { name: string }[]).map((c) => c.name);
-    const documentColumns = (db.prepare('PRAGMA table_info(documents)').all() as { name: string }[]).map((c) => c.name);
-    if (!documentColumns.includes('origin')) {
-      db.exec("ALTER TABLE documents ADD COLUMN origin TEXT NOT NULL DEFAULT 'client'");
-    }
-    if (!columns.includes('start_offset'))
-      db.exec('ALTER TABLE chunks ADD COLUMN start_offset INTEGER NOT NULL DEFAULT 0');
-    if (!columns.includes('end_offset'))
-      db.exec('ALTER TABLE chunks ADD COLUMN end_offset INTEGER NOT NULL DEFAULT -1');
-    return db;
   }
 
   /** The sequence number of the last committed write: the corpus indexVersion. */
@@ -207,12 +236,13 @@ export class CorpusStore {
       const deleteChunks = this.#db.prepare('DELETE FROM chunks WHERE doc_id = ?');
       const tombstone = this.#db.prepare('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
       const putDocument = this.#db.prepare(
-        `INSERT INTO documents (id, text, meta, hash, seq, origin) VALUES (?, ?, ?, ?, ?, ?)
+        `INSERT INTO documents (id, text, meta, hash, seq, origin, sum) VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET text = excluded.text, meta = excluded.meta, hash = excluded.hash,
-           seq = excluded.seq, origin = excluded.origin`,
+           seq = excluded.seq, origin = excluded.origin, sum = excluded.sum`,
       );
       const putChunk = this.#db.prepare(
-        'INSERT INTO chunks (doc_id, ordinal, text, context, start_offset, end_offset, vector, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING label',
+        `INSERT INTO chunks (doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, sum)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING label`,
       );
       for (const document of documents) {
         for (const label of oldLabels.all(document.id) as number[]) {
@@ -220,17 +250,29 @@ export class CorpusStore {
           removed.push(label);
         }
         deleteChunks.run(document.id);
-        putDocument.run(document.id, document.text, JSON.stringify(document.meta), document.hash, seq, document.origin);
+        const columns = { ...document, meta: JSON.stringify(document.meta) };
+        putDocument.run(
+          document.id,
+          document.text,
+          columns.meta,
+          document.hash,
+          seq,
+          document.origin,
+          documentSum(columns),
+        );
         document.chunks.forEach((chunk, ordinal) => {
-          const row = putChunk.get(
-            document.id,
+          const stored = {
+            doc_id: document.id,
             ordinal,
-            chunk.text,
-            chunk.context,
-            chunk.start,
-            chunk.end,
-            blob(chunk.vector),
-            seq,
+            text: chunk.text,
+            context: chunk.context,
+            start_offset: chunk.start,
+            end_offset: chunk.end,
+            vector: blob(chunk.vector),
+          };
+          const row = putChunk.get(
+            ...[stored.doc_id, stored.ordinal, stored.text, stored.context, stored.start_offset, stored.end_offset],
+            ...[stored.vector, seq, chunkSum(stored)],
           );
           const { label } = row as { label: number };
           added.push({ label, docId: document.id, ordinal, ...chunk });
@@ -300,18 +342,26 @@ export class CorpusStore {
     for (const row of rows) yield chunkOf(row);
   }
 
-  /** Every chunk's place and lexical text (no vectors), streamed: what the lexical index is rebuilt from. */
+  /**
+   * Every chunk's place and lexical text, streamed: what the lexical index is rebuilt from. Each row is checked
+   * against its sum on the way (a StoreError names the first damaged one).
+   */
   *chunkTexts(): Generator<{ label: number; docId: string; ordinal: number; text: string; context: string }> {
-    const rows = this.#db
-      .prepare('SELECT label, doc_id AS docId, ordinal, text, context FROM chunks ORDER BY label')
-      .iterate();
-    yield* rows as IterableIterator<{ label: number; docId: string; ordinal: number; text: string; context: string }>;
+    const rows = this.#db.prepare('SELECT * FROM chunks ORDER BY label').iterate() as IterableIterator<
+      ChunkRow & { sum?: Uint8Array | null }
+    >;
+    for (const row of rows) {
+      if (!intact(row.sum, chunkSum(row))) throw damaged(`chunk ${row.label}`);
+      yield { label: row.label, docId: row.doc_id, ordinal: row.ordinal, text: row.text, context: row.context };
+    }
   }
 
-  /** Every document's metadata, streamed (the corpus keeps it in memory for filters). */
+  /** Every document's metadata, streamed (the corpus keeps it in memory for filters), each row checked likewise. */
   *documentMetas(): Generator<{ id: string; meta: Record<string, unknown>; origin: DocumentOrigin }> {
-    const rows = this.#db.prepare('SELECT id, meta, origin FROM documents').iterate();
-    for (const row of rows as IterableIterator<{ id: string; meta: string; origin: DocumentOrigin }>) {
+    const rows = this.#db.prepare('SELECT * FROM documents').iterate();
+    type Row = DocumentColumns & { origin: DocumentOrigin; sum?: Uint8Array | null };
+    for (const row of rows as IterableIterator<Row>) {
+      if (!intact(row.sum, documentSum(row))) throw damaged(`document ${JSON.stringify(row.id)}`);
       yield { id: row.id, meta: JSON.parse(row.meta) as Record<string, unknown>, origin: row.origin };
     }
   }
@@ -337,7 +387,12 @@ export class CorpusStore {
     return this.#db.prepare('SELECT id FROM documents ORDER BY id').pluck().all() as string[];
   }
 
+  /**
+   * Closes the store. A writer leaves it in rollback-journal mode, so that a read-only server (possibly on a
+   * read-only filesystem) can read it without the WAL's shared-memory file; the next writer turns WAL back on.
+   */
   close(): void {
+    if (!this.#db.readonly) this.#db.pragma('journal_mode = DELETE');
     this.#db.close();
     this.#lock.release();
   }

@@ -1,4 +1,4 @@
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -22,21 +22,37 @@ export class DirLockedError extends StoreError {
  * One owner per data dir (DESIGN §1, the store adapter): a server, `ingest` or `eval` holds the dir for its whole
  * life, so no second process can write the store or save its indexes over another's. A second process gets a
  * DirLockedError naming the holder. The lock is released on close, and by the kernel on any exit.
+ *
+ * A read-only server (`index.writable: false`, possibly on a read-only filesystem) holds it shared: read-only
+ * servers may share a dir, and no writer can take it from under them (nor they from a writer). A dir never served
+ * has no lock file; a read-only server there holds nothing (it cannot create one, and writes nothing itself).
  */
 export class DirLock {
   private constructor(
-    private readonly db: Database.Database,
+    private readonly db: Database.Database | undefined,
     private readonly dir: string,
+    private readonly shared: boolean,
   ) {}
 
-  static acquire(dir: string): DirLock {
-    const db = new Database(join(dir, LOCK_FILE), { timeout: 0 });
+  static acquire(dir: string, { shared = false }: { shared?: boolean } = {}): DirLock {
+    const file = join(dir, LOCK_FILE);
+    if (shared && !existsSync(file)) return new DirLock(undefined, dir, shared);
+    let db: Database.Database;
     try {
-      // EXCLUSIVE locking mode keeps the exclusive lock that the first write takes, until the connection closes.
+      db = new Database(file, { timeout: 0, readonly: shared });
+    } catch (error) {
+      throw unusable(file, error);
+    }
+    try {
+      // EXCLUSIVE locking mode keeps the lock that the first read (shared) or write (exclusive) takes, until the
+      // connection closes.
       db.pragma('locking_mode = EXCLUSIVE');
-      db.exec('CREATE TABLE IF NOT EXISTS owner (pid INTEGER NOT NULL)');
-      db.prepare('INSERT INTO owner (pid) VALUES (?)').run(process.pid);
-      db.exec('DELETE FROM owner');
+      if (shared) db.prepare('SELECT count(*) FROM sqlite_master').get();
+      else {
+        db.exec('CREATE TABLE IF NOT EXISTS owner (pid INTEGER NOT NULL)');
+        db.prepare('INSERT INTO owner (pid) VALUES (?)').run(process.pid);
+        db.exec('DELETE FROM owner');
+      }
     } catch (error) {
       db.close();
       if ((error as { code?: string }).code === 'SQLITE_BUSY') {
@@ -44,16 +60,24 @@ export class DirLock {
           `data dir ${dir} is in use by ${holder(dir)}; stop it first, or send documents through it (index/add)`,
         );
       }
-      throw error;
+      throw unusable(file, error);
     }
-    writeOwner(dir);
-    return new DirLock(db, dir);
+    if (!shared) writeOwner(dir);
+    return new DirLock(db, dir, shared);
   }
 
   release(): void {
-    rmSync(join(this.dir, OWNER_FILE), { force: true });
-    this.db.close();
+    if (!this.shared) rmSync(join(this.dir, OWNER_FILE), { force: true });
+    this.db?.close();
   }
+}
+
+/** The lock file cannot serve as a lock (damaged, unreadable): it holds no data, but only the operator knows that no
+ * other process is using the dir, so say how to proceed rather than replace it. */
+function unusable(file: string, error: unknown): Error {
+  const code = (error as { code?: string }).code ?? '';
+  if (!code.startsWith('SQLITE_')) return error as Error;
+  return new StoreError(`${file} cannot be used as a lock (${code}); if no rcp-server uses this dir, remove it`);
 }
 
 function writeOwner(dir: string): void {

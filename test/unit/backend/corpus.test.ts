@@ -1,4 +1,15 @@
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -51,6 +62,13 @@ async function open(dir: string, overrides: Partial<CorpusSettings> = {}): Promi
   const corpus = new Corpus(settings(dir, overrides), encoder, log);
   await corpus.ready;
   return corpus;
+}
+
+/** Overwrites `length` bytes at `offset` in place with a pattern no valid file holds there. */
+function garble(file: string, offset: number, length: number): void {
+  const fd = openSync(file, 'r+');
+  writeSync(fd, Buffer.alloc(length, 0xa5), 0, length, offset);
+  closeSync(fd);
 }
 
 const docs = (n: number, prefix = 'doc') =>
@@ -169,6 +187,84 @@ describe('corpus: store + dense + lexical in step', () => {
     corpus = await open('corrupt');
     expect(await corpus.stats()).toMatchObject({ documents: 8, dense: 8, lexical: 8 });
     expect(lines.some((line) => line.msg.includes('rebuilding it from the store'))).toBe(true);
+    await corpus.close();
+  });
+
+  it('an index file damaged mid-file (bytes overwritten in place) is never loaded: discarded, logged, rebuilt', async () => {
+    let corpus = await open('damaged-mid');
+    await corpus.add(docs(40), { chunk: false, contextual: false });
+    await corpus.close();
+    const dir = join(ROOT, 'damaged-mid');
+    const file = join(dir, readdirSync(dir).find((name) => name.endsWith('.hnsw'))!);
+    const bytes = readFileSync(file);
+    bytes.fill(0xff, bytes.length >> 1, (bytes.length >> 1) + 64);
+    writeFileSync(file, bytes);
+    lines.length = 0;
+    corpus = await open('damaged-mid');
+    expect(await corpus.stats()).toMatchObject({ documents: 40, dense: 40, lexical: 40 });
+    expect(lines.find((line) => line.msg === 'saved dense index discarded')?.obj).toMatchObject({
+      reason: expect.stringContaining('damaged') as unknown,
+    });
+    // Every stored vector finds its own document first: no point was lost or scrambled.
+    for (const chunk of corpus.store.chunks()) {
+      const [best] = await corpus.searchDense(chunk.vector, 1);
+      expect(best?.label).toBe(chunk.label);
+    }
+    await corpus.close();
+  });
+
+  it('a dense index whose sum is missing, or which holds fewer vectors than the store, is rebuilt', async () => {
+    let corpus = await open('unsummed');
+    await corpus.add(docs(6), { chunk: false, contextual: false });
+    await corpus.close();
+    const dir = join(ROOT, 'unsummed');
+    for (const name of readdirSync(dir)) if (name.endsWith('.sum')) rmSync(join(dir, name));
+    corpus = await open('unsummed');
+    expect(await corpus.stats()).toMatchObject({ documents: 6, dense: 6 });
+    await corpus.close();
+  });
+
+  it('one owner per data dir: a second opener is refused, naming the holder; after close it may open', async () => {
+    const first = await open('owned');
+    expect(() => new Corpus(settings('owned'), encoder, log)).toThrow(new RegExp(`in use by pid ${process.pid}`));
+    await first.close();
+    const second = await open('owned');
+    await second.close();
+  });
+
+  it.each([
+    ['empty', (file: string) => truncateSync(file, 0), /missing or empty/],
+    ['missing', (file: string) => rmSync(file), /missing or empty/],
+    ['cut in half', (file: string) => truncateSync(file, statSync(file).size >> 1), /damaged|cannot be opened/],
+    ['with a garbled header', (file: string) => garble(file, 0, 100), /cannot be opened|damaged/],
+  ])('a store %s where the dir held a corpus is refused with one line, and nothing is deleted', async (name, harm, message) => {
+    const dir = `store-${name.replace(/ /g, '-')}`;
+    const corpus = await open(dir);
+    await corpus.add(docs(30), { chunk: false, contextual: false });
+    await corpus.close();
+    const before = readdirSync(join(ROOT, dir)).sort();
+    harm(join(ROOT, dir, 'corpus.sqlite'));
+    expect(() => new Corpus(settings(dir), encoder, log)).toThrow(message);
+    const after = readdirSync(join(ROOT, dir)).sort();
+    expect(after.filter((file) => file.endsWith('.hnsw'))).toEqual(before.filter((file) => file.endsWith('.hnsw')));
+  });
+
+  it('a store row damaged inside its payload (text bytes changed in place) is found while loading: fatal', async () => {
+    let corpus = await open('row-damage');
+    await corpus.add([{ id: 'only', text: 'a distinctive sentence about zebrafish hearts' }], {
+      chunk: false,
+      contextual: false,
+    });
+    await corpus.close();
+    const file = join(ROOT, 'row-damage', 'corpus.sqlite');
+    const bytes = readFileSync(file);
+    const at = bytes.indexOf('zebrafish');
+    bytes.write('zebraFISH', at); // the document row, then its chunk's copy of the text
+    bytes.write('zebraFISH', bytes.indexOf('zebrafish', at + 1));
+    writeFileSync(file, bytes);
+    corpus = new Corpus(settings('row-damage'), encoder, log);
+    await corpus.ready;
+    expect(corpus.fatal).toMatch(/is damaged \(its contents do not match their sum\)/);
     await corpus.close();
   });
 
