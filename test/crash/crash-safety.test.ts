@@ -13,7 +13,7 @@ import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
  * from the same directory and checked: every acknowledged write is there with its exact text, every acknowledged
  * delete is gone, unacknowledged batches are all there or not at all, store/dense/lexical counts agree, and nothing
  * else exists. Repeated on the same directory, so each run also restarts from the previous crash.
- * RCP_CRASH_ITERATIONS sets the number of runs (CI: 5; `npm run test:crash` soaks 50).
+ * RCP_CRASH_ITERATIONS sets the number of runs (CI: 5; `npm run test:crash` soaks 100).
  */
 const ITERATIONS = Number(process.env.RCP_CRASH_ITERATIONS ?? 5);
 const ENCODER_DIR = join(ROOT, 'models', 'use-lite');
