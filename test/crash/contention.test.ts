@@ -140,7 +140,10 @@ describe('crash safety under contention (SIGKILL during concurrent upserts of th
         await corpus.ready;
         for (const id of IDS) {
           const stored = corpus.getDocument(id)?.text ?? null;
-          const allowed = [lastAcknowledged.get(id) ?? null, ...unanswered.filter((w) => w.id === id).map((w) => w.text)];
+          const allowed = [
+            lastAcknowledged.get(id) ?? null,
+            ...unanswered.filter((w) => w.id === id).map((w) => w.text),
+          ];
           expect(allowed, `run ${run}: ${id}`).toContain(stored);
           lastAcknowledged.set(id, stored);
         }

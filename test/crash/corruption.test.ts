@@ -127,24 +127,30 @@ describe('the corruption matrix (damaged data files)', () => {
     reference = outcome.answers;
   }, 120_000);
 
-  it(`each of ${CASES} damaged data dirs is refused with one line, or served exactly as a clean rebuild`, async () => {
-    const refused: string[] = [];
-    for (let seed = SEED; seed < SEED + CASES; seed++) {
-      const dir = join(WORK, `case-${seed}`);
-      cpSync(CLEAN, dir, { recursive: true });
-      const done = damage(dir, seed);
-      const outcome = await serve(dir);
-      const context = `seed ${seed}: ${done}`;
-      if (outcome.refused) {
-        // Refusing is allowed only as a start-up error: exit 2 and a line saying why. Never a signal, never a crash.
-        expect(outcome.code, `${context}\n${outcome.stderr}`).toBe(2);
-        expect(outcome.stderr, context).toMatch(/^rcp-server: .+$/m);
-        refused.push(context);
-      } else {
-        expect(outcome.answers, context).toEqual(reference);
+  it(
+    `each of ${CASES} damaged data dirs is refused with one line, or served exactly as a clean rebuild`,
+    async () => {
+      const refused: string[] = [];
+      for (let seed = SEED; seed < SEED + CASES; seed++) {
+        const dir = join(WORK, `case-${seed}`);
+        cpSync(CLEAN, dir, { recursive: true });
+        const done = damage(dir, seed);
+        const outcome = await serve(dir);
+        const context = `seed ${seed}: ${done}`;
+        if (outcome.refused) {
+          // Refusing is allowed only as a start-up error: exit 2 and a line saying why. Never a signal, never a crash.
+          expect(outcome.code, `${context}\n${outcome.stderr}`).toBe(2);
+          expect(outcome.stderr, context).toMatch(/^rcp-server: .+$/m);
+          refused.push(context);
+        } else {
+          expect(outcome.answers, context).toEqual(reference);
+        }
+        rmSync(dir, { recursive: true, force: true });
       }
-      rmSync(dir, { recursive: true, force: true });
-    }
-    console.log(`corruption matrix: ${CASES} cases, ${refused.length} refused at start, ${CASES - refused.length} served as a clean rebuild`);
-  }, 60_000 + CASES * 30_000);
+      console.log(
+        `corruption matrix: ${CASES} cases, ${refused.length} refused at start, ${CASES - refused.length} served as a clean rebuild`,
+      );
+    },
+    60_000 + CASES * 30_000,
+  );
 });

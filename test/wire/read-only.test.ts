@@ -22,10 +22,11 @@ type Reply = { id: number; result?: { hits?: { id: string }[] }; error?: { code:
 
 /** Runs a stdio server on `dir` with `env`, sends `calls` after initialize, and returns the replies and exit code. */
 async function session(dir: string, writable: boolean, calls: [string, object][]) {
-  const server = spawnStdio(
-    { config: { 'models.encoder': ENCODER_DIR, dataDir: dir, 'index.writable': writable } },
-    ['bin/rcp-server.js', 'serve', '--stdio'],
-  );
+  const server = spawnStdio({ config: { 'models.encoder': ENCODER_DIR, dataDir: dir, 'index.writable': writable } }, [
+    'bin/rcp-server.js',
+    'serve',
+    '--stdio',
+  ]);
   const replies = new Map<number, Reply>();
   readFrames(server.child, (frame) => replies.set((frame as Reply).id, frame as Reply));
   const send = (id: number, method: string, params: object) =>

@@ -195,7 +195,10 @@ describe('corpus: store + dense + lexical in step', () => {
     await corpus.add(docs(40), { chunk: false, contextual: false });
     await corpus.close();
     const dir = join(ROOT, 'damaged-mid');
-    const file = join(dir, readdirSync(dir).find((name) => name.endsWith('.hnsw'))!);
+    const file = join(
+      dir,
+      readdirSync(dir).find((name) => name.endsWith('.hnsw'))!,
+    );
     const bytes = readFileSync(file);
     bytes.fill(0xff, bytes.length >> 1, (bytes.length >> 1) + 64);
     writeFileSync(file, bytes);
@@ -237,17 +240,20 @@ describe('corpus: store + dense + lexical in step', () => {
     ['missing', (file: string) => rmSync(file), /missing or empty/],
     ['cut in half', (file: string) => truncateSync(file, statSync(file).size >> 1), /damaged|cannot be opened/],
     ['with a garbled header', (file: string) => garble(file, 0, 100), /cannot be opened|damaged/],
-  ])('a store %s where the dir held a corpus is refused with one line, and nothing is deleted', async (name, harm, message) => {
-    const dir = `store-${name.replace(/ /g, '-')}`;
-    const corpus = await open(dir);
-    await corpus.add(docs(30), { chunk: false, contextual: false });
-    await corpus.close();
-    const before = readdirSync(join(ROOT, dir)).sort();
-    harm(join(ROOT, dir, 'corpus.sqlite'));
-    expect(() => new Corpus(settings(dir), encoder, log)).toThrow(message);
-    const after = readdirSync(join(ROOT, dir)).sort();
-    expect(after.filter((file) => file.endsWith('.hnsw'))).toEqual(before.filter((file) => file.endsWith('.hnsw')));
-  });
+  ])(
+    'a store %s where the dir held a corpus is refused with one line, and nothing is deleted',
+    async (name, harm, message) => {
+      const dir = `store-${name.replace(/ /g, '-')}`;
+      const corpus = await open(dir);
+      await corpus.add(docs(30), { chunk: false, contextual: false });
+      await corpus.close();
+      const before = readdirSync(join(ROOT, dir)).sort();
+      harm(join(ROOT, dir, 'corpus.sqlite'));
+      expect(() => new Corpus(settings(dir), encoder, log)).toThrow(message);
+      const after = readdirSync(join(ROOT, dir)).sort();
+      expect(after.filter((file) => file.endsWith('.hnsw'))).toEqual(before.filter((file) => file.endsWith('.hnsw')));
+    },
+  );
 
   it('a store row damaged inside its payload (text bytes changed in place) is found while loading: fatal', async () => {
     let corpus = await open('row-damage');
