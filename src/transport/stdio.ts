@@ -153,11 +153,15 @@ export function serveStdio(options: StdioOptions): StdioConnection {
   }
 
   input.on('data', onData);
-  input.once('end', () => {
+  const ended = (): void => {
+    if (inputEnded) return;
     for (const event of splitter.end()) if (event.kind === 'line') backlog.push(event.text);
     inputEnded = true;
     pump();
-  });
+  };
+  input.once('end', ended);
+  // Destroyed rather than ended (the server's own SIGTERM, or a fatal start-up finding): no 'end' comes.
+  input.once('close', ended);
   input.once('error', (error) => {
     log.warn({ err: error }, 'stdin failed');
     stopReading();

@@ -3,10 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Corpus, type CorpusSettings } from '../../src/backend/corpus/corpus.js';
-import { readManifest } from '../../src/backend/manifest.js';
-import { UseLiteEncoder } from '../../src/backend/onnx/use-lite-encoder.js';
+import { Corpus } from '../../src/backend/corpus/corpus.js';
 import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
+import { crashEncoder, crashSettings, ENCODER_DIR, silent } from './corpus.js';
 
 /**
  * Kill -9 under contention: a real server process takes concurrent upserts (`chunk: true`, several chunks each) and
@@ -17,35 +16,16 @@ import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
  * nothing. RCP_CRASH_ITERATIONS sets the number of kills (CI: 5; `npm run test:crash` runs 100).
  */
 const ITERATIONS = Number(process.env.RCP_CRASH_ITERATIONS ?? 5);
-const ENCODER_DIR = join(ROOT, 'models', 'use-lite');
 const WORK = mkdtempSync(join(tmpdir(), 'rcp-contention-'));
 const DATA = join(WORK, 'data');
 const IDS = ['a', 'b', 'c', 'd'];
-const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
-const encoder = new UseLiteEncoder(
-  ENCODER_DIR,
-  readManifest(ENCODER_DIR),
-  { intraOpThreads: 1, log: silent },
-  { maxWaitMs: 0, maxBatchTokens: 16_384, maxBatchItems: 64, maxQueuedItems: 4096 },
-);
+const encoder = crashEncoder();
 afterAll(async () => {
   await encoder.close();
   rmSync(WORK, { recursive: true, force: true });
 });
 writeFileSync(join(WORK, 'extra.jsonl'), `${JSON.stringify({ _id: 'from-ingest', text: 'never written' })}\n`);
-
-const settings: CorpusSettings = {
-  dir: DATA,
-  space: 'cosine',
-  m: 16,
-  efConstruction: 100,
-  efSearch: 32,
-  saveIntervalMs: 60_000,
-  maxDocumentBytes: 1 << 20,
-  metadata: { maxBytes: 64 * 1024, maxDepth: 8 },
-  fields: {},
-  bm25: { k1: 1.2, b: 0.75, stem: true },
-};
+const settings = crashSettings(DATA);
 
 /** A long text (several chunks) unique to this write. */
 const textOf = (tag: string) =>

@@ -3,6 +3,7 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mulberry32 } from '../helpers/random.js';
 import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
 
 /**
@@ -16,6 +17,8 @@ import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
 const CASES = Number(process.env.RCP_CORRUPT_CASES ?? 12);
 const SEED = Number(process.env.RCP_CORRUPT_SEED ?? 1);
 const ENCODER_DIR = join(ROOT, 'models', 'use-lite');
+/** A server that neither answers nor exits within this is hung: a failure of its own. */
+const ANSWER_WITHIN_MS = 30_000;
 const WORK = mkdtempSync(join(tmpdir(), 'rcp-corrupt-'));
 const CLEAN = join(WORK, 'clean');
 afterAll(() => rmSync(WORK, { recursive: true, force: true }));
@@ -49,9 +52,15 @@ async function serve(dir: string, documents?: typeof DOCUMENTS): Promise<Outcome
   QUERIES.forEach((query, i) => send(100 + i, 'retrieve', { ...query, mode: 'hybrid' }));
   const answered = () => replies.size === 1 + (documents === undefined ? 0 : 1) + QUERIES.length;
   const exitedEarly = server.exited.then(() => 'exited' as const);
-  while (!answered()) {
+  const giveUp = Date.now() + ANSWER_WITHIN_MS;
+  while (!answered() && Date.now() < giveUp) {
     const state = await Promise.race([exitedEarly, new Promise((resolve) => setTimeout(resolve, 20))]);
     if (state === 'exited') break;
+  }
+  if (!answered() && server.child.exitCode === null) {
+    server.child.kill('SIGKILL');
+    await server.exited;
+    throw new Error(`no answer within ${ANSWER_WITHIN_MS} ms (${replies.size} replies): ${server.stderr()}`);
   }
   server.child.stdin.end();
   const code = await server.exited;
@@ -68,23 +77,11 @@ function comparable(result: unknown): unknown {
   return hits.map((hit) => [hit.id, Number(hit.score.toFixed(4))]);
 }
 
-/** A small deterministic generator (mulberry32), so a failing case can be replayed from its seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const DAMAGES = ['truncate', 'overwrite', 'empty', 'unreadable'] as const;
 
 /** Damages one file of `dir` as `seed` picks; returns what was done, for the failure message. */
 function damage(dir: string, seed: number): string {
-  const next = random(seed);
+  const next = mulberry32(seed);
   const files = readdirSync(dir).sort();
   const name = files[Math.floor(next() * files.length)]!;
   const file = join(dir, name);

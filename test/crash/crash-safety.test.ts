@@ -2,10 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Corpus, type CorpusSettings } from '../../src/backend/corpus/corpus.js';
-import { readManifest } from '../../src/backend/manifest.js';
-import { UseLiteEncoder } from '../../src/backend/onnx/use-lite-encoder.js';
-import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
+import { Corpus } from '../../src/backend/corpus/corpus.js';
+import { readFrames, spawnStdio } from '../helpers/wire.js';
+import { crashEncoder, crashSettings, ENCODER_DIR, silent } from './corpus.js';
 
 /**
  * No acknowledged write is ever lost. A real server process (the built binary, over stdio) takes a stream
@@ -16,37 +15,13 @@ import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
  * RCP_CRASH_ITERATIONS sets the number of runs (CI: 5; `npm run test:crash` soaks 100).
  */
 const ITERATIONS = Number(process.env.RCP_CRASH_ITERATIONS ?? 5);
-const ENCODER_DIR = join(ROOT, 'models', 'use-lite');
 const DATA = mkdtempSync(join(tmpdir(), 'rcp-crash-'));
-const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
-const encoder = new UseLiteEncoder(
-  ENCODER_DIR,
-  readManifest(ENCODER_DIR),
-  { intraOpThreads: 1, log: silent },
-  {
-    maxWaitMs: 0,
-    maxBatchTokens: 16_384,
-    maxBatchItems: 64,
-    maxQueuedItems: 4096,
-  },
-);
+const encoder = crashEncoder();
 afterAll(async () => {
   await encoder.close();
   rmSync(DATA, { recursive: true, force: true });
 });
-
-const settings: CorpusSettings = {
-  dir: DATA,
-  space: 'cosine',
-  m: 16,
-  efConstruction: 100,
-  efSearch: 32,
-  saveIntervalMs: 60_000,
-  maxDocumentBytes: 1 << 20,
-  metadata: { maxBytes: 64 * 1024, maxDepth: 8 },
-  fields: {},
-  bm25: { k1: 1.2, b: 0.75, stem: true },
-};
+const settings = crashSettings(DATA);
 
 type Write = { kind: 'add'; docs: { id: string; text: string }[] } | { kind: 'delete'; ids: string[] };
 
