@@ -105,6 +105,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       ...feedbackMethod(corpus, {
         store: feedback,
         maxSignals: config.index.maxDocumentsPerAdd,
+        maxQueryChars: config.limits.maxQueryChars,
         onSignal: metrics.feedbackSignal,
         onFlag: (flag) => {
           metrics.feedbackFlag(flag.kind);

@@ -29,6 +29,8 @@ const FeedbackParams = Type.Object({
 export interface FeedbackSettings {
   readonly store: FeedbackStore;
   readonly maxSignals: number;
+  /** `limits.maxQueryChars`: a `query` is what a retrieve was asked, and no longer (§15.5). */
+  readonly maxQueryChars: number;
   /** Told of each flag: kind, hit, document and its `meta.source` (for the operator's review). */
   readonly onFlag: (flag: {
     kind: 'poison' | 'injection';
@@ -55,6 +57,11 @@ export function feedbackMethod(
           'signals',
         );
       }
+      if (query !== undefined && query.length > settings.maxQueryChars)
+        throw RpcError.invalidParams(
+          'query',
+          `${query.length} characters exceed the limit of ${settings.maxQueryChars}`,
+        );
       const recorded = signals.map((signal) => ({ ...signal, hitId: String(signal.hitId) }));
       for (const signal of recorded) {
         settings.onSignal(Object.keys(signal).filter((key) => key !== 'hitId'));

@@ -8,7 +8,16 @@ import { compileParams } from './validation.js';
 export const PROTOCOL_VERSION = 1;
 export const MIN_PROTOCOL_VERSION = 1;
 
-const PeerInfo = Type.Object({ name: Type.String(), version: Type.Optional(Type.String()) });
+const PeerInfo = Type.Object({
+  name: Type.String({ maxLength: 256 }),
+  version: Type.Optional(Type.String({ maxLength: 256 })),
+});
+
+/**
+ * §15.5: what a session keeps of the client's capabilities is bounded — a session lives long and there may be
+ * thousands — and no RCP capability set comes near this.
+ */
+export const MAX_CLIENT_CAPABILITY_BYTES = 8 * 1024;
 
 export const validateInitializeParams = compileParams(
   Type.Object({

@@ -18,6 +18,7 @@ import {
   PROTOCOL_VERSION,
   conformanceLevel,
   negotiate,
+  MAX_CLIENT_CAPABILITY_BYTES,
   validateInitializeParams,
   validatePingParams,
 } from './lifecycle.js';
@@ -219,6 +220,9 @@ export class Session {
     // §13: a second initialize after success is -32600: renegotiating would invalidate cached capabilities.
     if (this.initialized) throw RpcError.invalidRequest('already initialized; re-negotiation is not permitted (§13)');
     const { protocolVersion, capabilities } = validateInitializeParams(params);
+    if (capabilities !== undefined && approximateBytes(capabilities) > MAX_CLIENT_CAPABILITY_BYTES) {
+      throw RpcError.invalidParams('capabilities', `larger than ${MAX_CLIENT_CAPABILITY_BYTES} bytes`);
+    }
     // §13: a failed negotiation (-32002) throws here and leaves the session uninitialized.
     const negotiated = negotiate(protocolVersion);
     this.#view = { protocolVersion: negotiated, clientCapabilities: capabilities ?? {} };

@@ -115,3 +115,46 @@ describe('a stdio client pipelining thousands of requests', () => {
     expect(peak).toBeLessThan(2 * idle);
   }, 180_000);
 });
+
+describe('what a session or a feedback signal keeps is bounded (§15.5)', () => {
+  let server: ServerProcess;
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
+    server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir]);
+  });
+  afterAll(() => server.stop());
+
+  const post = async (method: string, params: object, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${server.origin}/rcp/${method}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(request(1, method, params)),
+    });
+    return (await response.json()) as { error?: { code: number; data?: { field?: string } } };
+  };
+
+  it('300 sessions opened with 1 MB of capabilities each: -32602 on capabilities, and nothing kept', async () => {
+    const idle = rss(server.child.pid!);
+    const junk = 'x'.repeat(MB);
+    for (let i = 0; i < 300; i++) {
+      const answer = await post(
+        'initialize',
+        { protocolVersion: 1, client: { name: 'hostile' }, capabilities: { 'x-junk': junk } },
+        { 'rcp-session': 'new' },
+      );
+      expect(answer.error).toMatchObject({ code: -32602, data: { field: 'capabilities' } });
+    }
+    expect(rss(server.child.pid!)).toBeLessThan(idle + 150 * MB);
+  });
+
+  it('300 feedback calls with a 1 MB query each: -32602 on query, and nothing kept', async () => {
+    await post('initialize', { protocolVersion: 1, client: { name: 'polite' }, capabilities: {} });
+    const idle = rss(server.child.pid!);
+    const query = 'q'.repeat(MB);
+    for (let i = 0; i < 300; i++) {
+      const answer = await post('feedback', { query, signals: [{ hitId: `h${i}`, used: true }] });
+      expect(answer.error).toMatchObject({ code: -32602, data: { field: 'query' } });
+    }
+    expect(rss(server.child.pid!)).toBeLessThan(idle + 150 * MB);
+  });
+});
