@@ -121,7 +121,12 @@ export interface ChunkPlace {
 
 /** The read side of the corpus, for `retrieve` (§7.7). */
 export interface CorpusReader {
-  searchDense(vector: Float32Array, k: number, allow?: readonly number[]): Promise<{ label: number; score: number }[]>;
+  searchDense(
+    vector: Float32Array,
+    k: number,
+    allow?: readonly number[],
+    signal?: AbortSignal,
+  ): Promise<{ label: number; score: number }[]>;
   searchLexical(
     query: string,
     k: number,

@@ -21,21 +21,41 @@ export function startWorker(base: string, relative: string): Worker {
 /** What every worker answers: a result, or the error that stopped it. */
 export type WorkerReply = { ok: true } | { ok: false; error: string };
 
+/** A call waiting for the worker: sent when the one before it is answered, unless its caller gave up first. */
+interface Job<Request, Reply> {
+  readonly request: Request;
+  readonly transfer: ArrayBuffer[];
+  readonly signal: AbortSignal | undefined;
+  readonly settle: (reply: Reply | { ok: false; error: string }) => void;
+  readonly abandon: (reason: unknown) => void;
+}
+
 /**
- * Requests to a worker thread that answers each in order (the HNSW index, an ONNX session). A worker that fails or
- * exits fails every waiting call and every later one, so no caller waits forever on a dead thread.
+ * Requests to a worker thread that answers each in order (the HNSW index, an ONNX session). One request is in the
+ * worker at a time and the rest wait here, so a call whose caller has given up (its signal aborted: cancelled, past
+ * its deadline) is dropped before it costs the worker anything — a burst of abandoned searches must not delay
+ * everyone behind it. A worker that fails or exits fails every waiting call and every later one, so no caller waits
+ * forever on a dead thread.
  */
 export class WorkerChannel<Request, Reply extends WorkerReply> {
   readonly #worker: Worker;
-  readonly #waiting: ((reply: Reply | { ok: false; error: string }) => void)[] = [];
+  readonly #queue: Job<Request, Reply>[] = [];
+  #inWorker: Job<Request, Reply> | undefined;
   #failure: Error | undefined;
 
   constructor(base: string, relative: string) {
     this.#worker = startWorker(base, relative);
-    this.#worker.on('message', (reply: Reply) => this.#waiting.shift()?.(reply));
+    this.#worker.on('message', (reply: Reply) => {
+      const job = this.#inWorker;
+      this.#inWorker = undefined;
+      job?.settle(reply);
+      this.#next();
+    });
     const fail = (error: Error) => {
       this.#failure ??= error;
-      for (const waiter of this.#waiting.splice(0)) waiter({ ok: false, error: error.message });
+      const jobs = [...(this.#inWorker === undefined ? [] : [this.#inWorker]), ...this.#queue.splice(0)];
+      this.#inWorker = undefined;
+      for (const job of jobs) job.settle({ ok: false, error: error.message });
     };
     this.#worker.on('error', fail);
     this.#worker.on('exit', (code) => fail(new Error(`worker ${relative} exited (${code})`)));
@@ -46,14 +66,32 @@ export class WorkerChannel<Request, Reply extends WorkerReply> {
     return this.#failure !== undefined;
   }
 
-  call(request: Request, transfer: ArrayBuffer[] = []): Promise<Extract<Reply, { ok: true }>> {
+  /** Sends `request` in its turn; rejects with the signal's reason, unsent, if `signal` aborts before then. */
+  call(request: Request, transfer: ArrayBuffer[] = [], signal?: AbortSignal): Promise<Extract<Reply, { ok: true }>> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
     return new Promise((resolve, reject) => {
-      this.#waiting.push((reply) =>
-        reply.ok ? resolve(reply as Extract<Reply, { ok: true }>) : reject(new Error(reply.error)),
-      );
-      this.#worker.postMessage(request, transfer);
+      this.#queue.push({
+        request,
+        transfer,
+        signal,
+        settle: (reply) => (reply.ok ? resolve(reply as Extract<Reply, { ok: true }>) : reject(new Error(reply.error))),
+        abandon: reject,
+      });
+      this.#next();
     });
+  }
+
+  #next(): void {
+    while (this.#inWorker === undefined && this.#queue.length > 0) {
+      const job = this.#queue.shift()!;
+      if (job.signal?.aborted === true) {
+        job.abandon(job.signal.reason);
+        continue;
+      }
+      this.#inWorker = job;
+      this.#worker.postMessage(job.request, job.transfer);
+    }
   }
 
   async terminate(): Promise<void> {

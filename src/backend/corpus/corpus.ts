@@ -404,9 +404,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
     vector: Float32Array,
     k: number,
     allow?: readonly number[],
+    signal?: AbortSignal,
   ): Promise<{ label: number; score: number }[]> {
     await this.#whenReady();
-    const neighbours = await this.#dense.search(vector, k, k, allow);
+    const neighbours = await this.#dense.search(vector, k, k, allow, signal);
     return neighbours.map(({ label, distance }) => ({ label, score: 1 - distance }));
   }
 

@@ -22,8 +22,8 @@ export interface Neighbour {
 export class DenseIndex {
   readonly #worker = new WorkerChannel<DenseRequest, DenseReply>(import.meta.url, './worker');
 
-  #call(request: DenseRequest, transfer: ArrayBuffer[] = []): Promise<DenseReply & { ok: true }> {
-    return this.#worker.call(request, transfer);
+  #call(request: DenseRequest, transfer: ArrayBuffer[] = [], signal?: AbortSignal): Promise<DenseReply & { ok: true }> {
+    return this.#worker.call(request, transfer, signal);
   }
 
   /**
@@ -82,14 +82,16 @@ export class DenseIndex {
     return (await this.#call({ op: 'remove', labels: Float64Array.from(labels) })).count ?? 0;
   }
 
-  async search(vector: Float32Array, k: number, ef: number, allow?: readonly number[]): Promise<Neighbour[]> {
-    const reply = await this.#call({
-      op: 'search',
-      vector,
-      k,
-      ef,
-      allow: allow === undefined ? undefined : Float64Array.from(allow),
-    });
+  /** The k nearest; a search whose caller gives up before its turn (`signal`) is never run. */
+  async search(
+    vector: Float32Array,
+    k: number,
+    ef: number,
+    allow?: readonly number[],
+    signal?: AbortSignal,
+  ): Promise<Neighbour[]> {
+    const allowed = allow === undefined ? undefined : Float64Array.from(allow);
+    const reply = await this.#call({ op: 'search', vector, k, ef, allow: allowed }, [], signal);
     const labels = reply.labels ?? new Float64Array(0);
     return Array.from(labels, (label, i) => ({ label, distance: reply.distances?.[i] ?? 0 }));
   }
