@@ -122,7 +122,7 @@ async function answer(
   reply.raw.on('close', () => reply.raw.writableFinished || hangUp.abort());
 
   if (wantsStream(request) && isJsonObject(accepted) && 'id' in accepted && session.streams) {
-    return stream(request, reply, options.maxResponseBytes, (sink) => session.handle(accepted, sink, hangUp.signal));
+    return stream(request, reply, options, (sink) => session.handle(accepted, sink, hangUp.signal));
   }
   const handled = accepted === undefined ? undefined : await session.handle(accepted, undefined, hangUp.signal);
   const replies = mergeReplies(handled, rejected);
@@ -177,7 +177,7 @@ function wantsStream(request: FastifyRequest): boolean {
 async function stream(
   request: FastifyRequest,
   reply: FastifyReply,
-  maxResponseBytes: number,
+  options: HttpTransportOptions,
   run: (sink: NotificationSink) => Promise<Reply | undefined>,
 ): Promise<void> {
   reply.hijack();
@@ -192,7 +192,7 @@ async function stream(
   const sendText = (text: string): void => void (raw.writable && raw.write(`data: ${text}\n\n`));
   try {
     const final = await run((frame) => sendText(serialize(frame)));
-    if (final !== undefined) sendText(serializeReply(final, maxResponseBytes).text);
+    if (final !== undefined) sendText(outgoing(final, options));
   } catch (error) {
     request.log.error({ err: error }, 'SSE dispatch failed');
   } finally {

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /**
@@ -9,21 +9,31 @@ import type { Socket } from 'node:net';
  */
 export class Outbox {
   readonly #sockets = new Set<Socket>();
+  /** Answers not yet flushed to their connection: pipelined ones wait, whole, behind the answer before them. */
+  readonly #responses = new Set<ServerResponse>();
 
   constructor(private readonly maxBytes: number) {}
 
-  /** Follows the connections of `server`. */
+  /** Follows the connections and answers of `server`. */
   track(server: Server): void {
     server.on('connection', (socket: Socket) => {
       this.#sockets.add(socket);
       socket.once('close', () => this.#sockets.delete(socket));
     });
+    server.on('request', (_request: IncomingMessage, response: ServerResponse) => {
+      this.#responses.add(response);
+      const done = () => this.#responses.delete(response);
+      response.once('finish', done);
+      response.once('close', done);
+    });
   }
 
-  /** Bytes written to connections and not yet accepted by the network. */
+  /** Bytes written to connections and not yet accepted by the network, and answers queued behind others. */
   get held(): number {
     let held = 0;
     for (const socket of this.#sockets) held += socket.writableLength;
+    // An answer without its connection yet holds its bytes itself (a response on a connection is counted above).
+    for (const response of this.#responses) if (response.socket === null) held += response.writableLength;
     return held;
   }
 

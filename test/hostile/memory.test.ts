@@ -87,6 +87,7 @@ describe('clients that never read their answers (HTTP)', () => {
     );
     // Each got its whole answer or, once the outbox was full, -32011 (how many depends on the kernel's buffers).
     for (const text of texts) expect(text.includes('"code":-32011') || text.includes('"hits"')).toBe(true);
+    for (const socket of sockets.splice(0)) socket.destroy();
   });
 });
 

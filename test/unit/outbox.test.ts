@@ -36,4 +36,24 @@ describe('Outbox', () => {
     expect(outbox.held).toBe(0);
     expect(outbox.admits(1024 * 1024)).toBe(true);
   });
+
+  it('counts answers to pipelined requests queued behind an unread one (they are not on the socket yet)', async () => {
+    const outbox = new Outbox(1024 * 1024 * 1024);
+    let answered = 0;
+    const written = new Promise<void>((resolve) => {
+      server = createServer((_request, response) => {
+        response.end(Buffer.alloc(8 * 1024 * 1024, 'x'));
+        if (++answered === 3) setTimeout(resolve, 200);
+      });
+    });
+    outbox.track(server!);
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const { port } = server!.address() as { port: number };
+    const request = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
+    client = connect(port, '127.0.0.1', () => client!.write(request.repeat(3)));
+    client.pause();
+    await written;
+    // The first answer is on the socket (less what the kernel took); the other two wait whole behind it.
+    expect(outbox.held).toBeGreaterThan(16 * 1024 * 1024);
+  });
 });
