@@ -22,6 +22,7 @@ import { Session, type SessionOptions } from './protocol/session.js';
 import { lateInteractionScores } from './retrieval/late-interaction.js';
 import { ApiKeys } from './transport/auth.js';
 import { capConnections, serverOptions } from './transport/connections.js';
+import { BodyBudget } from './transport/body.js';
 import { Outbox } from './transport/outbox.js';
 import { Admission } from './transport/admission.js';
 import { LoadShedder } from './transport/load-shedding.js';
@@ -173,6 +174,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         ...streams,
         createSession,
         maxLineBytes: config.limits.maxBodyBytes,
+        maxFrameValues: config.limits.maxFrameValues,
         maxResponseBytes: config.limits.maxResponseBytes,
         maxInFlight: config.limits.maxInFlightPerConnection,
         admission,
@@ -220,6 +222,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       base: config.http.base,
       sessions,
       bodyLimit: config.limits.maxBodyBytes,
+      maxFrameValues: config.limits.maxFrameValues,
+      bodies: new BodyBudget(config.limits.maxBufferedBodyBytes),
       maxResponseBytes: config.limits.maxResponseBytes,
       outbox,
       corsOrigins: config.http.corsOrigins,

@@ -48,6 +48,10 @@ export const ConfigSchema = Section({
      */
     maxUnsentBytes: Type.Integer({ minimum: 65536 }),
     maxBatchSize: Type.Integer({ minimum: 1 }),
+    /** JSON values (keys, elements) per frame at most: parsing more would hold the event loop (§15.5). */
+    maxFrameValues: Type.Integer({ minimum: 1024 }),
+    /** HTTP bodies being received, all connections together, in bytes; past it a body is refused -32011. */
+    maxBufferedBodyBytes: Type.Integer({ minimum: 1024 * 1024 }),
     /** Requests handled at once per stdio connection; past it the server stops reading stdin until one finishes. */
     maxInFlightPerConnection: Type.Integer({ minimum: 1 }),
     requestTimeoutMs: Type.Integer({ minimum: 1 }),
@@ -233,6 +237,8 @@ export function defaultConfig(): Config {
     },
     limits: {
       maxBodyBytes: 16 * 1024 * 1024,
+      maxFrameValues: 262_144,
+      maxBufferedBodyBytes: 256 * 1024 * 1024,
       maxResponseBytes: 16 * 1024 * 1024,
       maxUnsentBytes: 64 * 1024 * 1024,
       maxBatchSize: 128,

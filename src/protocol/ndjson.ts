@@ -1,21 +1,30 @@
+import { JsonShape } from './json-shape.js';
+
 /**
  * §5.1 NDJSON framing: splits a byte stream into lines at '\n', whatever the read boundaries
  * (partial and coalesced reads), tolerating blank lines and a trailing '\r'. Works on bytes so that
- * a multi-byte UTF-8 character split across reads is decoded whole. A line longer than `maxLineBytes`
- * is reported once as oversized and discarded up to its newline, so memory stays bounded.
+ * a multi-byte UTF-8 character split across reads is decoded whole. A line longer than `maxLineBytes`, or with more
+ * than `maxTokens` JSON values (JsonShape: it would stall the event loop to parse), is reported once and discarded
+ * up to its newline, so memory and parse time stay bounded.
  */
-export type LineEvent = { kind: 'line'; text: string } | { kind: 'oversized'; bytes: number };
+export type LineEvent =
+  | { kind: 'line'; text: string }
+  | { kind: 'oversized'; bytes: number }
+  | { kind: 'too-many-values'; tokens: number };
 
 const NEWLINE = 0x0a;
 
 export class LineSplitter {
   readonly #maxLineBytes: number;
+  readonly #maxTokens: number;
+  readonly #shape = new JsonShape();
   #pending: Buffer[] = [];
   #pendingBytes = 0;
   #discarding = false;
 
-  constructor(maxLineBytes: number) {
+  constructor(maxLineBytes: number, maxTokens = Number.POSITIVE_INFINITY) {
     this.#maxLineBytes = maxLineBytes;
+    this.#maxTokens = maxTokens;
   }
 
   *push(chunk: Buffer): Generator<LineEvent> {
@@ -39,10 +48,15 @@ export class LineSplitter {
     if (!this.#discarding && piece.length > 0) {
       this.#pending.push(piece);
       this.#pendingBytes += piece.length;
+      this.#shape.push(piece);
     }
     let event: LineEvent | undefined;
     if (!this.#discarding && this.#pendingBytes > this.#maxLineBytes) {
       event = { kind: 'oversized', bytes: this.#pendingBytes };
+    } else if (!this.#discarding && this.#shape.tokens > this.#maxTokens) {
+      event = { kind: 'too-many-values', tokens: this.#shape.tokens };
+    }
+    if (event !== undefined) {
       this.#discarding = true;
       this.#reset();
     }
@@ -62,5 +76,6 @@ export class LineSplitter {
   #reset(): void {
     this.#pending = [];
     this.#pendingBytes = 0;
+    this.#shape.reset();
   }
 }

@@ -8,14 +8,18 @@ import type { NotificationSink, Reply } from '../protocol/session.js';
 import type { Admission } from './admission.js';
 import { authorize, type ApiKeys, type Caller } from './auth.js';
 import type { HttpSessionStore } from './http-sessions.js';
+import { BodyRefusal, receiveBody, type BodyBudget } from './body.js';
 import type { Outbox } from './outbox.js';
 
 export interface HttpTransportOptions {
   /** The RCP base path (§5.2 default `/rcp`). */
   base: string;
   sessions: HttpSessionStore;
-  /** Bytes; a larger body is answered -32013 (§15.5). */
+  /** Bytes, and JSON values; a larger body is answered -32013 (§15.5). */
   bodyLimit: number;
+  maxFrameValues: number;
+  /** Bodies being received, all connections together: past it a body is refused -32011 (retry later). */
+  bodies: BodyBudget;
   /** Bytes; a larger answer is -32013 per member (§15.5). */
   maxResponseBytes: number;
   /** Answers not yet read by their clients, across connections: a large one past its bound is -32011. */
@@ -51,12 +55,21 @@ export async function rcpHttp(app: FastifyInstance, options: HttpTransportOption
   await app.register((scope, _options, done) => {
     // We parse bodies ourselves so that bad JSON is a JSON-RPC -32700, whatever the Content-Type says.
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_req, body, done) => {
-      done(null, body);
+    // Read as it arrives, so that a body too large, too complex to parse or past the shared budget is refused early.
+    const limits = { maxBytes: options.bodyLimit, maxTokens: options.maxFrameValues };
+    scope.addContentTypeParser('*', (request, payload, done) => {
+      const declared = Number(request.headers['content-length'] ?? Number.NaN);
+      receiveBody(payload, Number.isNaN(declared) ? undefined : declared, limits, options.bodies).then(
+        (text) => done(null, text),
+        (error: Error) => done(error, undefined),
+      );
     });
     scope.setErrorHandler((error: Error & { code?: string; statusCode?: number }, request, reply) => {
-      if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-        return reply.code(200).send(failure(null, RpcError.payloadTooLarge(`body exceeds ${options.bodyLimit} bytes`)));
+      if (error instanceof BodyRefusal) {
+        // The rest of the body is not read: the connection closes after this answer.
+        const refusal =
+          error.reason === 'busy' ? RpcError.rateLimited(1000, error.message) : RpcError.payloadTooLarge(error.message);
+        return reply.code(200).header('connection', 'close').send(failure(null, refusal));
       }
       if (error.statusCode !== undefined && error.statusCode < 500) throw error;
       // §5.2: a JSON-RPC answer can still be produced, so it is HTTP 200 carrying -32603.

@@ -2,7 +2,7 @@ import type { Readable, Writable } from 'node:stream';
 import { RpcError } from '../protocol/errors.js';
 import { parseFrame, serialize, serializeReply } from '../protocol/frames.js';
 import { failure, isJsonObject } from '../protocol/messages.js';
-import { LineSplitter } from '../protocol/ndjson.js';
+import { LineSplitter, type LineEvent } from '../protocol/ndjson.js';
 import { mergeReplies, screen, type Screened } from '../protocol/screen.js';
 import type { Session, SessionOptions } from '../protocol/session.js';
 import type { Admission } from './admission.js';
@@ -15,6 +15,8 @@ export interface StdioOptions {
   createSession(options: SessionOptions): Session;
   /** The largest frame accepted, in bytes; a longer line is answered -32013 and discarded (§15.5). */
   maxLineBytes: number;
+  /** JSON values per frame at most; a frame with more is answered -32013 and discarded unparsed (§15.5). */
+  maxFrameValues?: number | undefined;
   /** The largest answer, in bytes; a larger one is -32013 per member (§15.5). */
   maxResponseBytes: number;
   /** Frames handled at once; past it, stdin is not read until one finishes (backpressure on the client, §15.5). */
@@ -42,7 +44,7 @@ export interface StdioConnection {
  */
 export function serveStdio(options: StdioOptions): StdioConnection {
   const { input, output, log, maxInFlight } = options;
-  const splitter = new LineSplitter(options.maxLineBytes);
+  const splitter = new LineSplitter(options.maxLineBytes, options.maxFrameValues);
   const pending = new Set<Promise<void>>();
   /** Lines read but not yet dispatched: at most one chunk's worth, since reading pauses while any wait. */
   const backlog: string[] = [];
@@ -124,10 +126,7 @@ export function serveStdio(options: StdioOptions): StdioConnection {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
     for (const event of splitter.push(bytes)) {
       if (event.kind === 'line') backlog.push(event.text);
-      else
-        write(
-          failure(null, RpcError.payloadTooLarge(`frame of ${event.bytes}+ bytes exceeds ${options.maxLineBytes}`)),
-        );
+      else write(failure(null, RpcError.payloadTooLarge(refusal(event, options))));
     }
     pump();
   };
@@ -174,4 +173,11 @@ export function serveStdio(options: StdioOptions): StdioConnection {
     stopReading();
   });
   return { closed };
+}
+
+/** Why a frame was discarded unparsed. */
+function refusal(event: Exclude<LineEvent, { kind: 'line' }>, options: StdioOptions): string {
+  return event.kind === 'oversized'
+    ? `frame of ${event.bytes}+ bytes exceeds ${options.maxLineBytes}`
+    : `frame of more than ${options.maxFrameValues} JSON values (${event.tokens}+)`;
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect as tcp, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -171,5 +171,30 @@ describe('start-up failures', () => {
     expect(stderr).toContain(`rcp-server: cannot listen on 127.0.0.1:${port}: EADDRINUSE`);
     // One clear line: nothing at error level follows it (a model load cut short by the exit is no fault).
     expect(stderr).not.toMatch(/"level":50/);
+  });
+});
+
+describe('bodies that never finish (§15.5)', () => {
+  it('bodies still arriving are bounded across connections: past the budget a body is -32011, RSS stays near idle', async () => {
+    const server = await serve({ RCP_LIMITS_MAX_BUFFERED_BODY_BYTES: String(32 * 1024 * 1024) });
+    const rss = () =>
+      Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+    const idle = rss();
+    // Forty clients each send 4 MB of an 8 MB body, and never the rest: 160 MB held if nothing bounded them.
+    const half = 'x'.repeat(4 * 1024 * 1024);
+    const clients = Array.from({ length: 40 }, (_, i) => {
+      const client = stalled(
+        server.origin,
+        `POST /rcp/ping HTTP/1.1\r\nHost: x\r\nContent-Length: ${8 * 1024 * 1024}\r\n\r\n{"jsonrpc":"2.0","id":${i},"x":"${half}`,
+      );
+      let text = '';
+      client.socket.on('data', (data: Buffer) => (text += data.toString('utf8')));
+      return { ...client, answer: () => text };
+    });
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    await pingWithin(server.origin, 1000);
+    expect(rss()).toBeLessThan(idle + 100 * 1024 * 1024);
+    const refused = clients.filter((client) => client.answer().includes('"code":-32011'));
+    expect(refused.length).toBeGreaterThan(20);
   });
 });

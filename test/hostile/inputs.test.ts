@@ -54,6 +54,15 @@ describe('hostile inputs (§15.5)', () => {
     expect(answer).toMatchObject({ id: 7, error: { code: -32600 } });
   });
 
+  it('a 12 MB frame of 900,000 keys is -32013 before it is parsed, while ping keeps answering', async () => {
+    const junk = `{${Array.from({ length: 900_000 }, (_, i) => `"k${i}":1`).join(',')}}`;
+    const body = `{"jsonrpc":"2.0","id":8,"method":"ping","params":{"junk":${junk}}}`;
+    const { answer, worstPingMs } = await whilePinging(() => post('ping', body));
+    expect(answer).toMatchObject({ error: { code: -32013 } });
+    // Parsing it whole held the event loop for 1.3 s on this machine.
+    expect(worstPingMs).toBeLessThan(STALL_MS / 2);
+  });
+
   it('metadata over its byte or depth bound is -32602 on documents.N.meta', async () => {
     const big = { blob: 'x'.repeat(100_000) };
     let nested: object = {};

@@ -55,4 +55,18 @@ describe('§5.1 NDJSON line splitting', () => {
       { kind: 'line', text: '{"ok":1}' },
     ]);
   });
+
+  it('§15.5 a frame with more JSON values than allowed is reported once and discarded unparsed; the next is whole', () => {
+    const splitter = new LineSplitter(1 << 20, 10);
+    const many = `{"a":[${Array.from({ length: 20 }, (_, i) => i).join(',')}]}`;
+    // Split mid-frame, and with structural characters inside strings that must not count.
+    const events = [
+      ...splitter.push(Buffer.from(many.slice(0, 9))),
+      ...splitter.push(Buffer.from(`${many.slice(9)}\n{"s":"a,b:c{[","t":1}\n`)),
+    ];
+    expect(events).toEqual([
+      { kind: 'too-many-values', tokens: 22 }, // {, :, [ and 19 commas: counted to the end of the piece read
+      { kind: 'line', text: '{"s":"a,b:c{[","t":1}' },
+    ]);
+  });
 });
