@@ -142,6 +142,8 @@ export interface CorpusReader {
   termWeights(text: string, kind: TextKind): Map<string, number>;
   labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]>;
   getChunk(label: number): ChunkRecord | undefined;
+  /** A chunk's stored vector alone. */
+  vectorOf(label: number): Float32Array | undefined;
   /** Where a chunk sits, from memory (no store read): hit ids and grouping need only this. */
   placeOf(label: number): ChunkPlace | undefined;
   metaOf(documentId: string): Record<string, unknown>;

@@ -349,7 +349,7 @@ export function retrieveMethod(
       const slice = new TimeSlice(8, ctx.signal);
       const candidates: MmrCandidate[] = [];
       for (const hit of ranked) {
-        candidates.push({ score: hit.score, vector: corpus.getChunk(hit.label)?.vector ?? new Float32Array(0) });
+        candidates.push({ score: hit.score, vector: corpus.vectorOf(hit.label) ?? new Float32Array(0) });
         await slice.due();
       }
       const order = await mmr(candidates, offset + k, params.mmr.lambda, ctx.signal);

@@ -427,7 +427,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     let queryNorm = 0;
     for (const v of vector) queryNorm += v * v;
     return labels.map((label) => {
-      const stored = this.store.getChunk(label)?.vector;
+      const stored = this.store.vectorOf(label);
       if (stored === undefined) return -1;
       let dot = 0;
       let norm = 0;
@@ -487,6 +487,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   getChunk(label: number): StoredChunk | undefined {
     return this.store.getChunk(label);
+  }
+
+  vectorOf(label: number): Float32Array | undefined {
+    return this.store.vectorOf(label);
   }
 
   getDocument(id: string): StoredDocument | undefined {

@@ -175,6 +175,8 @@ const blob = (vector: Float32Array) => Buffer.from(vector.buffer, vector.byteOff
 export class CorpusStore {
   readonly #db: Database.Database;
   readonly #lock: DirLock;
+  /** Prepared once: compiling a statement per read cost more than the read (every hit reads its chunk). */
+  readonly #statements = new Map<string, Database.Statement>();
 
   /**
    * Opens the store in `dir`, holding the dir for this process. A StoreError (nothing changed in the dir) when
@@ -197,13 +199,19 @@ export class CorpusStore {
     }
   }
 
+  #sql(text: string): Database.Statement {
+    let statement = this.#statements.get(text);
+    if (statement === undefined) this.#statements.set(text, (statement = this.#db.prepare(text)));
+    return statement;
+  }
+
   /** The sequence number of the last committed write: the corpus indexVersion. */
   get seq(): number {
     return Number(this.getMeta('seq') ?? 0);
   }
 
   getMeta(key: string): string | undefined {
-    const row = this.#db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined;
+    const row = this.#sql('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined;
     return row?.value;
   }
 
@@ -215,7 +223,7 @@ export class CorpusStore {
 
   /** The result a previous write with this idempotency key returned, if any (§7.10). */
   idempotentResult(key: string): unknown {
-    const row = this.#db.prepare('SELECT result FROM idempotency WHERE key = ?').get(key) as
+    const row = this.#sql('SELECT result FROM idempotency WHERE key = ?').get(key) as
       { result: string } | undefined;
     return row === undefined ? undefined : (JSON.parse(row.result) as unknown);
   }
@@ -232,15 +240,15 @@ export class CorpusStore {
       const seq = this.seq + 1;
       const removed: number[] = [];
       const added: StoredChunk[] = [];
-      const oldLabels = this.#db.prepare('SELECT label FROM chunks WHERE doc_id = ?').pluck();
-      const deleteChunks = this.#db.prepare('DELETE FROM chunks WHERE doc_id = ?');
-      const tombstone = this.#db.prepare('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
-      const putDocument = this.#db.prepare(
+      const oldLabels = this.#sql('SELECT label FROM chunks WHERE doc_id = ?').pluck();
+      const deleteChunks = this.#sql('DELETE FROM chunks WHERE doc_id = ?');
+      const tombstone = this.#sql('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
+      const putDocument = this.#sql(
         `INSERT INTO documents (id, text, meta, hash, seq, origin, sum) VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET text = excluded.text, meta = excluded.meta, hash = excluded.hash,
            seq = excluded.seq, origin = excluded.origin, sum = excluded.sum`,
       );
-      const putChunk = this.#db.prepare(
+      const putChunk = this.#sql(
         `INSERT INTO chunks (doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, sum)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING label`,
       );
@@ -298,20 +306,20 @@ export class CorpusStore {
   delete(ids: readonly string[]): WriteResult {
     return this.#db.transaction(() => {
       const present = ids.filter(
-        (id) => this.#db.prepare('SELECT 1 FROM documents WHERE id = ?').get(id) !== undefined,
+        (id) => this.#sql('SELECT 1 FROM documents WHERE id = ?').get(id) !== undefined,
       );
       const unique = [...new Set(present)];
       if (unique.length === 0) return { seq: this.seq, added: [], removed: [], written: [], deletedIds: [] };
       const seq = this.seq + 1;
       const removed: number[] = [];
-      const tombstone = this.#db.prepare('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
+      const tombstone = this.#sql('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
       for (const id of unique) {
-        for (const label of this.#db.prepare('SELECT label FROM chunks WHERE doc_id = ?').pluck().all(id) as number[]) {
+        for (const label of this.#sql('SELECT label FROM chunks WHERE doc_id = ?').pluck().all(id) as number[]) {
           tombstone.run(label, seq);
           removed.push(label);
         }
-        this.#db.prepare('DELETE FROM chunks WHERE doc_id = ?').run(id);
-        this.#db.prepare('DELETE FROM documents WHERE id = ?').run(id);
+        this.#sql('DELETE FROM chunks WHERE doc_id = ?').run(id);
+        this.#sql('DELETE FROM documents WHERE id = ?').run(id);
       }
       this.setMeta('seq', String(seq));
       return { seq, added: [], removed, written: [], deletedIds: unique };
@@ -319,18 +327,24 @@ export class CorpusStore {
   }
 
   getDocument(id: string): StoredDocument | undefined {
-    const row = this.#db.prepare('SELECT id, text, meta, hash, origin FROM documents WHERE id = ?').get(id) as
+    const row = this.#sql('SELECT id, text, meta, hash, origin FROM documents WHERE id = ?').get(id) as
       { id: string; text: string; meta: string; hash: string; origin: DocumentOrigin } | undefined;
     return row === undefined ? undefined : { ...row, meta: JSON.parse(row.meta) as Record<string, unknown> };
   }
 
   /** Content hash of a stored document (ingest skips documents stored with the same hash). */
   hashOf(id: string): string | undefined {
-    return this.#db.prepare('SELECT hash FROM documents WHERE id = ?').pluck().get(id) as string | undefined;
+    return this.#sql('SELECT hash FROM documents WHERE id = ?').pluck().get(id) as string | undefined;
+  }
+
+  /** A chunk's vector alone (MMR and score completion need no text). */
+  vectorOf(label: number): Float32Array | undefined {
+    const bytes = this.#sql('SELECT vector FROM chunks WHERE label = ?').pluck().get(label) as Buffer | undefined;
+    return bytes === undefined ? undefined : new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
   }
 
   getChunk(label: number): StoredChunk | undefined {
-    const row = this.#db.prepare('SELECT * FROM chunks WHERE label = ?').get(label) as ChunkRow | undefined;
+    const row = this.#sql('SELECT * FROM chunks WHERE label = ?').get(label) as ChunkRow | undefined;
     return row === undefined ? undefined : chunkOf(row);
   }
 
@@ -368,23 +382,23 @@ export class CorpusStore {
 
   /** Labels removed after `afterSeq`. */
   tombstonesAfter(afterSeq: number): number[] {
-    return this.#db.prepare('SELECT label FROM tombstones WHERE seq > ?').pluck().all(afterSeq) as number[];
+    return this.#sql('SELECT label FROM tombstones WHERE seq > ?').pluck().all(afterSeq) as number[];
   }
 
   /** Tombstones at or below a saved index's seq are no longer needed to replay anything. */
   pruneTombstones(throughSeq: number): void {
-    this.#db.prepare('DELETE FROM tombstones WHERE seq <= ?').run(throughSeq);
+    this.#sql('DELETE FROM tombstones WHERE seq <= ?').run(throughSeq);
   }
 
   counts(): { documents: number; chunks: number } {
     return {
-      documents: this.#db.prepare('SELECT count(*) FROM documents').pluck().get() as number,
-      chunks: this.#db.prepare('SELECT count(*) FROM chunks').pluck().get() as number,
+      documents: this.#sql('SELECT count(*) FROM documents').pluck().get() as number,
+      chunks: this.#sql('SELECT count(*) FROM chunks').pluck().get() as number,
     };
   }
 
   documentIds(): string[] {
-    return this.#db.prepare('SELECT id FROM documents ORDER BY id').pluck().all() as string[];
+    return this.#sql('SELECT id FROM documents ORDER BY id').pluck().all() as string[];
   }
 
   /**
