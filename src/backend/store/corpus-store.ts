@@ -94,8 +94,16 @@ function chunkOf(row: ChunkRow): StoredChunk {
 
 const STORE_FILE = 'corpus.sqlite';
 
-/** Opens the store file; a writer also brings its schema up to date. Every check is a read. */
+/**
+ * Opens the store file; a writer also brings its schema up to date. Every check is a read. Read-only with no store
+ * yet (a dir never written): an empty store in memory, so nothing is created on disk.
+ */
 function openDatabase(file: string, readOnly: boolean): Database.Database {
+  if (readOnly && !existsSync(file)) {
+    const empty = new Database(':memory:');
+    migrate(empty);
+    return empty;
+  }
   const db = new Database(file, { readonly: readOnly, fileMustExist: readOnly });
   try {
     checkStore(db, file);
@@ -406,7 +414,7 @@ export class CorpusStore {
    * read-only filesystem) can read it without the WAL's shared-memory file; the next writer turns WAL back on.
    */
   close(): void {
-    if (!this.#db.readonly) this.#db.pragma('journal_mode = DELETE');
+    if (!this.#db.readonly && !this.#db.memory) this.#db.pragma('journal_mode = DELETE');
     this.#db.close();
     this.#lock.release();
   }
