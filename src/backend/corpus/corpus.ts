@@ -167,14 +167,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
   async #open(): Promise<void> {
     const started = performance.now();
     let savedSeq = await this.#loadDense();
-    // The store is the truth: a dense index that disagrees with it (a file that lied about what it held) is rebuilt.
-    const expected = this.store.counts().chunks;
-    const dense = await this.#dense.count();
-    if (savedSeq > 0 && dense !== expected) {
-      this.log.warn(
-        { dir: this.settings.dir, dense, store: expected },
-        'dense index disagrees with the store; rebuilding',
-      );
+    // The store is the truth: a dense index that holds other labels than the store's chunks (a file that lied about
+    // what it held, rows relabelled since) is rebuilt from it.
+    if (savedSeq > 0 && !sameLabels(await this.#dense.labels(), this.store.labels())) {
+      this.log.warn({ dir: this.settings.dir }, 'dense index disagrees with the store; rebuilding');
       await this.#dense.reset(this.#denseOptions());
       savedSeq = 0;
       await this.#replay(0);
@@ -206,7 +202,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   /** Loads the newest verified saved dense index and replays the store's writes after it; returns its seq. */
   async #loadDense(): Promise<number> {
-    const { seq, discarded } = await this.#dense.open(this.settings.dir, this.#denseOptions(), this.store.seq, {
+    const store = { id: this.store.id, seq: this.store.seq };
+    const { seq, discarded } = await this.#dense.open(this.settings.dir, this.#denseOptions(), store, {
       keep: !this.#writable,
     });
     for (const reason of discarded) this.log.warn({ dir: this.settings.dir, reason }, 'saved dense index discarded');
@@ -374,7 +371,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
     await this.#serialized(async () => {
       const seq = this.store.seq;
       if (seq === this.#savedSeq) return;
-      await this.#dense.save(this.settings.dir, seq, { space: this.settings.space, dimension: this.dimension });
+      const { space } = this.settings;
+      await this.#dense.save(this.settings.dir, seq, { space, dimension: this.dimension, store: this.store.id });
       this.store.pruneTombstones(seq);
       this.#savedSeq = seq;
     });
@@ -539,6 +537,10 @@ function openStore(dir: string, readOnly: boolean): CorpusStore {
 function pointOfNoReturn(caller: WriteCaller): void {
   caller.signal?.throwIfAborted();
   caller.commit?.();
+}
+
+function sameLabels(held: Float64Array, stored: readonly number[]): boolean {
+  return held.length === stored.length && stored.every((label, i) => held[i] === label);
 }
 
 function lexicalText(text: string, context: string): string {

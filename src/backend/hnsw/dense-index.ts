@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WorkerChannel } from '../worker-thread.js';
 import type { DenseIndexOptions, DenseReply, DenseRequest } from './protocol.js';
@@ -34,15 +34,16 @@ export class DenseIndex {
   async open(
     dir: string,
     options: DenseIndexOptions,
-    maxSeq: number,
+    store: { id: string; seq: number },
     { keep = false }: { keep?: boolean } = {},
   ): Promise<{ seq: number; count: number; discarded: string[] }> {
     const discarded: string[] = [];
     for (const name of existsSync(dir) && !keep ? readdirSync(dir) : []) {
-      if (/^dense-\d+\.(hnsw|sum)\.tmp$/.test(name)) rmSync(join(dir, name), { force: true }); // a save cut short
+      if (/^dense-\d+\.(hnsw|sum)\.tmp$/.test(name)) removeFile(join(dir, name)); // a save cut short
     }
     for (const { seq, file } of savedFiles(dir)) {
-      const reason = seq > maxSeq ? `ahead of the store (seq ${maxSeq})` : await this.#tryOpen(file, seq, options);
+      const reason =
+        seq > store.seq ? `ahead of the store (seq ${store.seq})` : await this.#tryOpen(file, seq, store.id, options);
       if (reason === undefined) return { seq, count: await this.count(), discarded };
       discarded.push(`${file}: ${reason}`);
       if (!keep) removePair(file);
@@ -51,15 +52,21 @@ export class DenseIndex {
     return { seq: 0, count: 0, discarded };
   }
 
+  /** Every label the index holds, ascending. */
+  async labels(): Promise<Float64Array> {
+    return (await this.#call({ op: 'labels' })).labels ?? new Float64Array(0);
+  }
+
   /** An empty index with these settings, in place of whatever was open. */
   async reset(options: DenseIndexOptions): Promise<void> {
     await this.#call({ op: 'open', options, file: undefined });
   }
 
-  /** Opens `file` if it matches its sum and these settings; else why not. */
-  async #tryOpen(file: string, seq: number, options: DenseIndexOptions): Promise<string | undefined> {
+  /** Opens `file` if it matches its sum, this store and these settings; else why not. */
+  async #tryOpen(file: string, seq: number, store: string, options: DenseIndexOptions): Promise<string | undefined> {
     const sum = readSum(file);
     if (sum === undefined) return 'no readable sum beside it';
+    if (sum.store !== store) return `built from another store (${String(sum.store)})`;
     if (sum.seq !== seq || sum.space !== options.space || sum.dimension !== options.dimension)
       return `its sum says seq ${sum.seq}, ${sum.space}, ${sum.dimension} dimensions`;
     try {
@@ -101,7 +108,11 @@ export class DenseIndex {
   }
 
   /** Saves atomically and durably as `dense-<seq>.hnsw` with its sum, then removes older files. */
-  async save(dir: string, seq: number, options: Pick<DenseIndexOptions, 'space' | 'dimension'>): Promise<void> {
+  async save(
+    dir: string,
+    seq: number,
+    options: Pick<DenseIndexOptions, 'space' | 'dimension'> & { store: string },
+  ): Promise<void> {
     const file = join(dir, `dense-${seq}.hnsw`);
     const reply = await this.#call({ op: 'save', file: `${file}.tmp` }); // flushed by the worker
     const sum: SavedIndexSum = {
@@ -127,13 +138,19 @@ export class DenseIndex {
 const sumOf = (file: string) => file.replace(/\.hnsw$/, '.sum');
 
 function removePair(file: string): void {
-  rmSync(file, { force: true });
-  rmSync(sumOf(file), { force: true });
+  removeFile(file);
+  removeFile(sumOf(file));
+}
+
+/** Removes a file of ours; anything else under its name (a directory) is left for the operator, and ignored. */
+function removeFile(path: string): void {
+  if (lstatSync(path, { throwIfNoEntry: false })?.isFile() === true) rmSync(path, { force: true });
 }
 
 function readSum(file: string): SavedIndexSum | undefined {
   try {
-    return JSON.parse(readFileSync(sumOf(file), 'utf8')) as SavedIndexSum;
+    const sum = JSON.parse(readFileSync(sumOf(file), 'utf8')) as unknown;
+    return typeof sum === 'object' && sum !== null && !Array.isArray(sum) ? (sum as SavedIndexSum) : undefined;
   } catch {
     return undefined;
   }
@@ -146,5 +163,6 @@ function savedFiles(dir: string): { seq: number; file: string }[] {
     .map((name) => /^dense-(\d+)\.hnsw$/.exec(name))
     .filter((match) => match !== null)
     .map((match) => ({ seq: Number(match[1]), file: join(dir, match[0]) }))
+    .filter(({ file }) => lstatSync(file, { throwIfNoEntry: false })?.isFile() === true)
     .sort((a, b) => b.seq - a.seq);
 }

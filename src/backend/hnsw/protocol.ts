@@ -14,7 +14,8 @@ export type DenseRequest =
   | { op: 'remove'; labels: Float64Array }
   | { op: 'search'; vector: Float32Array; k: number; ef: number; allow: Float64Array | undefined }
   | { op: 'save'; file: string }
-  | { op: 'count' };
+  | { op: 'count' }
+  | { op: 'labels' };
 
 export type DenseReply =
   | {

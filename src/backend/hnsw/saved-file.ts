@@ -7,6 +7,8 @@ import { closeSync, fsyncSync, openSync, readSync } from 'node:fs';
  * file can crash the process or silently drop points).
  */
 export interface SavedIndexSum {
+  /** The store the index was built from (its `storeId`): a file from another data dir is never loaded. */
+  readonly store: string;
   readonly seq: number;
   readonly bytes: number;
   readonly sha256: string;

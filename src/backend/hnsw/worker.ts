@@ -134,6 +134,8 @@ function handle(request: DenseRequest): DenseReply {
     }
     case 'count':
       return { ok: true, count: live.size };
+    case 'labels':
+      return { ok: true, labels: Float64Array.from([...live].sort((a, b) => a - b)) };
   }
 }
 

@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { RpcError } from '../../protocol/errors.js';
 import type { ChunkRecord } from '../ports.js';
 import { DirLock, LOCK_FILE, StoreError } from './dir-lock.js';
 import { addSumColumns, chunkSum, documentSum, intact, type DocumentColumns } from './row-sums.js';
@@ -146,13 +148,18 @@ function migrate(db: Database.Database): void {
     db.exec('ALTER TABLE chunks ADD COLUMN start_offset INTEGER NOT NULL DEFAULT 0');
   if (!columns.includes('end_offset')) db.exec('ALTER TABLE chunks ADD COLUMN end_offset INTEGER NOT NULL DEFAULT -1');
   addSumColumns(db);
+  // This store's identity: saved index files name the store they were built from.
+  db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store', ?)").run(randomUUID());
 }
 
 /** The write sequence must be a number no row is ahead of (it numbers the next write and every indexVersion). */
 function requireConsistentSeq(db: Database.Database): void {
   const seq = (db.prepare("SELECT value FROM meta WHERE key = 'seq'").pluck().get() as string | undefined) ?? '0';
   const highest = db
-    .prepare('SELECT max((SELECT max(seq) FROM documents), (SELECT max(seq) FROM tombstones), 0)')
+    // coalesce: SQLite's max() of several values is NULL if any is (tombstones are often empty).
+    .prepare(
+      'SELECT max(coalesce((SELECT max(seq) FROM documents), 0), coalesce((SELECT max(seq) FROM tombstones), 0))',
+    )
     .pluck()
     .get() as number;
   if (!/^\d+$/.test(seq) || Number(seq) < highest)
@@ -213,6 +220,31 @@ export class CorpusStore {
     return statement;
   }
 
+  /**
+   * Runs `body` as one durable transaction. A disk that cannot take it (full, failing) rolls it back whole: -32010,
+   * nothing applied (§7.10), rather than an internal error.
+   */
+  #write(body: () => WriteResult): WriteResult {
+    try {
+      return this.#db.transaction(body)();
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? '';
+      if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR'))
+        throw RpcError.backendUnavailable(`the store cannot take the write (${code}); nothing was applied`, 5000);
+      throw error;
+    }
+  }
+
+  /** This store's identity (kept in the store; '' for one written before it had one, served read-only). */
+  get id(): string {
+    return this.getMeta('store') ?? '';
+  }
+
+  /** Every chunk label, ascending (what the dense index must hold). */
+  labels(): number[] {
+    return this.#sql('SELECT label FROM chunks ORDER BY label').pluck().all() as number[];
+  }
+
   /** The sequence number of the last committed write: the corpus indexVersion. */
   get seq(): number {
     return Number(this.getMeta('seq') ?? 0);
@@ -231,8 +263,7 @@ export class CorpusStore {
 
   /** The result a previous write with this idempotency key returned, if any (§7.10). */
   idempotentResult(key: string): unknown {
-    const row = this.#sql('SELECT result FROM idempotency WHERE key = ?').get(key) as
-      { result: string } | undefined;
+    const row = this.#sql('SELECT result FROM idempotency WHERE key = ?').get(key) as { result: string } | undefined;
     return row === undefined ? undefined : (JSON.parse(row.result) as unknown);
   }
 
@@ -244,7 +275,7 @@ export class CorpusStore {
     documents: readonly NewDocument[],
     idempotency?: { key: string; result: (seq: number) => unknown },
   ): WriteResult {
-    return this.#db.transaction(() => {
+    return this.#write(() => {
       const seq = this.seq + 1;
       const removed: number[] = [];
       const added: StoredChunk[] = [];
@@ -307,15 +338,13 @@ export class CorpusStore {
         written: documents.map(({ id, meta, origin }) => ({ id, meta, origin })),
         deletedIds: [],
       };
-    })();
+    });
   }
 
   /** Deletes documents and their chunks in one durable transaction; absent ids are not an error (§7.11). */
   delete(ids: readonly string[]): WriteResult {
-    return this.#db.transaction(() => {
-      const present = ids.filter(
-        (id) => this.#sql('SELECT 1 FROM documents WHERE id = ?').get(id) !== undefined,
-      );
+    return this.#write(() => {
+      const present = ids.filter((id) => this.#sql('SELECT 1 FROM documents WHERE id = ?').get(id) !== undefined);
       const unique = [...new Set(present)];
       if (unique.length === 0) return { seq: this.seq, added: [], removed: [], written: [], deletedIds: [] };
       const seq = this.seq + 1;
@@ -331,7 +360,7 @@ export class CorpusStore {
       }
       this.setMeta('seq', String(seq));
       return { seq, added: [], removed, written: [], deletedIds: unique };
-    })();
+    });
   }
 
   getDocument(id: string): StoredDocument | undefined {

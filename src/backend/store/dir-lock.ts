@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -67,7 +67,8 @@ export class DirLock {
   }
 
   release(): void {
-    if (!this.shared) rmSync(join(this.dir, OWNER_FILE), { force: true });
+    if (!this.shared && lstatSync(join(this.dir, OWNER_FILE), { throwIfNoEntry: false })?.isFile() === true)
+      rmSync(join(this.dir, OWNER_FILE), { force: true });
     this.db?.close();
   }
 }
@@ -76,15 +77,21 @@ export class DirLock {
  * other process is using the dir, so say how to proceed rather than replace it. */
 function unusable(file: string, error: unknown): Error {
   const code = (error as { code?: string }).code ?? '';
+  if (code === 'SQLITE_FULL') return new StoreError(`${file} cannot be written: the disk is full`);
   if (!code.startsWith('SQLITE_')) return error as Error;
   return new StoreError(`${file} cannot be used as a lock (${code}); if no rcp-server uses this dir, remove it`);
 }
 
+/** Who holds the dir, for others' messages only: a failure to write it (a directory in its place) is not fatal. */
 function writeOwner(dir: string): void {
   const owner = { pid: process.pid, host: hostname(), command: process.argv.slice(1).join(' '), since: new Date() };
   const temporary = join(dir, `${OWNER_FILE}.${process.pid}`);
-  writeFileSync(temporary, `${JSON.stringify(owner)}\n`);
-  renameSync(temporary, join(dir, OWNER_FILE));
+  try {
+    writeFileSync(temporary, `${JSON.stringify(owner)}\n`);
+    renameSync(temporary, join(dir, OWNER_FILE));
+  } catch {
+    rmSync(temporary, { force: true });
+  }
 }
 
 function holder(dir: string): string {

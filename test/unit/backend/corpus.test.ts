@@ -1,5 +1,8 @@
+import Database from 'better-sqlite3';
 import {
   closeSync,
+  cpSync,
+  mkdirSync,
   mkdtempSync,
   openSync,
   readdirSync,
@@ -225,6 +228,81 @@ describe('corpus: store + dense + lexical in step', () => {
     corpus = await open('unsummed');
     expect(await corpus.stats()).toMatchObject({ documents: 6, dense: 6 });
     await corpus.close();
+  });
+
+  it('an index file (with its sum) from another data dir is never loaded, even with the same seq and count', async () => {
+    for (const name of ['mine', 'theirs']) {
+      const corpus = await open(name);
+      await corpus.add(docs(12, name), { chunk: false, contextual: false });
+      await corpus.close();
+    }
+    for (const name of readdirSync(join(ROOT, 'theirs')).filter((file) => /^dense-/.test(file)))
+      cpSync(join(ROOT, 'theirs', name), join(ROOT, 'mine', name));
+    lines.length = 0;
+    const corpus = await open('mine');
+    expect(lines.find((line) => line.msg === 'saved dense index discarded')?.obj).toMatchObject({
+      reason: expect.stringContaining('another store') as unknown,
+    });
+    for (const chunk of corpus.store.chunks())
+      expect((await corpus.searchDense(chunk.vector, 1))[0]?.label).toBe(chunk.label);
+    await corpus.close();
+  });
+
+  it("rows relabelled under a saved index (its labels no longer the store's) make it rebuilt, not half-used", async () => {
+    let corpus = await open('relabelled');
+    await corpus.add(docs(8), { chunk: false, contextual: false });
+    await corpus.close();
+    const db = new Database(join(ROOT, 'relabelled', 'corpus.sqlite'));
+    db.prepare("UPDATE chunks SET label = label + 1000000 WHERE doc_id = 'doc-3'").run();
+    db.close();
+    lines.length = 0;
+    corpus = await open('relabelled');
+    expect(lines.some((line) => line.msg === 'dense index disagrees with the store; rebuilding')).toBe(true);
+    for (const chunk of corpus.store.chunks())
+      expect((await corpus.searchDense(chunk.vector, 1))[0]?.label).toBe(chunk.label);
+    await corpus.close();
+  });
+
+  it.each([
+    ['a sum of null', (dir: string, hnsw: string) => writeFileSync(join(dir, hnsw.replace('.hnsw', '.sum')), 'null')],
+    [
+      'a directory for the sum',
+      (dir: string, hnsw: string) => {
+        rmSync(join(dir, hnsw.replace('.hnsw', '.sum')));
+        mkdirSync(join(dir, hnsw.replace('.hnsw', '.sum')));
+      },
+    ],
+    [
+      'a directory for the index file',
+      (dir: string, hnsw: string) => {
+        rmSync(join(dir, hnsw));
+        mkdirSync(join(dir, hnsw));
+      },
+    ],
+    ['a directory named like a save cut short', (dir: string) => mkdirSync(join(dir, 'dense-99.hnsw.tmp'))],
+  ])('%s beside the index is ignored: the index is rebuilt and the corpus serves', async (_name, harm) => {
+    const dir = `odd-${_name.replace(/ /g, '-')}`;
+    let corpus = await open(dir);
+    await corpus.add(docs(5), { chunk: false, contextual: false });
+    await corpus.close();
+    harm(
+      join(ROOT, dir),
+      readdirSync(join(ROOT, dir)).find((name) => name.endsWith('.hnsw'))!,
+    );
+    corpus = await open(dir);
+    expect(corpus.health()).toEqual({ ready: true });
+    expect(await corpus.stats()).toMatchObject({ documents: 5, dense: 5 });
+    await corpus.close();
+  });
+
+  it("a write sequence behind the store's rows is refused (it would number two corpora alike)", async () => {
+    const corpus = await open('seq-behind');
+    for (let i = 0; i < 3; i++) await corpus.add(docs(2, `w${i}`), { chunk: false, contextual: false });
+    await corpus.close();
+    const db = new Database(join(ROOT, 'seq-behind', 'corpus.sqlite'));
+    db.prepare("UPDATE meta SET value = '1' WHERE key = 'seq'").run();
+    db.close();
+    expect(() => new Corpus(settings('seq-behind'), encoder, log)).toThrow(/write sequence \(1\) is damaged/);
   });
 
   it('one owner per data dir: a second opener is refused, naming the holder; after close it may open', async () => {

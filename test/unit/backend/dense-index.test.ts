@@ -20,7 +20,7 @@ const options = {
 describe('the HNSW dense index in its worker', () => {
   it('§13.1 a search whose caller gave up before its turn is never run: abandoned searches cost nobody', async () => {
     const index = new DenseIndex();
-    await index.open(DIR, options, 0);
+    await index.open(DIR, options, { id: 'test', seq: 0 });
     const next = mulberry32(7);
     const vector = () => Float32Array.from({ length: DIMENSION }, () => next() - 0.5);
     const labels = Array.from({ length: 20_000 }, (_, i) => i);
