@@ -237,7 +237,7 @@ export function defaultConfig(): Config {
     },
     limits: {
       maxBodyBytes: 16 * 1024 * 1024,
-      maxFrameValues: 262_144,
+      maxFrameValues: 131_072,
       maxBufferedBodyBytes: 256 * 1024 * 1024,
       maxResponseBytes: 16 * 1024 * 1024,
       maxUnsentBytes: 64 * 1024 * 1024,

@@ -185,7 +185,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     }
     for (const { label, docId, ordinal, text, context } of this.store.chunkTexts()) {
       this.#chunkPlace.set(label, { docId, ordinal });
-      this.#lexical.add(label, lexicalText(text, context));
+      await this.#lexical.addInSlices(label, lexicalText(text, context), slice);
       await slice.due();
     }
     this.#savedSeq = savedSeq;
@@ -354,7 +354,12 @@ export class Corpus implements CorpusWriter, CorpusReader {
       this.#lexical.remove(label);
       this.#chunkPlace.delete(label);
     }
-    for (const chunk of added) this.#lexical.add(chunk.label, lexicalText(chunk.text, chunk.context));
+    // Analysing long texts for BM25 is CPU work on the event loop: in time slices (DESIGN §5b).
+    const slice = new TimeSlice();
+    for (const chunk of added) {
+      await this.#lexical.addInSlices(chunk.label, lexicalText(chunk.text, chunk.context), slice);
+      await slice.due();
+    }
     for (const { id, meta, origin } of write.written) {
       this.#documentMeta.set(id, meta);
       this.#documentOrigin.set(id, origin);

@@ -1,4 +1,5 @@
 import { TimeSlice } from '../../protocol/time-slice.js';
+import { PART_UNITS, textParts } from '../tokenizers/count-in-parts.js';
 import { analyze, type AnalyzerOptions } from './analyzer.js';
 
 /** Postings scored (or candidates ranked) between two looks at the clock: a look per posting would cost more than it saves. */
@@ -33,8 +34,25 @@ export class Bm25Index {
   }
 
   add(label: number, text: string): void {
+    this.#addTerms(label, analyze(text, this.options));
+  }
+
+  /**
+   * `add` for a text of any length: analysed part by part (cut at spaces, where no term can span) in time slices, so
+   * indexing a 1 MB document does not hold the event loop for its whole analysis (DESIGN §5b).
+   */
+  async addInSlices(label: number, text: string, slice: TimeSlice): Promise<void> {
+    if (text.length <= PART_UNITS) return this.add(label, text);
+    const terms: string[] = [];
+    for (const part of textParts(text)) {
+      for (const term of analyze(part, this.options)) terms.push(term);
+      await slice.due();
+    }
+    this.#addTerms(label, terms);
+  }
+
+  #addTerms(label: number, terms: readonly string[]): void {
     if (this.#lengths.has(label)) this.remove(label);
-    const terms = analyze(text, this.options);
     const counts = new Map<string, number>();
     for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
     for (const [term, tf] of counts) {

@@ -16,13 +16,20 @@ export async function countInParts(count: (text: string) => number, text: string
   if (text.length <= PART_UNITS) return count(text);
   const specials = 2 * count('a') - count('a a');
   let total = specials;
-  for (let start = 0; start <= text.length; ) {
-    const { end, next } = partEnd(text, start);
-    total += count(text.slice(start, end)) - specials;
-    start = next;
+  for (const part of textParts(text)) {
+    total += count(part) - specials;
     await slice.due();
   }
   return total;
+}
+
+/** A text cut into parts of at most `PART_UNITS` units at spaces (each space left out): see countInParts. */
+export function* textParts(text: string): Generator<string> {
+  for (let start = 0; start <= text.length; ) {
+    const { end, next } = partEnd(text, start);
+    yield text.slice(start, end);
+    start = next;
+  }
 }
 
 /** Where the part starting at `start` ends, and where the next starts: at the last space within the bound (left
