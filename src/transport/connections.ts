@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 
 /**
@@ -43,9 +43,34 @@ export function capConnections(server: Server, limits: ConnectionLimits): number
     descriptors === undefined
       ? limits.maxConnections
       : Math.max(1, Math.min(limits.maxConnections, descriptors - RESERVED_DESCRIPTORS));
-  server.maxConnections = cap;
   capPerAddress(server, limits.maxConnectionsPerAddress);
+  capTotal(server, cap);
   return cap;
+}
+
+/**
+ * At most `cap` connections. When full, a newcomer takes the place of the oldest connection that has not yet sent
+ * a whole request (a client trickling headers or a body holds a slot it has not used), so clients that reconnect
+ * as fast as they are cut cannot keep everyone else out; with no such connection, the newcomer is closed.
+ */
+function capTotal(server: Server, cap: number): void {
+  const open = new Set<Socket>(); // in arrival order
+  const served = new WeakSet<Socket>();
+  server.on('request', (request: IncomingMessage) => served.add(request.socket));
+  server.on('connection', (socket: Socket) => {
+    if (socket.destroyed) return; // refused for its address already
+    if (open.size >= cap) {
+      const idle = [...open].find((held) => !served.has(held));
+      if (idle === undefined) {
+        socket.destroy();
+        return;
+      }
+      idle.destroy();
+      open.delete(idle);
+    }
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
 }
 
 /** Closes a connection at once when its address already holds `cap` open ones; the count map holds open ones only. */
