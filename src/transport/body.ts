@@ -44,7 +44,12 @@ export class BodyBudget {
   }
 }
 
-/** The body of `stream` as text, or a BodyRefusal as soon as one applies; what it held is given back either way. */
+/**
+ * The body of `stream` as text, or a BodyRefusal; what it held is given back either way. Past a refusal for its
+ * values, the rest of the body (within `maxBytes`) is read and dropped, never kept, so that the client finishes
+ * sending and reads its answer (an HTTP client still uploading cannot read one). Past the shared budget the answer
+ * goes at once: waiting for a body that may never end is what the budget is against.
+ */
 export async function receiveBody(
   stream: Readable,
   declaredBytes: number | undefined,
@@ -53,25 +58,42 @@ export async function receiveBody(
 ): Promise<string> {
   if (declaredBytes !== undefined && declaredBytes > limits.maxBytes) throw tooLarge(limits);
   const shape = new JsonShape();
-  const chunks: Buffer[] = [];
-  let bytes = 0;
+  let chunks: Buffer[] = [];
+  let held = 0;
+  let received = 0;
+  let refusal: BodyRefusal | undefined;
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
-      if (bytes + chunk.length > limits.maxBytes) throw tooLarge(limits);
-      if (!budget.take(chunk.length)) {
-        throw new BodyRefusal('busy', `request bodies being received exceed ${budget.maxBytes} bytes; retry`);
-      }
-      bytes += chunk.length;
-      chunks.push(chunk);
-      shape.push(chunk);
-      if (shape.tokens > limits.maxTokens) {
-        throw new BodyRefusal('too-many-values', `body has more than ${limits.maxTokens} JSON values`);
+      received += chunk.length;
+      if (received > limits.maxBytes) throw tooLarge(limits);
+      if (refusal !== undefined) continue; // drained, not kept
+      refusal = keep(chunk) ? undefined : refusalOf(shape, limits, budget);
+      if (refusal?.reason === 'busy') throw refusal;
+      if (refusal !== undefined) {
+        budget.give(held);
+        [chunks, held] = [[], 0];
       }
     }
-    return Buffer.concat(chunks, bytes).toString('utf8');
+    if (refusal !== undefined) throw refusal;
+    return Buffer.concat(chunks, held).toString('utf8');
   } finally {
-    budget.give(bytes);
+    budget.give(held);
   }
+
+  /** Keeps `chunk` if the budget and the value count allow it. */
+  function keep(chunk: Buffer): boolean {
+    if (!budget.take(chunk.length)) return false;
+    held += chunk.length;
+    chunks.push(chunk);
+    shape.push(chunk);
+    return shape.tokens <= limits.maxTokens;
+  }
+}
+
+function refusalOf(shape: JsonShape, limits: BodyLimits, budget: BodyBudget): BodyRefusal {
+  return shape.tokens > limits.maxTokens
+    ? new BodyRefusal('too-many-values', `body has more than ${limits.maxTokens} JSON values`)
+    : new BodyRefusal('busy', `request bodies being received exceed ${budget.maxBytes} bytes; retry`);
 }
 
 const tooLarge = (limits: BodyLimits) => new BodyRefusal('too-large', `body exceeds ${limits.maxBytes} bytes`);
