@@ -7,7 +7,8 @@ import type { Socket } from 'node:net';
  * how long an idle keep-alive connection is kept, how long a connection may sit with nothing moving (a client that
  * stops reading its answer), and how many connections are open at once — never so many that the process runs out
  * of file descriptors for its own files, and never more than a share of them from one address, so one client cannot
- * take every slot. A connection past either cap is closed at once; the others are served on.
+ * take every slot. Past the per-address share a connection is closed at once; past the total, it takes the place of
+ * a connection that has not yet sent a whole request, or is closed. The others are served on.
  */
 export interface ConnectionLimits {
   readonly headersTimeoutMs: number;

@@ -1,8 +1,9 @@
-import { existsSync, lstatSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isFile, removeFile, syncPath } from '../files.js';
 import { WorkerChannel } from '../worker-thread.js';
 import type { DenseIndexOptions, DenseReply, DenseRequest } from './protocol.js';
-import { syncPath, type SavedIndexSum } from './saved-file.js';
+import type { SavedIndexSum } from './saved-file.js';
 
 export type { DenseIndexOptions } from './protocol.js';
 
@@ -142,11 +143,6 @@ function removePair(file: string): void {
   removeFile(sumOf(file));
 }
 
-/** Removes a file of ours; anything else under its name (a directory) is left for the operator, and ignored. */
-function removeFile(path: string): void {
-  if (lstatSync(path, { throwIfNoEntry: false })?.isFile() === true) rmSync(path, { force: true });
-}
-
 function readSum(file: string): SavedIndexSum | undefined {
   try {
     const sum = JSON.parse(readFileSync(sumOf(file), 'utf8')) as unknown;
@@ -163,6 +159,6 @@ function savedFiles(dir: string): { seq: number; file: string }[] {
     .map((name) => /^dense-(\d+)\.hnsw$/.exec(name))
     .filter((match) => match !== null)
     .map((match) => ({ seq: Number(match[1]), file: join(dir, match[0]) }))
-    .filter(({ file }) => lstatSync(file, { throwIfNoEntry: false })?.isFile() === true)
+    .filter(({ file }) => isFile(file)) // anything else under the name is the operator's, and ignored
     .sort((a, b) => b.seq - a.seq);
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 
 /**
  * What a saved index file must be, kept beside it (`dense-<seq>.sum`): its size and SHA-256, and the settings it
@@ -32,14 +32,4 @@ export function digestFile(file: string): { bytes: number; sha256: string } {
     closeSync(fd);
   }
   return { bytes, sha256: hash.digest('hex') };
-}
-
-/** Flushes a file (or a directory's entries) to stable storage: a rename is durable only once its dir is synced. */
-export function syncPath(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }

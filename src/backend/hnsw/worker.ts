@@ -5,7 +5,8 @@
 import { parentPort } from 'node:worker_threads';
 import hnswlib from 'hnswlib-node';
 import type { DenseIndexOptions, DenseReply, DenseRequest } from './protocol.js';
-import { digestFile, syncPath } from './saved-file.js';
+import { syncPath } from '../files.js';
+import { digestFile } from './saved-file.js';
 
 let index: hnswlib.HierarchicalNSW | undefined;
 let options: DenseIndexOptions | undefined;

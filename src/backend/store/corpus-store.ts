@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { RpcError } from '../../protocol/errors.js';
 import type { ChunkRecord } from '../ports.js';
-import { DirLock, LOCK_FILE, StoreError } from './dir-lock.js';
+import { DirLock, LOCK_FILE, sqliteCode, StoreError } from './dir-lock.js';
 import { addSumColumns, chunkSum, documentSum, intact, type DocumentColumns } from './row-sums.js';
 
 /**
@@ -80,8 +80,13 @@ interface ChunkRow {
   vector: Buffer;
 }
 
+/** A stored vector as floats: copied out of the driver's buffer, which need not be 4-byte aligned. */
+function vectorFrom(blob: Buffer): Float32Array {
+  const bytes = new Uint8Array(blob);
+  return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+}
+
 function chunkOf(row: ChunkRow): StoredChunk {
-  const bytes = new Uint8Array(row.vector);
   return {
     label: row.label,
     docId: row.doc_id,
@@ -90,7 +95,7 @@ function chunkOf(row: ChunkRow): StoredChunk {
     context: row.context,
     start: row.start_offset,
     end: row.end_offset === -1 ? row.start_offset + row.text.length : row.end_offset,
-    vector: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4),
+    vector: vectorFrom(row.vector),
   };
 }
 
@@ -179,8 +184,8 @@ function checked(file: string, open: () => Database.Database): Database.Database
   try {
     return open();
   } catch (error) {
-    const code = (error as { code?: string }).code ?? '';
-    if (error instanceof StoreError || !code.startsWith('SQLITE_')) throw error;
+    const code = sqliteCode(error);
+    if (error instanceof StoreError || code === '') throw error;
     throw new StoreError(`${file} cannot be opened (${code}: ${(error as Error).message}): restore it from a backup`);
   }
 }
@@ -228,7 +233,7 @@ export class CorpusStore {
     try {
       return this.#db.transaction(body)();
     } catch (error) {
-      const code = (error as { code?: string }).code ?? '';
+      const code = sqliteCode(error);
       if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR'))
         throw RpcError.backendUnavailable(`the store cannot take the write (${code}); nothing was applied`, 5000);
       throw error;
@@ -377,7 +382,7 @@ export class CorpusStore {
   /** A chunk's vector alone (MMR and score completion need no text). */
   vectorOf(label: number): Float32Array | undefined {
     const bytes = this.#sql('SELECT vector FROM chunks WHERE label = ?').pluck().get(label) as Buffer | undefined;
-    return bytes === undefined ? undefined : new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+    return bytes === undefined ? undefined : vectorFrom(bytes);
   }
 
   getChunk(label: number): StoredChunk | undefined {

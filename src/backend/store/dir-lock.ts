@@ -1,7 +1,8 @@
-import { existsSync, lstatSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { removeFile } from '../files.js';
 
 /** The lock itself: a one-row SQLite database held in EXCLUSIVE locking mode (an fcntl lock the kernel drops when the
  * process dies, so a crash never leaves a stale lock behind). Its presence also says the dir has been served. */
@@ -12,6 +13,12 @@ const OWNER_FILE = 'owner.json';
 /** A data dir this process cannot serve: a start-up error with one clear line, never a wire code. */
 export class StoreError extends Error {
   override name = 'StoreError';
+}
+
+/** The SQLite result code of an error from the driver (`SQLITE_BUSY`, ...), or '' for any other error. */
+export function sqliteCode(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : '';
 }
 
 export class DirLockedError extends StoreError {
@@ -55,7 +62,7 @@ export class DirLock {
       }
     } catch (error) {
       db.close();
-      if ((error as { code?: string }).code === 'SQLITE_BUSY') {
+      if (sqliteCode(error) === 'SQLITE_BUSY') {
         throw new DirLockedError(
           `data dir ${dir} is in use by ${holder(dir)}; stop it first, or send documents through it (index/add)`,
         );
@@ -67,8 +74,7 @@ export class DirLock {
   }
 
   release(): void {
-    if (!this.shared && lstatSync(join(this.dir, OWNER_FILE), { throwIfNoEntry: false })?.isFile() === true)
-      rmSync(join(this.dir, OWNER_FILE), { force: true });
+    if (!this.shared) removeFile(join(this.dir, OWNER_FILE));
     this.db?.close();
   }
 }
@@ -76,9 +82,9 @@ export class DirLock {
 /** The lock file cannot serve as a lock (damaged, unreadable): it holds no data, but only the operator knows that no
  * other process is using the dir, so say how to proceed rather than replace it. */
 function unusable(file: string, error: unknown): Error {
-  const code = (error as { code?: string }).code ?? '';
+  const code = sqliteCode(error);
   if (code === 'SQLITE_FULL') return new StoreError(`${file} cannot be written: the disk is full`);
-  if (!code.startsWith('SQLITE_')) return error as Error;
+  if (code === '') return error as Error;
   return new StoreError(`${file} cannot be used as a lock (${code}); if no rcp-server uses this dir, remove it`);
 }
 
