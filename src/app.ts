@@ -29,6 +29,7 @@ import { LoadShedder } from './transport/load-shedding.js';
 import { RateLimiter } from './transport/rate-limit.js';
 import { RedisBucketStore } from './transport/redis-bucket-store.js';
 import { HttpSessionStore } from './transport/http-sessions.js';
+import { operatorRoutes, type OperatorOptions } from './transport/operator.js';
 import { rcpHttp } from './transport/http.js';
 import type { Logger } from './transport/logger.js';
 import { serveStdio, type StdioConnection } from './transport/stdio.js';
@@ -42,6 +43,8 @@ export interface AppOptions {
   health?: () => { ready: boolean; [detail: string]: unknown };
   /** Called by close(), after the servers have drained. */
   onClose?: () => Promise<void>;
+  /** The configuration file the settings came from, if any: `file` content uris never serve it (§15.5). */
+  configFile?: string | undefined;
 }
 
 export interface App {
@@ -58,6 +61,8 @@ export interface App {
   serveStdio(streams: { input: Readable; output: Writable; log: Logger }): StdioConnection;
   /** A ready Fastify instance serving the RCP HTTP transport; the caller listens. */
   buildHttp(): Promise<FastifyInstance>;
+  /** The operator listener, when `http.operatorPort` is set (see transport/operator.ts). */
+  buildOperatorHttp(): Promise<FastifyInstance>;
   close(): Promise<void>;
 }
 
@@ -80,9 +85,16 @@ export class AppStartError extends Error {
   }
 }
 
+/** §15.5: `file` content uris never reach the server's own data or settings, whatever roots the operator lists. */
+function contentFetcher(config: Config, configFile: string | undefined): PolicyUriFetcher {
+  const protectedPaths = [{ path: config.dataDir, what: "the server's data directory" }];
+  if (configFile !== undefined) protectedPaths.push({ path: configFile, what: "the server's configuration file" });
+  return new PolicyUriFetcher(config.content.fetch, protectedPaths);
+}
+
 export function createApp(config: Config, options: AppOptions = {}): App {
   const registry = new MethodRegistry();
-  const content = new ContentReader(new PolicyUriFetcher(config.content.fetch));
+  const content = new ContentReader(contentFetcher(config, options.configFile));
   const logger = options.logger ?? pino({ level: 'silent' });
   const models = openModels(config.models, logger);
   const rerankers = registerModelMethods(registry, config, models, content);
@@ -180,6 +192,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         admission,
       }),
     buildHttp: () => shedder.ownWork(buildHttp()),
+    buildOperatorHttp,
     async close() {
       await Promise.all(
         servers.splice(0).map(({ server, inFlight }) => drain(server, inFlight, config.limits.requestTimeoutMs)),
@@ -191,10 +204,28 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     },
   };
 
+  function operatorOptions(auth?: ApiKeys): OperatorOptions {
+    if (config.metrics.path !== '') metrics.enableProcessMetrics();
+    return { health, metrics: metrics.registry, metricsPath: config.metrics.path, auth };
+  }
+
+  /** The operator listener: `/healthz`, `/readyz` and the metrics, without keys (see transport/operator.ts). */
+  async function buildOperatorHttp(): Promise<FastifyInstance> {
+    const app: FastifyInstance = Fastify({
+      loggerInstance: logger,
+      ...serverOptions(config.http, config.limits.requestTimeoutMs),
+    });
+    operatorRoutes(app, operatorOptions());
+    await app.ready();
+    servers.push({ server: app, inFlight: () => 0 });
+    return app;
+  }
+
   async function buildHttp(): Promise<FastifyInstance> {
     const app: FastifyInstance = Fastify({
       loggerInstance: logger,
-      trustProxy: config.http.trustProxy,
+      // Only configured proxies may name the client (X-Forwarded-For); anyone else could choose their address.
+      trustProxy: config.http.trustProxy.length > 0 ? [...config.http.trustProxy] : false,
       bodyLimit: config.limits.maxBodyBytes,
       ...serverOptions(config.http, config.limits.requestTimeoutMs),
     });
@@ -202,22 +233,13 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     const outbox = new Outbox(config.limits.maxUnsentBytes);
     outbox.track(app.server);
     const sessions = new HttpSessionStore(createSession, {
-      mode: config.http.sessions,
       idleMs: config.http.sessionIdleMs,
       maxSessions: config.http.maxSessions,
+      maxSessionsPerCaller: config.http.maxSessionsPerCaller,
     });
-    // Liveness and readiness for orchestrators: live while the process serves, ready once every model is loaded.
-    app.get('/healthz', () => ({ status: 'ok' }));
-    if (config.metrics.path !== '') {
-      metrics.enableProcessMetrics();
-      app.get(config.metrics.path, async (_request, reply) =>
-        reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics()),
-      );
-    }
-    app.get('/readyz', (_request, reply) => {
-      const state = health();
-      return reply.code(state.ready ? 200 : 503).send({ status: state.ready ? 'ready' : 'not ready', ...state });
-    });
+    const auth = new ApiKeys(config.auth.apiKeys);
+    // With an operator listener, readiness and metrics are served there only.
+    operatorRoutes(app, config.http.operatorPort === 0 ? operatorOptions(auth) : { metricsPath: '' });
     await app.register(rcpHttp, {
       base: config.http.base,
       sessions,
@@ -227,7 +249,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       maxResponseBytes: config.limits.maxResponseBytes,
       outbox,
       corsOrigins: config.http.corsOrigins,
-      auth: new ApiKeys(config.auth.apiKeys),
+      auth,
       admission,
     });
     await app.ready();

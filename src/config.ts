@@ -21,11 +21,19 @@ export const ConfigSchema = Section({
     host: Type.String({ minLength: 1 }),
     port: Type.Integer({ minimum: 0, maximum: 65535 }),
     base: Type.String({ pattern: '^/' }),
-    sessions: Type.Union([Type.Literal('caller'), Type.Literal('stateless')]),
+    /** §5.2 sessions (see transport/http-sessions.ts): idle expiry, and how many are kept, in all and per caller. */
     sessionIdleMs: Type.Integer({ minimum: 1000 }),
     maxSessions: Type.Integer({ minimum: 1 }),
+    maxSessionsPerCaller: Type.Integer({ minimum: 1 }),
     corsOrigins: Type.Array(Type.String({ minLength: 1 })),
-    trustProxy: Type.Boolean(),
+    /** A listener of its own for `/healthz`, `/readyz` and the metrics, without keys; 0: they share the RCP port. */
+    operatorPort: Type.Integer({ minimum: 0, maximum: 65535 }),
+    operatorHost: Type.String({ minLength: 1 }),
+    /**
+     * The proxies whose `X-Forwarded-For` is believed: addresses, CIDR networks, or `loopback`, `linklocal`,
+     * `uniquelocal`. Empty: none, and a client is its socket's address (a header any client can send names nobody).
+     */
+    trustProxy: Type.Array(Type.String({ pattern: '^(loopback|linklocal|uniquelocal|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)$' })),
     /** Time to receive a request's headers, and its whole body; a slower client is cut (§15.5). */
     headersTimeoutMs: Type.Integer({ minimum: 100 }),
     bodyTimeoutMs: Type.Integer({ minimum: 100 }),
@@ -82,6 +90,11 @@ export const ConfigSchema = Section({
       schemes: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9+.-]*$' })),
       /** Allowed hosts (`docs.example.com`, `*.example.com`); empty: any host the schemes reach. */
       hosts: Type.Array(Type.String({ minLength: 1 })),
+      /**
+       * Directories `file` uris may read from (relative ones against the working directory); required when `file`
+       * is among the schemes. /proc, /sys, /dev, `dataDir` and the config file are never served, even under a root.
+       */
+      fileRoots: Type.Array(Type.String({ minLength: 1 })),
       /** Allow hosts that resolve to private, loopback or link-local addresses. */
       allowPrivate: Type.Boolean(),
       maxBytes: Type.Integer({ minimum: 1 }),
@@ -190,9 +203,12 @@ export const ConfigSchema = Section({
         {
           key: Type.Optional(Type.String({ minLength: 16 })),
           sha256: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{64}$' })),
-          scopes: Type.Array(Type.Union([Type.Literal('read'), Type.Literal('write'), Type.Literal('admin')]), {
-            minItems: 1,
-          }),
+          scopes: Type.Array(
+            Type.Union([Type.Literal('read'), Type.Literal('write'), Type.Literal('monitor'), Type.Literal('admin')]),
+            {
+              minItems: 1,
+            },
+          ),
         },
         { additionalProperties: false },
       ),
@@ -223,11 +239,13 @@ export function defaultConfig(): Config {
       host: '127.0.0.1',
       port: 8080,
       base: '/rcp',
-      sessions: 'caller',
       sessionIdleMs: 30 * 60_000,
       maxSessions: 10_000,
+      maxSessionsPerCaller: 64,
       corsOrigins: [],
-      trustProxy: false,
+      trustProxy: [],
+      operatorPort: 0,
+      operatorHost: '127.0.0.1',
       headersTimeoutMs: 10_000,
       bodyTimeoutMs: 30_000,
       keepAliveTimeoutMs: 5_000,
@@ -250,7 +268,9 @@ export function defaultConfig(): Config {
       rateLimit: { reads: 0, writes: 0, models: 0 },
       shedding: { maxEventLoopDelayMs: 1000, maxHeapUsedRatio: 0.9, maxRssBytes: 0, sampleIntervalMs: 500 },
     },
-    content: { fetch: { schemes: [], hosts: [], allowPrivate: false, maxBytes: 1024 * 1024, timeoutMs: 5000 } },
+    content: {
+      fetch: { schemes: [], hosts: [], fileRoots: [], allowPrivate: false, maxBytes: 1024 * 1024, timeoutMs: 5000 },
+    },
     federation: {
       id: 'rcp-gateway',
       depth: 3,
@@ -317,7 +337,6 @@ export const ENVIRONMENT: Record<string, EnvironmentSetting> = {
   RCP_HTTP_HOST: { path: 'http.host', parse: String },
   RCP_HTTP_PORT: { path: 'http.port', parse: Number },
   RCP_HTTP_BASE: { path: 'http.base', parse: String },
-  RCP_HTTP_SESSIONS: { path: 'http.sessions', parse: String },
   RCP_HTTP_SESSION_IDLE_MS: { path: 'http.sessionIdleMs', parse: Number },
   RCP_HTTP_MAX_SESSIONS: { path: 'http.maxSessions', parse: Number },
   RCP_CORS_ORIGINS: {
@@ -330,7 +349,14 @@ export const ENVIRONMENT: Record<string, EnvironmentSetting> = {
   },
   RCP_TRUST_PROXY: {
     path: 'http.trustProxy',
-    parse: (raw) => raw === 'true' || raw === '1',
+    // `true` (trust every client's header) is no longer a setting: it is left for validation to refuse.
+    parse: (raw) =>
+      raw === 'true' || raw === '1'
+        ? true
+        : raw
+            .split(',')
+            .map((proxy) => proxy.trim())
+            .filter(Boolean),
   },
   RCP_MAX_BODY_BYTES: { path: 'limits.maxBodyBytes', parse: Number },
   RCP_MAX_BATCH_SIZE: { path: 'limits.maxBatchSize', parse: Number },
@@ -468,7 +494,7 @@ const validate = new Ajv2020({
 }).compile(ConfigSchema);
 
 export function validateConfig(candidate: unknown): Config {
-  if (validate(candidate)) return checkQueueAdmitsLargestRequest(candidate);
+  if (validate(candidate)) return checkFileRoots(checkQueueAdmitsLargestRequest(candidate));
   const problems = (validate.errors ?? []).map((e) => {
     const where = e.instancePath.split('/').slice(1).join('.') || '(root)';
     const extra = (e.params as { additionalProperty?: string }).additionalProperty;
@@ -485,6 +511,21 @@ function checkQueueAdmitsLargestRequest(config: Config): Config {
     throw new ConfigError(
       `invalid configuration:\n  models.batching.maxQueuedItems (${batching.maxQueuedItems}) must admit the largest ` +
         `single request (embedBatchLimit or rerankMaxCandidates + 1 = ${largest})`,
+    );
+  }
+  return config;
+}
+
+/**
+ * §15.5: `file` among the fetch schemes with no roots would serve nothing, or (as once) everything the process can
+ * read: refuse to start and say which setting is missing.
+ */
+function checkFileRoots(config: Config): Config {
+  const { schemes, fileRoots } = config.content.fetch;
+  if (schemes.includes('file') && fileRoots.length === 0) {
+    throw new ConfigError(
+      "invalid configuration:\n  content.fetch.schemes lists 'file' but content.fetch.fileRoots is empty: " +
+        'list the directories file uris may read from',
     );
   }
   return config;

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
+import type { FastifyInstance } from 'fastify';
 import { AppStartError, createApp, type App } from './app.js';
 import type { EngineSpec } from './backend/federation/engine.js';
 import { readRegistry, RegistryError } from './backend/federation/registry.js';
@@ -167,7 +168,7 @@ async function openQuietApp(
   const log = loggerOrReport(config, 'warn');
   if (log === undefined) return undefined;
   await prepareDefaultModel(config.models, log);
-  const app = await createOrReport(config, log);
+  const app = await createOrReport(config, log, file);
   return app === undefined ? undefined : { config, app };
 }
 
@@ -224,9 +225,9 @@ function loadOrReport(file: string | undefined, overrides: ConfigOverrides): Con
   }
 }
 
-async function createOrReport(config: Config, log: Logger): Promise<App | undefined> {
+async function createOrReport(config: Config, log: Logger, configFile: string | undefined): Promise<App | undefined> {
   try {
-    return createApp(config, { logger: log });
+    return createApp(config, { logger: log, configFile });
   } catch (thrown) {
     const error = thrown instanceof AppStartError ? (await thrown.closed, thrown.cause) : thrown;
     if (!(error instanceof ManifestError || error instanceof CorpusError)) throw error;
@@ -240,7 +241,7 @@ async function serve(command: ServeCommand): Promise<number> {
   if (started === undefined) return 2;
   const { config, log } = started;
   await prepareDefaultModel(config.models, log);
-  const app = await createOrReport(config, log);
+  const app = await createOrReport(config, log, command.configFile);
   if (app === undefined) return 2;
   return run(app, command.transport, log);
 }
@@ -269,7 +270,7 @@ async function mcpCommand(command: McpCommand): Promise<number> {
     app = await createGateway(config, specs, log);
   } else {
     await prepareDefaultModel(config.models, log);
-    app = await createOrReport(config, log);
+    app = await createOrReport(config, log, command.configFile);
     if (app === undefined) return 2;
     await app.models.loaded;
     await app.corpus?.ready;
@@ -326,18 +327,28 @@ async function run(app: App, transport: ServeCommand['transport'], log: Logger):
     return code;
   }
 
-  const http = await app.buildHttp();
-  let address: string;
-  try {
-    address = await http.listen({ host: config.http.host, port: config.http.port });
-  } catch (error) {
-    // A port in use or an address this host does not have: a start-up error, one line and exit 2.
-    const { code, message } = error as NodeJS.ErrnoException;
-    process.stderr.write(`rcp-server: cannot listen on ${config.http.host}:${config.http.port}: ${code ?? message}\n`);
-    await app.close();
-    return 2;
+  const listeners: [() => Promise<FastifyInstance>, string, number, string][] = [
+    [() => app.buildHttp(), config.http.host, config.http.port, 'listening'],
+  ];
+  if (config.http.operatorPort !== 0) {
+    listeners.push([
+      () => app.buildOperatorHttp(),
+      config.http.operatorHost,
+      config.http.operatorPort,
+      'operator endpoints listening',
+    ]);
   }
-  log.info({ address, base: config.http.base }, 'listening');
+  for (const [build, host, port, what] of listeners) {
+    try {
+      log.info({ address: await (await build()).listen({ host, port }), base: config.http.base }, what);
+    } catch (error) {
+      // A port in use or an address this host does not have: a start-up error, one line and exit 2.
+      const { code, message } = error as NodeJS.ErrnoException;
+      process.stderr.write(`rcp-server: cannot listen on ${host}:${port}: ${code ?? message}\n`);
+      await app.close();
+      return 2;
+    }
+  }
   const code = await Promise.race([
     new Promise<number>((resolve) => onSignals(log, () => resolve(0))),
     damagedStore(app).then(reportDamage),

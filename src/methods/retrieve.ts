@@ -49,7 +49,8 @@ const RetrieveParams = Type.Object({
   ),
   mmr: Type.Optional(Type.Object({ lambda: Type.Number({ minimum: 0, maximum: 1 }) })),
   rewrite: Type.Optional(Type.Union([Type.String(), Type.Literal(false)])),
-  filter: Type.Optional(Type.Unknown()),
+  // §8 a filter is an object, compiled by compileFilter; declared so, `filter: null` is absent (§4.6).
+  filter: Type.Optional(Type.Object({})),
   minScore: Type.Optional(Type.Number()),
   recency: Type.Optional(Type.Object({ field: Type.String(), halfLifeDays: Type.Number({ exclusiveMinimum: 0 }) })),
   unit: Type.Optional(Type.String()),
@@ -419,7 +420,9 @@ export function retrieveMethod(
     return {
       hits,
       indexVersion,
-      ...(more ? { nextCursor: cursors.encode({ offset: next, indexVersion, request: digest, seenMark: seen?.mark }) } : {}),
+      ...(more
+        ? { nextCursor: cursors.encode({ offset: next, indexVersion, request: digest, seenMark: seen?.mark }) }
+        : {}),
       ...(params.rewrite === 'rewrite' ? { rewrittenQuery: query } : {}),
       usage,
     };

@@ -1,4 +1,6 @@
-import type { JsonObject, JsonRpcId } from './messages.js';
+import { Type } from '@sinclair/typebox';
+import { isJsonObject, type JsonObject, type JsonRpcId } from './messages.js';
+import { nullsAsAbsent } from './null-as-absent.js';
 
 /** What a method may know of the session it runs in. */
 export interface SessionView {
@@ -43,4 +45,25 @@ export interface RequestContext {
    * the level is at least its `_meta.logLevel`, and the transport can carry it (stdio, or an SSE answer).
    */
   log(level: LogLevel, message: string, data?: JsonObject): void;
+}
+
+/**
+ * §4.4 the `_meta` keys this server reads. It is never validated (peers MUST ignore `_meta` keys they do not
+ * understand, and each reader checks the type of its own key): it says where a null is absent (§4.6).
+ */
+export const RequestMeta = Type.Object({
+  progressToken: Type.Optional(Type.Union([Type.String(), Type.Integer()])),
+  deadlineMs: Type.Optional(Type.Number()),
+  logLevel: Type.Optional(Type.String()),
+  idempotencyKey: Type.Optional(Type.String()),
+  federation: Type.Optional(
+    Type.Object({ depth: Type.Optional(Type.Integer()), path: Type.Optional(Type.Array(Type.String())) }),
+  ),
+});
+
+const metaNullsAsAbsent = nullsAsAbsent(RequestMeta);
+
+/** A request's `_meta` as its handler sees it: `{}` when absent or not an object, its §4.6 absent nulls gone. */
+export function requestMeta(params: JsonObject): JsonObject {
+  return isJsonObject(params._meta) ? (metaNullsAsAbsent(params._meta) as JsonObject) : {};
 }

@@ -41,9 +41,40 @@ export function deeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
-/** One compact JSON text: no embedded newline, so it is one NDJSON line (§5.1) and one SSE data line (§5.2). */
+/**
+ * One compact JSON text: no embedded newline, so it is one NDJSON line (§5.1) and one SSE data line (§5.2).
+ * §4.6: NaN and ±Infinity are not JSON and MUST NOT be emitted (JSON.stringify would write them as null): the last
+ * line of defence substitutes a finite sentinel for any that a method let through.
+ */
 export function serialize(frame: unknown): string {
-  return JSON.stringify(frame);
+  return allFinite(frame) ? JSON.stringify(frame) : JSON.stringify(frame, finiteSentinel);
+}
+
+/**
+ * §4.6's finite sentinel: ±Infinity becomes ±Number.MAX_VALUE, which keeps its place in any ordering (a score stays
+ * the highest or the lowest); NaN, which has no place, becomes 0.
+ */
+function finiteSentinel(_key: string, value: unknown): unknown {
+  if (typeof value !== 'number' || Number.isFinite(value)) return value;
+  if (Number.isNaN(value)) return 0;
+  return value > 0 ? Number.MAX_VALUE : -Number.MAX_VALUE;
+}
+
+/** Whether every number in `value` is finite: one iterative walk, about a tenth of what serialising costs. */
+function allFinite(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item === 'number') {
+      if (!Number.isFinite(item)) return false;
+    } else if (typeof item === 'object' && item !== null) {
+      for (const child of Array.isArray(item) ? item : Object.values(item)) {
+        // Numbers are checked here rather than stacked: a vector batch holds a million of them.
+        if (typeof child === 'number' ? !Number.isFinite(child) : typeof child === 'object') stack.push(child);
+      }
+    }
+  }
+  return true;
 }
 
 /** A serialized answer and its size in UTF-8 bytes, measured once. */

@@ -19,18 +19,20 @@ const PeerInfo = Type.Object({
  */
 export const MAX_CLIENT_CAPABILITY_BYTES = 8 * 1024;
 
-export const validateInitializeParams = compileParams(
-  Type.Object({
-    // Range is checked by negotiate() so that 0 is -32002 (§7.1), not -32602.
-    protocolVersion: Type.Integer(),
-    client: Type.Optional(PeerInfo),
-    capabilities: Type.Optional(Type.Object({})),
-  }),
-);
+/** §7.1 the params of `initialize`. */
+export const InitializeParams = Type.Object({
+  // Range is checked by negotiate() so that 0 is -32002 (§7.1), not -32602.
+  protocolVersion: Type.Integer(),
+  client: Type.Optional(PeerInfo),
+  capabilities: Type.Optional(Type.Object({})),
+});
 
-export const validatePingParams = compileParams(
-  Type.Object({ nonce: Type.Optional(Type.Union([Type.String(), Type.Number()])) }),
-);
+/** §7.15 the params of `ping`. */
+export const PingParams = Type.Object({ nonce: Type.Optional(Type.Union([Type.String(), Type.Number()])) });
+
+export const validateInitializeParams = compileParams(InitializeParams);
+
+export const validatePingParams = compileParams(PingParams);
 
 /** §7.1: the negotiated version is min(client, server); -32002 only when no version >= 1 is common. */
 export function negotiate(clientVersion: number): number {

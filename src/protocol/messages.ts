@@ -69,11 +69,11 @@ export function classify(value: unknown): IncomingMessage {
   if (typeof value.method !== 'string') return invalid(id, "'method' must be a string");
   if (hasId && id === null) return invalid(null, "'id' must be a string or a number (null is reserved for responses)");
   const params = value.params ?? {};
-  if (!isJsonObject(params)) {
-    // §4.1: params MUST be an object; RCP has no positional parameters.
-    return invalid(id, "'params' must be an object");
-  }
-  if (id === null) return { kind: 'notification', method: value.method, params };
+  // No id member (a present but unusable one was answered above): §4.5 a notification MUST NOT be answered, not even
+  // to say its params are malformed; params it cannot use (positional ones) are as good as none.
+  if (id === null) return { kind: 'notification', method: value.method, params: isJsonObject(params) ? params : {} };
+  // §4.1: params MUST be an object; RCP has no positional parameters.
+  if (!isJsonObject(params)) return invalid(id, "'params' must be an object");
   return { kind: 'request', id, method: value.method, params };
 }
 

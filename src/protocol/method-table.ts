@@ -38,6 +38,22 @@ export function capabilityFor(method: string): string | undefined {
   return VENDOR_METHOD.exec(method)?.[1];
 }
 
+/**
+ * What a method asks of the caller's credentials (§15.3: writes are authorised apart from reads): the lifecycle
+ * (§13) and notifications any caller may send; the methods that change what the server holds for everyone
+ * (`index/*`, `memory/build`) are writes; everything else, vendor methods and unknown names included, is a read.
+ */
+export type MethodAccess = 'lifecycle' | 'read' | 'write';
+
+const WRITE_METHODS: ReadonlySet<string> = new Set<CoreMethod>(['index/add', 'index/delete', 'memory/build']);
+
+export function accessFor(method: string): MethodAccess {
+  if (method.startsWith('notifications/') || (isCoreMethod(method) && CORE_METHODS[method] === null)) {
+    return 'lifecycle';
+  }
+  return WRITE_METHODS.has(method) ? 'write' : 'read';
+}
+
 export function isVendorMethod(method: string): boolean {
   return VENDOR_METHOD.test(method);
 }

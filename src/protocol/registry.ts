@@ -25,6 +25,8 @@ export interface MethodDefinition<S extends TSchema = TSchema> {
 export interface RegisteredMethod {
   method: string;
   capability: string;
+  /** The declared params schema (what `validate` was compiled from). */
+  params: TSchema;
   options: readonly OptionRule[];
   validate: ParamsValidator<unknown>;
   handler: (params: unknown, ctx: RequestContext) => Promise<JsonObject> | JsonObject;
@@ -40,6 +42,7 @@ const FEATURE_CAPABILITIES = new Set(['filter', 'streaming', 'pagination', 'cita
 export class MethodRegistry {
   readonly #methods = new Map<string, RegisteredMethod>();
   readonly #capabilities = new Map<string, JsonObject>();
+  #frozen: JsonObject | undefined;
 
   register<S extends TSchema>(definition: MethodDefinition<S>, capabilityValue: JsonObject): this {
     const { method } = definition;
@@ -52,6 +55,7 @@ export class MethodRegistry {
     this.#methods.set(method, {
       method,
       capability,
+      params: definition.params,
       options: definition.options ?? [],
       validate: compileParams(definition.params),
       // Sound: `validate` guarantees params of type Static<S> before the handler runs.
@@ -73,13 +77,32 @@ export class MethodRegistry {
     return this.#methods.get(method);
   }
 
+  /** Every registered method, in registration order. */
+  methods(): RegisteredMethod[] {
+    return [...this.#methods.values()];
+  }
+
   /** A fresh, deep copy of the advertised capability set. */
   capabilities(): JsonObject {
     return structuredClone(Object.fromEntries(this.#capabilities));
   }
 
+  /** The advertised set as one deep-frozen copy, shared by every session that fixes it (§13.2). */
+  frozenCapabilities(): JsonObject {
+    return (this.#frozen ??= deepFreeze(this.capabilities()));
+  }
+
   #merge(capability: string, value: JsonObject): void {
+    this.#frozen = undefined;
     // Two methods under one capability (index/add + index/delete) contribute to one advertised object.
     this.#capabilities.set(capability, { ...this.#capabilities.get(capability), ...value });
   }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    Object.values(value).forEach(deepFreeze);
+    Object.freeze(value);
+  }
+  return value;
 }

@@ -1,4 +1,11 @@
-import { LOG_LEVELS, type LogLevel, type ProgressUpdate, type RequestContext, type SessionView } from './context.js';
+import {
+  LOG_LEVELS,
+  requestMeta,
+  type LogLevel,
+  type ProgressUpdate,
+  type RequestContext,
+  type SessionView,
+} from './context.js';
 import { RpcError } from './errors.js';
 import { answerTooLarge, approximateBytes } from './frames.js';
 import {
@@ -84,7 +91,7 @@ export class Session {
     this.#identity = identity;
     this.#limits = limits;
     this.#options = options;
-    if (options.implicit === true) this.#capabilities = deepFreeze(registry.capabilities());
+    if (options.implicit === true) this.#capabilities = registry.frozenCapabilities();
   }
 
   get initialized(): boolean {
@@ -227,7 +234,7 @@ export class Session {
     const negotiated = negotiate(protocolVersion);
     this.#view = { protocolVersion: negotiated, clientCapabilities: capabilities ?? {} };
     // §13.2: the capability set is fixed for the session's lifetime.
-    this.#capabilities = deepFreeze(this.#registry.capabilities());
+    this.#capabilities = this.#registry.frozenCapabilities();
     // §7.1/§17.1: logs only to a client that opted in with `log`, from its `_meta.logLevel` up (default info).
     if (capabilities !== undefined && 'log' in capabilities && 'log' in this.#capabilities) {
       const floor = LOG_LEVELS.indexOf((isJsonObject(params._meta) ? params._meta.logLevel : undefined) as LogLevel);
@@ -282,7 +289,7 @@ export class Session {
       // §4.7: ids are unique among in-flight requests; a duplicate would make replies and cancels ambiguous.
       throw RpcError.invalidRequest(`id ${JSON.stringify(id)} is already in flight`);
     }
-    const meta = isJsonObject(request.params._meta) ? request.params._meta : {};
+    const meta = requestMeta(request.params);
     const controller = new AbortController();
     const deadlineMs = effectiveDeadline(this.#limits.requestTimeoutMs, meta.deadlineMs);
     const startedAt = performance.now();
@@ -402,14 +409,6 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal, state: { committed:
     signal.addEventListener('abort', onAbort, { once: true });
     work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null) {
-    Object.values(value).forEach(deepFreeze);
-    Object.freeze(value);
-  }
-  return value;
 }
 
 /**

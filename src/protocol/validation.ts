@@ -2,6 +2,7 @@ import { Ajv2020, type ErrorObject as AjvError, type ValidateFunction } from 'aj
 import addFormats from 'ajv-formats';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { RpcError } from './errors.js';
+import { nullsAsAbsent } from './null-as-absent.js';
 
 /**
  * One ajv instance for every params schema, compiled once at start-up (DESIGN §3).
@@ -10,11 +11,14 @@ import { RpcError } from './errors.js';
 const ajv = new Ajv2020({ allErrors: false, strict: true, allowUnionTypes: true, coerceTypes: false });
 addFormats.default(ajv);
 
+/** Validates params and returns them as the handler sees them: §4.6 nulls that mean "absent" are gone. */
 export type ParamsValidator<T> = (params: unknown) => T;
 
 export function compileParams<S extends TSchema>(schema: S): ParamsValidator<Static<S>> {
   const validate: ValidateFunction = ajv.compile(schema);
-  return (params: unknown): Static<S> => {
+  const prune = nullsAsAbsent(schema);
+  return (sent: unknown): Static<S> => {
+    const params = prune(sent);
     if (validate(params)) return params;
     const first = validate.errors?.[0];
     throw first === undefined ? RpcError.invalidParams('params', 'invalid') : toInvalidParams(first);

@@ -59,13 +59,33 @@ function accumulate(
   return order(fused, idOf);
 }
 
+/**
+ * The most the weights may add up to. Every list's contribution to a fused score is at most its weight (RRF's
+ * 1 / (rrfK + rank) and a normalised score are at most 1), so fused scores stay below this sum, with room for
+ * rounding: finite, as §4.6 requires of every number on the wire.
+ */
+const MAX_WEIGHT_SUM = Number.MAX_VALUE / 4;
+
+/**
+ * The lists with their weights scaled down together, by the largest, when their sum would pass MAX_WEIGHT_SUM. A
+ * weight only sets a list's share against the others, so the ranking is unchanged; any well-formed weight, however
+ * large, is honoured rather than refused (§12: a large value is not an error).
+ */
+export function boundedWeights(inputs: readonly FusionInput[]): readonly FusionInput[] {
+  const sum = inputs.reduce((total, input) => total + input.weight, 0);
+  if (sum <= MAX_WEIGHT_SUM) return inputs;
+  const largest = Math.max(...inputs.map((input) => input.weight));
+  return inputs.map((input) => ({ ...input, weight: input.weight / largest }));
+}
+
 /** RRF(d) = Σ weight / (rrfK + rank), rank 1-based. */
 export function rrf(inputs: readonly FusionInput[], rrfK: number, idOf: IdOf = String): FusedHit[] {
-  return accumulate(inputs, (input, _hit, rank) => input.weight / (rrfK + rank + 1), idOf);
+  return accumulate(boundedWeights(inputs), (input, _hit, rank) => input.weight / (rrfK + rank + 1), idOf);
 }
 
 /** Min-max per list over its returned set, then Σ weight · norm. */
 export function weighted(inputs: readonly FusionInput[], idOf: IdOf = String): FusedHit[] {
+  const lists = boundedWeights(inputs);
   const bounds = new Map(
     inputs.map((input) => {
       const scores = input.hits.map((hit) => hit.score);
@@ -73,7 +93,7 @@ export function weighted(inputs: readonly FusionInput[], idOf: IdOf = String): F
     }),
   );
   return accumulate(
-    inputs,
+    lists,
     (input, hit) => {
       const { min, max } = bounds.get(input.name) ?? { min: 0, max: 1 };
       return input.weight * (max > min ? (hit.score - min) / (max - min) : 1);
@@ -87,15 +107,16 @@ export function weighted(inputs: readonly FusionInput[], idOf: IdOf = String): F
  * α · norm(first) + (1 - α) · norm(second). With more or fewer than two lists, the weights stand in for α.
  */
 export function convex(inputs: readonly FusionInput[], alpha: number, idOf: IdOf = String): FusedHit[] {
-  const maxima = new Map(inputs.map((input) => [input.name, Math.max(...input.hits.map((hit) => hit.score))]));
+  const lists = boundedWeights(inputs);
+  const maxima = new Map(lists.map((input) => [input.name, Math.max(...input.hits.map((hit) => hit.score))]));
   const coefficient = (input: FusionInput, index: number) =>
-    inputs.length === 2 ? (index === 0 ? alpha : 1 - alpha) : input.weight;
+    lists.length === 2 ? (index === 0 ? alpha : 1 - alpha) : input.weight;
   return accumulate(
-    inputs,
+    lists,
     (input, hit) => {
       const max = maxima.get(input.name) ?? input.floor;
       const norm = max > input.floor ? (hit.score - input.floor) / (max - input.floor) : 1;
-      return coefficient(input, inputs.indexOf(input)) * norm;
+      return coefficient(input, lists.indexOf(input)) * norm;
     },
     idOf,
   );

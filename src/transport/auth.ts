@@ -1,14 +1,19 @@
 import { createHash } from 'node:crypto';
 import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';
+import { accessFor } from '../protocol/method-table.js';
 
 /**
  * API-key authentication for HTTP (§5.2, §15.6). Keys are configured as plain keys or as their sha256 (so the
  * configuration need not hold secrets); only hashes are kept in memory. A caller is identified by its key, never by
- * anything in the params. Scopes: `read` (every method), `write` (index/add, index/delete), `admin` (both).
+ * anything in the params. Scopes (every key may run the §13 lifecycle: initialize, info, ping, shutdown):
+ * - `read`: the methods that read (embed, rerank, retrieve, query/transform, catalog/list, feedback, ...);
+ * - `write`: the methods that change the corpus (`accessFor` in the method table says which);
+ * - `monitor`: the operator endpoints (`/readyz`, the metrics), nothing of RCP;
+ * - `admin`: all of these.
  * stdio needs none of this: the spawning host decides who talks to the server.
  */
-export type Scope = 'read' | 'write' | 'admin';
+export type Scope = 'read' | 'write' | 'monitor' | 'admin';
 
 export interface ApiKeyConfig {
   readonly key?: string | undefined;
@@ -21,9 +26,6 @@ export interface Caller {
   readonly id: string;
   readonly scopes: ReadonlySet<Scope>;
 }
-
-/** Methods that change the corpus need the write scope (§15.3: writes are authorised apart from reads). */
-const WRITE_METHODS = new Set(['index/add', 'index/delete']);
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -52,9 +54,14 @@ export class ApiKeys {
 
 /** -32012 unless `caller` may call `method`. */
 export function authorize(caller: Caller, method: unknown): RpcError | undefined {
-  if (caller.scopes.has('admin')) return undefined;
-  const needed: Scope = typeof method === 'string' && WRITE_METHODS.has(method) ? 'write' : 'read';
-  return caller.scopes.has(needed) ? undefined : unauthorized(`this key lacks the ${needed} scope`);
+  const needed = accessFor(typeof method === 'string' ? method : '');
+  if (needed === 'lifecycle' || caller.scopes.has('admin') || caller.scopes.has(needed)) return undefined;
+  return unauthorized(`this key lacks the ${needed} scope`);
+}
+
+/** Whether `caller` may read the operator endpoints. */
+export function mayMonitor(caller: Caller): boolean {
+  return caller.scopes.has('monitor') || caller.scopes.has('admin');
 }
 
 function unauthorized(detail: string): RpcError {

@@ -7,7 +7,7 @@ import { mergeReplies, requestId, screen, type Screened } from '../protocol/scre
 import type { NotificationSink, Reply } from '../protocol/session.js';
 import type { Admission } from './admission.js';
 import { authorize, type ApiKeys, type Caller } from './auth.js';
-import type { HttpSessionStore } from './http-sessions.js';
+import type { HttpSessionStore, SessionRef } from './http-sessions.js';
 import { BodyRefusal, receiveBody, type BodyBudget } from './body.js';
 import type { Outbox } from './outbox.js';
 
@@ -93,8 +93,11 @@ export async function rcpHttp(app: FastifyInstance, options: HttpTransportOption
       const pathMethod = (request.params as { '*'?: string })['*'];
       await answer(request, reply, pathMethod === undefined || pathMethod === '' ? undefined : pathMethod, options);
     };
-    scope.post(base === '' ? '/' : base, handler);
-    scope.post(`${base}/*`, handler);
+    // A client that sends no headers names its session in the path (see http-sessions.ts).
+    for (const prefix of [base, `${base}/sessions/:name`]) {
+      scope.post(prefix === '' ? '/' : prefix, handler);
+      scope.post(`${prefix}/*`, handler);
+    }
     done();
   });
 }
@@ -122,10 +125,13 @@ async function answer(
       : { accepted: byScope.accepted, rejected: [] };
   const accepted = byLoad.accepted;
   const rejected = [...byPath.rejected, ...byScope.rejected, ...byLoad.rejected];
-  const header = request.headers[SESSION_HEADER];
-  const token = typeof header === 'string' && header !== '' ? header : undefined;
-  const session = options.sessions.resolve(token, callerId, isInitialize(accepted));
+  // Members refused above keep their own answers; only what is left needs a session.
+  if (accepted === undefined) return sendReplies(reply, mergeReplies(undefined, rejected), options);
+  const ref = sessionRef(request);
+  const session = ref instanceof RpcError ? ref : options.sessions.resolve(ref, callerId, isInitialize(accepted));
   if (session instanceof RpcError) {
+    // §4.5: a notification is never answered, not even to say that its session is unknown.
+    if (!awaitsAnswer(accepted)) return sendReplies(reply, mergeReplies(undefined, rejected), options);
     const id = isJsonObject(accepted) ? requestId(accepted) : null;
     return void reply.code(200).send(failure(id, session));
   }
@@ -137,8 +143,11 @@ async function answer(
   if (wantsStream(request) && isJsonObject(accepted) && 'id' in accepted && session.streams) {
     return stream(request, reply, options, (sink) => session.handle(accepted, sink, hangUp.signal));
   }
-  const handled = accepted === undefined ? undefined : await session.handle(accepted, undefined, hangUp.signal);
-  const replies = mergeReplies(handled, rejected);
+  sendReplies(reply, mergeReplies(await session.handle(accepted, undefined, hangUp.signal), rejected), options);
+}
+
+/** §5.2: the answer as HTTP 200 JSON, or 204 when there is nothing to answer (notifications only). */
+function sendReplies(reply: FastifyReply, replies: Reply | undefined, options: HttpTransportOptions): void {
   if (replies === undefined) return void reply.code(204).send();
   reply.code(200).header('content-type', 'application/json; charset=utf-8').send(outgoing(replies, options));
 }
@@ -176,6 +185,25 @@ function checkPathMethod(value: unknown, pathMethod: string | undefined): Screen
 /** Members whose method the caller's scopes do not allow get -32012; the rest proceed. */
 function checkScopes(value: unknown, caller: Caller): Promise<Screened> {
   return screen(value, (method) => authorize(caller, method));
+}
+
+/** A session name in the path, else the `RCP-Session` header's token, else none (answered statelessly). */
+function sessionRef(request: FastifyRequest): SessionRef | RpcError {
+  const name = (request.params as { name?: string }).name;
+  if (name !== undefined) {
+    if (SESSION_NAME.test(name)) return { name };
+    return RpcError.invalidRequest('a session name is 1 to 128 characters of A-Z a-z 0-9 . _ ~ -');
+  }
+  const header = request.headers[SESSION_HEADER];
+  return typeof header === 'string' && header !== '' ? { token: header } : undefined;
+}
+
+const SESSION_NAME = /^[\w.~-]{1,128}$/;
+
+/** Whether a frame (or a batch) holds anything but notifications: a member that is not an object is answered -32600. */
+function awaitsAnswer(value: unknown): boolean {
+  const members = Array.isArray(value) ? value : [value];
+  return members.some((member) => !isJsonObject(member) || 'id' in member);
 }
 
 function isInitialize(value: unknown): boolean {

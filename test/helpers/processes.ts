@@ -28,7 +28,7 @@ export interface ServerProcess {
 export async function startHttpProcess(
   args: readonly string[],
   env: NodeJS.ProcessEnv = {},
-  { ready = true }: { ready?: boolean } = {},
+  { ready = true, monitorKey }: { ready?: boolean; monitorKey?: string | undefined } = {},
 ): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['bin/rcp-server.js', ...args], {
     cwd: ROOT,
@@ -45,7 +45,7 @@ export async function startHttpProcess(
     if (origin === undefined) await new Promise((resolve) => setTimeout(resolve, 25));
   }
   if (origin === undefined) throw new Error(`${args.join(' ')} never listened: ${stderr}`);
-  if (ready) await untilReady(origin, () => `${args.join(' ')}: ${stderr}`);
+  if (ready) await untilReady(origin, monitorKey, () => `${args.join(' ')}: ${stderr}`);
   return {
     child,
     origin,
@@ -57,10 +57,14 @@ export async function startHttpProcess(
   };
 }
 
-/** Polls `GET /readyz` until 200; fails (with `describe()`) if the server is not ready within a minute. */
-async function untilReady(origin: string, describe: () => string): Promise<void> {
+/**
+ * Polls `GET /readyz` until 200 (with `monitorKey` where the server has keys); fails (with `describe()`) if the
+ * server is not ready within a minute.
+ */
+async function untilReady(origin: string, monitorKey: string | undefined, describe: () => string): Promise<void> {
+  const headers: Record<string, string> = monitorKey === undefined ? {} : { authorization: `Bearer ${monitorKey}` };
   for (let i = 0; i < 600; i++) {
-    const status = await fetch(`${origin}/readyz`).then(
+    const status = await fetch(`${origin}/readyz`, { headers }).then(
       (response) => response.status,
       () => 0,
     );

@@ -251,7 +251,14 @@ function stdio(options: ServerOptions): Connection {
 }
 
 /** HTTP over a real socket: one POST per frame to <base>/<method> (or <base> for raw text and batches). */
+let nextSession = 0;
+
+/**
+ * One client over HTTP: its own session named in the path (§5.2), so the §13 lifecycle and §7.14 cancellation hold
+ * as they do over a stdio pipe.
+ */
 function http(app: App): Connection {
+  const session = `conn-${nextSession++}`;
   const notifications: Frame[] = [];
   const inFlight = new Map<Id, Promise<Frame>>();
   let origin: Promise<string> | undefined;
@@ -259,7 +266,7 @@ function http(app: App): Connection {
   const base = (): Promise<string> =>
     (origin ??= app.buildHttp().then((server) => server.listen({ host: '127.0.0.1', port: 0 }))).then((o) => {
       resolved = o;
-      return `${o}/rcp`;
+      return `${o}/rcp/sessions/${session}`;
     });
 
   const post = async (frame: object | string): Promise<{ status: number; body: unknown }> => {

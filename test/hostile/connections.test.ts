@@ -13,7 +13,7 @@ import { ROOT, request, type Frame } from '../helpers/wire.js';
  * size costs one small -32012, and start-up failures print one line and exit 2. The server answers `ping` to a
  * well-behaved client all along.
  */
-const PROTOCOL_ONLY = { RCP_MODELS_ENCODER: 'none', RCP_HTTP_SESSIONS: 'stateless' };
+const PROTOCOL_ONLY = { RCP_MODELS_ENCODER: 'none' };
 const dataDir = () => mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
 const running: ServerProcess[] = [];
 const sockets: Socket[] = [];
@@ -22,11 +22,12 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((server) => server.stop()));
 });
 
-async function serve(env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
-  const server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dataDir()], {
-    ...PROTOCOL_ONLY,
-    ...env,
-  });
+async function serve(env: NodeJS.ProcessEnv = {}, monitorKey?: string): Promise<ServerProcess> {
+  const server = await startHttpProcess(
+    ['serve', '--http', '127.0.0.1:0', '--data', dataDir()],
+    { ...PROTOCOL_ONLY, ...env },
+    { monitorKey },
+  );
   running.push(server);
   return server;
 }
@@ -165,7 +166,12 @@ describe('slow clients (§15.5)', () => {
 describe('authentication before work (§15.6)', () => {
   it('answers an unauthenticated batch of 400,000 members with one small -32012, and serves a keyed client', async () => {
     const key = 'a-key-of-at-least-16-chars';
-    const server = await serve({ RCP_API_KEYS: JSON.stringify([{ key, scopes: ['read'] }]) });
+    const monitor = 'a-monitor-key-of-16-chars';
+    const keys = [
+      { key, scopes: ['read'] },
+      { key: monitor, scopes: ['monitor'] },
+    ];
+    const server = await serve({ RCP_API_KEYS: JSON.stringify(keys) }, monitor);
     const member = JSON.stringify(request(1, 'ping'));
     const batch = `[${Array.from({ length: 400_000 }, () => member).join(',')}]`;
     expect(batch.length).toBeGreaterThan(10_000_000);

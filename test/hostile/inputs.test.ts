@@ -15,9 +15,7 @@ const STALL_MS = 1000;
 let server: ServerProcess;
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
-  server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {
-    RCP_HTTP_SESSIONS: 'stateless',
-  });
+  server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {});
 });
 afterAll(() => server.stop());
 

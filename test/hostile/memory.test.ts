@@ -27,7 +27,6 @@ describe('clients that never read their answers (HTTP)', () => {
   beforeAll(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
     server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {
-      RCP_HTTP_SESSIONS: 'stateless',
       RCP_LIMITS_MAX_UNSENT_BYTES: String(16 * MB),
       RCP_LIMITS_MAX_RESPONSE_BYTES: String(32 * MB),
     });

@@ -11,7 +11,7 @@ import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js'
  * is answered -32013 saying how to shrink it, and the rest of its batch is answered as usual, over HTTP and stdio.
  */
 const MAX = 8192;
-const env = { RCP_LIMITS_MAX_RESPONSE_BYTES: String(MAX), RCP_HTTP_SESSIONS: 'stateless' };
+const env = { RCP_LIMITS_MAX_RESPONSE_BYTES: String(MAX) };
 const dataDir = () => mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
 const BATCH = [request(1, 'ping'), request(2, 'embed', { inputs: Array.from({ length: 4 }, (_, i) => `text ${i}`) })];
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCommandLine, parseListen } from '../../src/cli.js';
-import { ConfigError, DERIVED_ENVIRONMENT, defaultConfig, loadConfig } from '../../src/config.js';
+import { DERIVED_ENVIRONMENT, defaultConfig, loadConfig } from '../../src/config.js';
 
 const file = (content: string, name = 'config.json'): string => {
   const path = join(mkdtempSync(join(tmpdir(), 'rcp-config-')), name);
@@ -21,7 +21,7 @@ describe('configuration', () => {
   });
 
   it('precedence: file < RCP_* environment < command-line overrides', () => {
-    const path = file(JSON.stringify({ http: { port: 9000, sessions: 'stateless' }, limits: { maxBatchSize: 5 } }));
+    const path = file(JSON.stringify({ http: { port: 9000, maxSessionsPerCaller: 7 }, limits: { maxBatchSize: 5 } }));
     const config = loadConfig({
       file: path,
       env: {
@@ -33,7 +33,7 @@ describe('configuration', () => {
     });
     expect(config.http).toMatchObject({
       port: 9200,
-      sessions: 'stateless',
+      maxSessionsPerCaller: 7,
       corsOrigins: ['https://a.example', 'https://b.example'],
     });
     expect(config.limits).toMatchObject({ maxBatchSize: 5, maxBodyBytes: 4096 });
@@ -42,7 +42,7 @@ describe('configuration', () => {
   it('rejects unknown settings, wrong types and unreadable files with a clear message', () => {
     expect(() => loadConfig({ file: file('{"http":{"prot":1}}') })).toThrow(/http: unknown setting 'prot'/);
     expect(() => loadConfig({ env: { RCP_HTTP_PORT: 'eighty' } })).toThrow(/http.port: must be integer/);
-    expect(() => loadConfig({ env: { RCP_HTTP_SESSIONS: 'sticky' } })).toThrow(ConfigError);
+    expect(() => loadConfig({ env: { RCP_TRUST_PROXY: 'true' } })).toThrow(/http.trustProxy: must be array/);
     expect(() => loadConfig({ file: file('{not json') })).toThrow(/not valid JSON/);
     expect(() => loadConfig({ file: '/no/such/file.json' })).toThrow(/cannot read config file/);
   });
@@ -86,7 +86,7 @@ describe('configuration files in YAML, and a variable for every setting', () => 
         RCP_LIMITS_SHEDDING_MAX_EVENT_LOOP_DELAY_MS: '250',
         RCP_LOG_BODIES: 'true',
         RCP_LOG_REDACT: 'params.query, params.inputs',
-        RCP_HTTP_TRUST_PROXY: '0',
+        RCP_HTTP_TRUST_PROXY: '10.0.0.0/8, loopback',
         RCP_INDEX_FIELDS: '{"year":"int"}',
         RCP_HTTP_PORT: '9400',
         RCP_HTTP_HOST: '0.0.0.0',
@@ -96,7 +96,7 @@ describe('configuration files in YAML, and a variable for every setting', () => 
     expect(config.retrieve.fusion.rrfK).toBe(42);
     expect(config.limits.shedding.maxEventLoopDelayMs).toBe(250);
     expect(config.log).toMatchObject({ bodies: true, redact: ['params.query', 'params.inputs'] });
-    expect(config.http).toMatchObject({ trustProxy: false, port: 9400, host: '0.0.0.0' });
+    expect(config.http).toMatchObject({ trustProxy: ['10.0.0.0/8', 'loopback'], port: 9400, host: '0.0.0.0' });
     expect(config.index.fields).toEqual({ year: 'int' });
     expect(config.redis.url).toBe('redis://r:6379');
     expect(

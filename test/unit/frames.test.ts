@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { serializeReply } from '../../src/protocol/frames.js';
+import { serialize, serializeReply } from '../../src/protocol/frames.js';
 
 /** §15.5 the answer cap: sizes are measured once and reported exactly; oversized members become -32013. */
 describe('serializeReply', () => {
@@ -21,5 +21,28 @@ describe('serializeReply', () => {
     expect(bytes).toBeLessThanOrEqual(4096);
     const members = JSON.parse(text) as { id: number; error?: { code: number } }[];
     expect(members.map((m) => m.error?.code)).toEqual([-32013, undefined, undefined]);
+  });
+});
+
+/** §4.6: NaN and Infinity are not JSON; a frame that holds one is sent with a finite sentinel in its place. */
+describe('serialize', () => {
+  const sentinels = {
+    frame: { score: Infinity, low: -Infinity, nan: NaN, vector: [0.5, NaN, -Infinity], kept: 0.25, absent: null },
+    sent: { score: Number.MAX_VALUE, low: -Number.MAX_VALUE, nan: 0, vector: [0.5, 0, -Number.MAX_VALUE], kept: 0.25 },
+  };
+
+  it('§4.6 substitutes ±Number.MAX_VALUE for ±Infinity and 0 for NaN, at any depth', () => {
+    const text = serialize({ jsonrpc: '2.0', id: 1, result: sentinels.frame });
+    expect(JSON.parse(text)).toEqual({ jsonrpc: '2.0', id: 1, result: { ...sentinels.sent, absent: null } });
+  });
+
+  it('§4.6 an answer serialized under the cap gets the same sentinels', () => {
+    const { text } = serializeReply([{ jsonrpc: '2.0', id: 1, result: sentinels.frame }], 4096);
+    expect(JSON.parse(text)).toEqual([{ jsonrpc: '2.0', id: 1, result: { ...sentinels.sent, absent: null } }]);
+  });
+
+  it('leaves a frame of finite numbers exactly as JSON.stringify writes it', () => {
+    const frame = { jsonrpc: '2.0', id: 1, result: { vectors: [[0.1, -2e-308, 1.5e308]], nothing: null } };
+    expect(serialize(frame)).toBe(JSON.stringify(frame));
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { convex, rrf, weighted, type FusionInput } from '../../src/retrieval/fusion.js';
+import { boundedWeights, convex, rrf, weighted, type FusionInput } from '../../src/retrieval/fusion.js';
 
 const lists = (dense: [number, number][], sparse: [number, number][], weights = [1, 1]): FusionInput[] => [
   { name: 'dense', weight: weights[0]!, floor: -1, hits: dense.map(([label, score]) => ({ label, score })) },
@@ -96,5 +96,32 @@ describe('§16.3 fusion', () => {
       60,
     );
     expect(heavier[0]?.label).toBe(1);
+  });
+
+  it.each([
+    ['rrf', (inputs: FusionInput[]) => rrf(inputs, 1)],
+    ['weighted', (inputs: FusionInput[]) => weighted(inputs)],
+    ['convex', (inputs: FusionInput[]) => convex(inputs, 0.5)],
+  ])('§4.6 %s: weights whose sum overflows keep every score finite and the order of their ratio', (_name, fuse) => {
+    const dense: [number, number][] = [
+      [1, 0.9],
+      [2, 0.5],
+      [3, 0.1],
+    ];
+    const sparse: [number, number][] = [
+      [2, 10],
+      [3, 4],
+      [1, 0],
+    ];
+    const huge = fuse(lists(dense, sparse, [Number.MAX_VALUE, Number.MAX_VALUE]));
+    for (const hit of huge) expect(Number.isFinite(hit.score), JSON.stringify(hit)).toBe(true);
+    expect(huge.map((hit) => hit.label)).toEqual(fuse(lists(dense, sparse, [1, 1])).map((hit) => hit.label));
+  });
+
+  it('§4.6 weights that fit are used as given; past the bound they are scaled together by the largest', () => {
+    const fitting = lists([[1, 1]], [[1, 1]], [2, 3]);
+    expect(boundedWeights(fitting)).toBe(fitting);
+    const scaled = boundedWeights(lists([[1, 1]], [[1, 1]], [2 ** 1023, 2 ** 1022]));
+    expect(scaled.map((input) => input.weight)).toEqual([1, 0.5]);
   });
 });

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MethodRegistry } from '../../src/protocol/registry.js';
 import { Session, type SessionOptions } from '../../src/protocol/session.js';
-import { HttpSessionStore } from '../../src/transport/http-sessions.js';
+import { HttpSessionStore, type HttpSessionConfig } from '../../src/transport/http-sessions.js';
 
-const make = (mode: 'caller' | 'stateless', maxSessions = 100) =>
+const make = (config: Partial<HttpSessionConfig> = {}) =>
   new HttpSessionStore(
     (options: SessionOptions) =>
       new Session(
@@ -12,42 +12,81 @@ const make = (mode: 'caller' | 'stateless', maxSessions = 100) =>
         { maxBatchSize: 10, requestTimeoutMs: 1000 },
         options,
       ),
-    { mode, idleMs: 60_000, maxSessions },
+    { idleMs: 60_000, maxSessions: 100, maxSessionsPerCaller: 10, ...config },
   );
+
+async function tokenOf(session: unknown): Promise<string> {
+  const reply = await (session as Session).handle({ jsonrpc: '2.0', id: 1, method: 'info', params: {} });
+  return (reply as unknown as { result: { _meta: { session: string } } }).result._meta.session;
+}
 
 describe('§5.2 HTTP session store', () => {
   afterEach(() => vi.useRealTimers());
 
-  it('one shared session per caller; tokens reach the same session; unknown tokens only open one on initialize', () => {
-    const store = make('caller');
-    const a = store.resolve(undefined, '10.0.0.1', false);
-    expect(store.resolve(undefined, '10.0.0.1', false)).toBe(a);
-    expect(store.resolve(undefined, '10.0.0.2', false)).not.toBe(a);
-    expect(store.resolve('nope', '10.0.0.1', false)).toMatchObject({ code: -32001 });
-    const fresh = store.resolve('nope', '10.0.0.1', true);
-    expect(fresh).toBeInstanceOf(Session);
-    expect(fresh).not.toBe(a);
+  it('a request naming no session runs statelessly: a fresh, implicitly initialized session each time', () => {
+    const store = make();
+    const a = store.resolve(undefined, '10.0.0.1', false) as Session;
+    const b = store.resolve(undefined, '10.0.0.1', false) as Session;
+    expect(a).toBeInstanceOf(Session);
+    expect(a).not.toBe(b);
+    expect(a.initialized).toBe(true);
+    expect(store.size).toBe(0);
   });
 
-  it('bounds memory: idle sessions expire and the least recently used go first past maxSessions', () => {
-    vi.useFakeTimers();
-    const store = make('caller', 2);
-    const first = store.resolve(undefined, 'a', false);
-    store.resolve(undefined, 'b', false);
-    store.resolve(undefined, 'a', false); // a is now the most recent
-    store.resolve(undefined, 'c', false); // evicts b
+  it('initialize without a session opens a private one per call, never -32600 for a second client', () => {
+    const store = make();
+    const first = store.resolve(undefined, 'host', true) as Session;
+    const second = store.resolve(undefined, 'host', true) as Session;
+    expect(first.initialized).toBe(false);
+    expect(second).not.toBe(first);
     expect(store.size).toBe(2);
-    expect(store.resolve(undefined, 'a', false)).toBe(first);
+  });
+
+  it('a token reaches its session only from the caller that opened it; unknown tokens open one only on initialize', async () => {
+    const store = make();
+    const opened = store.resolve({ token: 'new' }, 'key:a', true) as Session;
+    const token = await tokenOf(opened);
+    expect(token).not.toBe('new');
+    expect(store.resolve({ token }, 'key:a', false)).toBe(opened);
+    expect(store.resolve({ token }, 'key:b', false)).toMatchObject({ code: -32001 });
+    expect(store.resolve({ token: 'forged' }, 'key:a', false)).toMatchObject({ code: -32001 });
+  });
+
+  it("a named session keeps its lifecycle and is its caller's own", () => {
+    const store = make();
+    const named = store.resolve({ name: 'conf' }, '10.0.0.1', false) as Session;
+    expect(named.initialized).toBe(false);
+    expect(store.resolve({ name: 'conf' }, '10.0.0.1', false)).toBe(named);
+    expect(store.resolve({ name: 'conf' }, '10.0.0.2', false)).not.toBe(named);
+    // A name and a token of the same text are different sessions.
+    expect(store.resolve({ token: 'conf' }, '10.0.0.1', false)).toMatchObject({ code: -32001 });
+  });
+
+  it("a caller flooding sessions evicts its own, never another caller's (per-caller quota, then the largest holder)", () => {
+    const store = make({ maxSessions: 20, maxSessionsPerCaller: 8 });
+    const polite = store.resolve({ name: 'mine' }, 'polite', false);
+    for (let i = 0; i < 1000; i++) store.resolve(undefined, `flooder`, true);
+    expect(store.resolve({ name: 'mine' }, 'polite', false)).toBe(polite);
+    // Many flooding callers fill the store: the largest holders lose sessions first.
+    for (let i = 0; i < 1000; i++) store.resolve(undefined, `flooder-${i % 5}`, true);
+    expect(store.size).toBeLessThanOrEqual(20);
+    expect(store.resolve({ name: 'mine' }, 'polite', false)).toBe(polite);
+  });
+
+  it('bounds memory: idle sessions expire', () => {
+    vi.useFakeTimers();
+    const store = make();
+    const first = store.resolve({ name: 'a' }, 'a', false);
     vi.advanceTimersByTime(61_000);
-    expect(store.resolve(undefined, 'a', false)).not.toBe(first);
+    expect(store.resolve({ name: 'a' }, 'a', false)).not.toBe(first);
     expect(store.size).toBe(1);
   });
 
-  it('stateless sessions start initialized; a stale token falls back to the caller session, never -32001', () => {
-    const store = make('stateless');
-    const session = store.resolve(undefined, 'a', false);
-    expect(session).toBeInstanceOf(Session);
-    expect((session as Session).initialized).toBe(true);
-    expect(store.resolve('expired-token', 'a', false)).toBe(session);
+  it('shutdown ends the session it ran in', async () => {
+    const store = make();
+    const named = store.resolve({ name: 'x' }, 'a', false) as Session;
+    await named.handle({ jsonrpc: '2.0', id: 1, method: 'shutdown', params: {} });
+    expect(store.size).toBe(0);
+    expect(store.resolve({ name: 'x' }, 'a', false)).not.toBe(named);
   });
 });

@@ -10,6 +10,11 @@ describe('§4 envelope classification', () => {
     ],
     ['§4.5 a notification (no id)', { jsonrpc: '2.0', method: 'x' }, { kind: 'notification', method: 'x', params: {} }],
     [
+      '§4.5 a notification with positional params (unusable, never answered)',
+      { jsonrpc: '2.0', method: 'notifications/cancel', params: [1] },
+      { kind: 'notification', method: 'notifications/cancel', params: {} },
+    ],
+    [
       '§4.6 params null is absent',
       { jsonrpc: '2.0', id: 's', method: 'm', params: null },
       { kind: 'request', id: 's', method: 'm', params: {} },

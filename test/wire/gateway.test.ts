@@ -62,7 +62,7 @@ const add = async (origin: string, documents: object[]) =>
 
 const running: ServerProcess[] = [];
 async function start(args: string[], env: NodeJS.ProcessEnv = {}, ready = true): Promise<ServerProcess> {
-  const server = await startHttpProcess(args, { RCP_HTTP_SESSIONS: 'stateless', ...env }, { ready });
+  const server = await startHttpProcess(args, { ...env }, { ready });
   running.push(server);
   return server;
 }
@@ -329,6 +329,29 @@ describe('supervision', () => {
     }
     expect(answer?.hits.map((hit) => hit.id)).toContain('heart#0');
     expect(gw.stderr()).toMatch(/engine exited; restarting/);
+  });
+});
+
+describe('§5.2 a gateway keeps a session of its own on each HTTP engine', () => {
+  it('a restarted gateway, and a gateway over a restarted engine, initialize again and serve', async () => {
+    const port = await freePort();
+    const dir = dataDir();
+    const serveEngine = () => start(['serve', '--http', `127.0.0.1:${port}`, '--data', dir]);
+    let engine = await serveEngine();
+    await add(engine.origin, DOCUMENTS.slice(0, 2));
+    const registry = registryFile([{ id: 'e', transport: 'http', url: `http://127.0.0.1:${port}/rcp` }]);
+    const ids = async (gw: ServerProcess) =>
+      result<RetrieveResult>(await call(gw.origin, 'retrieve', { query: 'heart', k: 1 })).hits.map((hit) => hit.id);
+    const first = await gateway('first', registry);
+    expect(await ids(first)).toEqual(['heart#0']);
+    await first.stop();
+    // A second gateway process (a restart) opens its own session: never "already initialized".
+    const second = await gateway('second', registry);
+    expect(await ids(second)).toEqual(['heart#0']);
+    // The engine restarts and forgets every session: the gateway's next call initializes again and succeeds.
+    await engine.stop();
+    engine = await serveEngine();
+    expect(await ids(second)).toEqual(['heart#0']);
   });
 });
 

@@ -38,7 +38,7 @@ describe('§5.2 HTTP transport', () => {
     const { status, json } = await post('/rcp/info', request(1, 'ping'));
     expect(status).toBe(200);
     expect(json).toMatchObject({ id: 1, error: { code: -32600 } });
-    expect((await post('/rcp/index/add', request(2, 'index/add', { documents: [] }))).json).toMatchObject({
+    expect((await post('/rcp/sessions/t/index/add', request(2, 'index/add', { documents: [] }))).json).toMatchObject({
       error: { code: -32001 },
     });
   });
@@ -125,42 +125,8 @@ describe('§5.2 HTTP transport', () => {
     expect(buffered.json).toMatchObject({ id: 2, result: { steps: 3 } });
   });
 
-  it('§5.2 sessions: RCP-Session tokens open private sessions beside the caller session', async () => {
-    await start();
-    const opened = await post('/rcp/initialize', INITIALIZE(1), { 'rcp-session': 'new' });
-    const token = ((opened.json?.result as Record<string, unknown>)._meta as Record<string, string>).session;
-    expect(token).toMatch(/^[\w-]{20,}$/);
-    const echo = request(2, 'x-test/echo', { text: 'x' });
-    expect((await post('/rcp/x-test/echo', echo, { 'rcp-session': token! })).json).toMatchObject({
-      result: { text: 'x' },
-    });
-    // The caller's own session (no header) is a different one, still uninitialized.
-    expect((await post('/rcp/x-test/echo', echo)).json).toMatchObject({ error: { code: -32001 } });
-    // An unknown token is not a session: -32001, telling the client to initialize again.
-    expect((await post('/rcp/x-test/echo', echo, { 'rcp-session': 'forged' })).json).toMatchObject({
-      error: { code: -32001 },
-    });
-    // §7.12 over HTTP, shutdown ends the session (not the server): its token stops working.
-    await post('/rcp/shutdown', request(3, 'shutdown'), { 'rcp-session': token! });
-    expect((await post('/rcp/x-test/echo', echo, { 'rcp-session': token! })).json).toMatchObject({
-      error: { code: -32001 },
-    });
-  });
-
-  it('§5.2 stateless mode: every request is implicitly initialized; initialize is idempotent; -32003 still holds', async () => {
-    await start({ 'http.sessions': 'stateless' });
-    expect((await post('/rcp/x-test/echo', request(1, 'x-test/echo', { text: 'x' }))).json).toMatchObject({
-      result: { text: 'x' },
-    });
-    expect((await post('/rcp/initialize', INITIALIZE(2))).json).toMatchObject({ result: { protocolVersion: 1 } });
-    expect((await post('/rcp/initialize', INITIALIZE(3))).json).toMatchObject({ result: { protocolVersion: 1 } });
-    expect((await post('/rcp/retrieve', request(4, 'retrieve', { query: 'q' }))).json).toMatchObject({
-      error: { code: -32003 },
-    });
-  });
-
   it('§13.1 a client that hangs up cancels its request', async () => {
-    await start({ 'http.sessions': 'stateless' });
+    await start();
     const aborter = new AbortController();
     const pending = fetch(`${origin}/rcp/x-test/sleep`, {
       method: 'POST',

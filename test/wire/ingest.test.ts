@@ -112,11 +112,9 @@ describe('rcp-server ingest', () => {
     expect(refused.stderr).toMatch(/candidateK/);
   });
 
-  it('one owner per data dir: ingest into a running server\'s dir, or a second server, is refused naming it', async () => {
+  it("one owner per data dir: ingest into a running server's dir, or a second server, is refused naming it", async () => {
     const dir = join(WORK, 'owned');
-    const server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {
-      RCP_HTTP_SESSIONS: 'stateless',
-    });
+    const server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {});
     try {
       const refused = await run(['ingest', '--data', dir, join(WORK, 'corpus.jsonl')]);
       expect(refused.code).toBe(2);

@@ -75,7 +75,7 @@ describe('notifications/log over HTTP', () => {
     await open.reply(0);
     const origin = open.origin!;
     const post = (body: object, headers: Record<string, string> = {}) =>
-      fetch(`${origin}/rcp`, {
+      fetch(`${origin}/rcp/sessions/log-test`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...headers },
         body: JSON.stringify(body),

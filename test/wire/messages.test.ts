@@ -46,6 +46,28 @@ describe.each(TRANSPORTS)('envelopes, notifications, batches, cancellation over 
     expect(error(await conn.exchange(request(1, 'x-test/echo', { text: 'x' })))).toMatchObject({ code: -32001 });
   });
 
+  it('§4.5 a notification is never answered, not even when its params are not an object', async () => {
+    conn = await connect(transport);
+    await conn.exchange(INITIALIZE());
+    for (const params of [[1], [], 'text', 7]) {
+      for (const method of ['notifications/cancel', 'retrieve', 'x-test/echo', 'does/not/exist']) {
+        await conn.silent({ jsonrpc: '2.0', method, params });
+      }
+    }
+    // In a batch they drop out like any notification (§11): nothing at all to answer.
+    await conn.silent(
+      JSON.stringify([
+        { jsonrpc: '2.0', method: 'notifications/cancel', params: [1] },
+        { jsonrpc: '2.0', method: 'retrieve', params: [] },
+      ]),
+    );
+    // The same frame with an id is a request, and its positional params are -32600 (§4.1).
+    expect(await conn.exchange({ jsonrpc: '2.0', id: 5, method: 'retrieve', params: [] })).toMatchObject({
+      id: 5,
+      error: { code: -32600 },
+    });
+  });
+
   it('§4.5 a notifications/* frame carrying an id is -32600', async () => {
     conn = await connect(transport);
     expect(await conn.exchange(request(9, 'notifications/cancel', { id: 1 }))).toMatchObject({
@@ -150,7 +172,9 @@ describe.each(TRANSPORTS)('envelopes, notifications, batches, cancellation over 
     conn.send({ jsonrpc: '2.0', method: 'notifications/cancel', params: { id: 2 } });
     expect(await conn.reply(2)).toMatchObject({ result: { committed: true } });
     // Before its commit, the deadline still wins and nothing is applied.
-    const early = await conn.exchange(request(3, 'x-test/commit', { before: 300, after: 0, _meta: { deadlineMs: 30 } }));
+    const early = await conn.exchange(
+      request(3, 'x-test/commit', { before: 300, after: 0, _meta: { deadlineMs: 30 } }),
+    );
     expect(early).toMatchObject({ error: { code: -32014 } });
   });
 
@@ -162,6 +186,16 @@ describe.each(TRANSPORTS)('envelopes, notifications, batches, cancellation over 
     const second = await conn.exchange(request('dup', 'x-test/sleep', { ms: 1 }));
     expect(second).toMatchObject({ id: 'dup', error: { code: -32600 } });
     expect(await conn.reply('dup')).toMatchObject({ id: 'dup', result: { slept: 1500 } });
+  });
+
+  it('§4.6 NaN and Infinity never reach the wire: a method that makes them is answered finite sentinels', async () => {
+    conn = await connect(transport);
+    await conn.exchange(INITIALIZE());
+    expect(await conn.exchange(request(1, 'x-test/non-finite'))).toEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      result: { score: Number.MAX_VALUE, low: -Number.MAX_VALUE, vector: [0.5, 0] },
+    });
   });
 
   it('§4.8 §4.6 the full Unicode range survives the round trip', async () => {

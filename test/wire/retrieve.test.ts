@@ -162,6 +162,18 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
     expect(weighted.hits[0]!.score).toBeCloseTo(1, 6);
   });
 
+  it('§4.6 fusion weights whose sum overflows put no non-finite score on the wire, and rank as their ratio', async () => {
+    const scoresOf = (result: Result) => result.hits.flatMap((hit) => [hit.score, ...Object.values(hit.scores)]);
+    const fused = (method: string, weight: number) =>
+      ok({ query: 'heart blood', k: 5, fusion: { method, weights: { dense: weight, sparse: weight } } });
+    for (const method of ['weighted', 'rrf', 'convex']) {
+      const huge = await fused(method, 1e308);
+      const nonFinite = scoresOf(huge).filter((score) => !Number.isFinite(score));
+      expect(nonFinite, `${method}: ${JSON.stringify(huge.hits)}`).toEqual([]);
+      expect(docs(huge)).toEqual(docs(await fused(method, 1)));
+    }
+  });
+
   it('§3.3 the funnel: candidateK < k and topN < k are -32602; large values are clamped, never errors', async () => {
     expect(await fails({ query: 'q', k: 5, candidateK: 3 })).toMatchObject({
       code: -32602,

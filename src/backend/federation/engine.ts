@@ -83,6 +83,7 @@ export class Engine implements RemoteEngine {
     const started = Date.now();
     const attempts = options.attempts ?? 3;
     let internalRetried = false;
+    let reconnected = false;
     for (let attempt = 1; ; attempt++) {
       const left = options.deadlineMs - (Date.now() - started);
       if (left <= 0) throw RpcError.timeout(options.deadlineMs);
@@ -91,10 +92,11 @@ export class Engine implements RemoteEngine {
         return await this.#once(method, params, options.deadlineMs - (Date.now() - started), options.signal);
       } catch (error) {
         const failure = RpcError.from(error);
-        // §12.2, and -32603 once.
+        // §12.2, and -32603 once; -32001 once too: the engine lost our session (a restart), and `connect` opens a new one.
         const retryable =
-          retriesAutomatically(failure.code, failure.data) &&
-          (failure.code !== RpcErrorCode.InternalError || (!internalRetried && (internalRetried = true)));
+          (failure.code === RpcErrorCode.NotInitialized && !reconnected && (reconnected = true)) ||
+          (retriesAutomatically(failure.code, failure.data) &&
+            (failure.code !== RpcErrorCode.InternalError || (!internalRetried && (internalRetried = true))));
         if (options.signal?.aborted === true || !retryable || attempt >= attempts) throw failure;
         const hinted = Number((failure.data as { retryAfterMs?: unknown }).retryAfterMs);
         const backoff = Math.random() * Math.min(2000, 100 * 2 ** (attempt - 1));

@@ -5,14 +5,18 @@ import { LinkError, type Link, type ResponseFrame } from './link.js';
 
 /**
  * An engine over HTTP (§5.2): `POST <url>/<method>` on pooled keep-alive connections, with the registry's extra
- * headers (credentials belong there, never in params, §15.6). A body that is not a JSON-RPC response (an HTTP error
- * page, a 429 without a frame) is a `LinkError`, not a guess.
+ * headers (credentials belong there, never in params, §15.6). The link keeps a session of its own on the engine:
+ * each `initialize` opens a fresh one (whatever an earlier gateway process left there) and its token
+ * (`_meta.session`) travels as `RCP-Session` on every later request; an engine that restarted answers that token
+ * -32001, and the engine is initialized again. A body that is not a JSON-RPC response (an HTTP error page, a 429
+ * without a frame) is a `LinkError`, not a guess.
  */
 export class HttpLink implements Link {
   readonly generation = 1;
   readonly #agent: Agent;
   readonly #url: URL;
   #nextId = 1;
+  #session: string | undefined;
 
   constructor(
     private readonly name: string,
@@ -46,7 +50,12 @@ export class HttpLink implements Link {
         {
           method: 'POST',
           agent: this.#agent,
-          headers: { ...this.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+          headers: {
+            ...this.headers,
+            ...this.#sessionHeader(method),
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
         },
         (response) => {
           let text = '';
@@ -69,6 +78,7 @@ export class HttpLink implements Link {
             settled = true;
             clearTimeout(timer);
             signal?.removeEventListener('abort', onAbort);
+            if (method === 'initialize') this.#session = sessionToken(frame as ResponseFrame);
             resolve(frame as ResponseFrame);
           });
         },
@@ -88,4 +98,15 @@ export class HttpLink implements Link {
     this.#agent.destroy();
     return Promise.resolve();
   }
+
+  /** `initialize` asks for a new session (`new` is a token no engine issued); anything else runs in ours. */
+  #sessionHeader(method: string): Record<string, string> {
+    const token = method === 'initialize' ? 'new' : this.#session;
+    return token === undefined ? {} : { 'rcp-session': token };
+  }
+}
+
+function sessionToken(frame: ResponseFrame): string | undefined {
+  const session = (frame.result?._meta as { session?: unknown } | undefined)?.session;
+  return typeof session === 'string' ? session : undefined;
 }
