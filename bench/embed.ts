@@ -16,6 +16,7 @@ import * as ort from 'onnxruntime-node';
 import { createApp } from '../src/app.js';
 import { loadConfig, type ConfigOverrides } from '../src/config.js';
 import { SentencePieceTokenizer, type Vocabulary } from '../src/backend/tokenizers/sentencepiece.js';
+import { scifactPath } from './scifact.js';
 
 const MODEL_DIR = new URL('../models/use-lite/', import.meta.url);
 /** Servers started here keep their (empty) corpus out of the repository's indexes/. */
@@ -27,7 +28,7 @@ const SINGLE_REQUESTS = 640;
 
 /** SciFact abstracts: realistic scientific text, most of it past the 128-token limit. */
 function corpus(count: number): string[] {
-  const lines = readFileSync(new URL('../../shared/data/scifact/corpus.jsonl', import.meta.url), 'utf8').split('\n');
+  const lines = readFileSync(scifactPath('corpus.jsonl'), 'utf8').split('\n');
   return lines
     .filter(Boolean)
     .slice(0, count)

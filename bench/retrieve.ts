@@ -14,13 +14,12 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { Corpus, contentHash } from '../src/backend/corpus/corpus.js';
 import type { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
 import { ingest } from '../src/ingest/ingest.js';
+import { scifactPath } from './scifact.js';
 import { benchCorpusSettings, benchEncoder } from './settings.js';
 
-const SCIFACT = new URL('../../shared/data/scifact/', import.meta.url);
 const QUERIES = 200;
 const CLIENTS = 8;
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -28,7 +27,7 @@ const silent = { info: () => undefined, warn: () => undefined, error: () => unde
 const settings = benchCorpusSettings;
 
 function queries(): string[] {
-  return readFileSync(new URL('queries.jsonl', SCIFACT), 'utf8')
+  return readFileSync(scifactPath('queries.jsonl'), 'utf8')
     .split('\n')
     .filter(Boolean)
     .slice(0, QUERIES)
@@ -45,12 +44,7 @@ async function scifactDir(encoder: UseLiteEncoder): Promise<string> {
   const corpus = new Corpus(settings(dir), encoder, silent);
   await corpus.ready;
   const quiet = new Writable({ write: (_c, _e, done) => done() });
-  await ingest(
-    corpus,
-    [fileURLToPath(new URL('corpus.jsonl', SCIFACT))],
-    { chunk: false, contextual: false, batchSize: 64 },
-    quiet,
-  );
+  await ingest(corpus, [scifactPath('corpus.jsonl')], { chunk: false, contextual: false, batchSize: 64 }, quiet);
   await corpus.close();
   return dir;
 }
@@ -161,7 +155,7 @@ async function synthetic(encoder: UseLiteEncoder, size: number, scifactDir: stri
   const dir = mkdtempSync(join(tmpdir(), 'rcp-bench-synthetic-'));
   const corpus = new Corpus(settings(dir), encoder, silent);
   await corpus.ready;
-  const words = readFileSync(new URL('queries.jsonl', SCIFACT), 'utf8')
+  const words = readFileSync(scifactPath('queries.jsonl'), 'utf8')
     .split(/\W+/)
     .filter((w) => w.length > 3);
   let state = 7;

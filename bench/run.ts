@@ -7,7 +7,8 @@
  * (a minute of mixed traffic above capacity: goodput held, -32011 share, p99, RSS over time; RCP_SOAK_SECONDS) and
  * federation (SciFact in 3 shards behind the gateway: nDCG@10 per fusion, gateway overhead, throughput by engines)
  * and isolation (what one heavy caller costs others: ping latency during each heavy request kind, and a polite
- * client's success beside an attacker).
+ * client's success beside an attacker). The suites that read SciFact take its folder from `--scifact DIR` or
+ * RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
 import { benchProtocol } from './protocol.js';
@@ -24,6 +25,9 @@ const SUITES: Record<string, () => Promise<void>> = {
   isolation: async () => (await import('./isolation.js')).benchIsolation(),
 };
 const chosen = process.argv.slice(2);
+// `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.
+const scifact = chosen.indexOf('--scifact');
+if (scifact >= 0) chosen.splice(scifact, 2);
 for (const name of chosen.length > 0 ? chosen : ['protocol', 'embed']) {
   const suite = SUITES[name];
   if (suite === undefined) throw new Error(`unknown suite '${name}'; known: ${Object.keys(SUITES).join(', ')}`);

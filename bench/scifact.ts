@@ -1,7 +1,18 @@
-/** BEIR SciFact from ../shared (corpus, queries, training judgements) and the IR metrics the evaluations report. */
+/**
+ * BEIR SciFact (corpus, queries, training judgements) and the IR metrics the evaluations report. SciFact is not part
+ * of the repository: its folder comes from `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact.
+ */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { outsidePathOrExit, SCIFACT } from '../test/helpers/outside.js';
 
-const DATA = new URL('../../shared/data/scifact/', import.meta.url);
+let folder: string | undefined;
+
+/** A file of SciFact; when there is no SciFact, one line saying so and exit status 2. */
+export function scifactPath(name: string): string {
+  folder ??= outsidePathOrExit(SCIFACT);
+  return join(folder, name);
+}
 
 export interface Doc {
   readonly id: string;
@@ -9,7 +20,7 @@ export interface Doc {
 }
 
 function jsonl<T>(name: string): T[] {
-  return readFileSync(new URL(name, DATA), 'utf8')
+  return readFileSync(scifactPath(name), 'utf8')
     .split('\n')
     .filter(Boolean)
     .map((line) => JSON.parse(line) as T);
@@ -26,7 +37,7 @@ export function corpus(): Doc[] {
 export function trainQueries(): { id: string; text: string; relevant: Set<string> }[] {
   const texts = new Map(jsonl<{ _id: string; text: string }>('queries.jsonl').map((q) => [q._id, q.text]));
   const relevant = new Map<string, Set<string>>();
-  for (const line of readFileSync(new URL('qrels/train.tsv', DATA), 'utf8').split('\n').slice(1)) {
+  for (const line of readFileSync(scifactPath('qrels/train.tsv'), 'utf8').split('\n').slice(1)) {
     const [query, doc, score] = line.split('\t');
     if (query === undefined || doc === undefined || Number(score) <= 0) continue;
     relevant.set(query, (relevant.get(query) ?? new Set()).add(doc));

@@ -18,8 +18,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'node:http';
+import { scifactPath } from './scifact.js';
 
-const SCIFACT = new URL('../../shared/data/scifact/', import.meta.url);
 const DOCUMENTS = 1000;
 const CAPACITY_CLIENTS = 8;
 const SOAK_CLIENTS = Number(process.env.RCP_SOAK_CLIENTS ?? 256);
@@ -33,7 +33,7 @@ interface Outcome {
   latencies: number[];
 }
 
-const lines = (name: string) => readFileSync(new URL(name, SCIFACT), 'utf8').split('\n').filter(Boolean);
+const lines = (name: string) => readFileSync(scifactPath(name), 'utf8').split('\n').filter(Boolean);
 
 async function startServer(dir: string): Promise<{ port: number; pid: number; stop: () => Promise<void> }> {
   const port = 19_000 + Math.floor(Math.random() * 1000);

@@ -227,6 +227,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       // Only configured proxies may name the client (X-Forwarded-For); anyone else could choose their address.
       trustProxy: config.http.trustProxy.length > 0 ? [...config.http.trustProxy] : false,
       bodyLimit: config.limits.maxBodyBytes,
+      // A session name longer than the router's default (100) must reach its own -32600, not another route.
+      routerOptions: { maxParamLength: 1024 },
       ...serverOptions(config.http, config.limits.requestTimeoutMs),
     });
     capConnections(app.server, config.http);

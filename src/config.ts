@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Type, type Static } from '@sinclair/typebox';
@@ -494,13 +495,33 @@ const validate = new Ajv2020({
 }).compile(ConfigSchema);
 
 export function validateConfig(candidate: unknown): Config {
-  if (validate(candidate)) return checkFileRoots(checkQueueAdmitsLargestRequest(candidate));
+  if (validate(candidate)) return checkTrustedProxies(checkFileRoots(checkQueueAdmitsLargestRequest(candidate)));
   const problems = (validate.errors ?? []).map((e) => {
     const where = e.instancePath.split('/').slice(1).join('.') || '(root)';
     const extra = (e.params as { additionalProperty?: string }).additionalProperty;
     return extra === undefined ? `${where}: ${e.message ?? 'invalid'}` : `${where}: unknown setting '${extra}'`;
   });
   throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+}
+
+/** Every trusted proxy is a name the proxy matcher knows, an address, or a network of a prefix in range (1..32/128). */
+function checkTrustedProxies(config: Config): Config {
+  for (const proxy of config.http.trustProxy) {
+    if (['loopback', 'linklocal', 'uniquelocal'].includes(proxy)) continue;
+    const [address = '', prefix] = proxy.split('/');
+    const family = isIP(address);
+    const bits = prefix === undefined ? undefined : Number(prefix);
+    if (family !== 0 && (bits === undefined || (bits >= 1 && bits <= (family === 4 ? 32 : 128)))) continue;
+    throw new ConfigError(`invalid configuration:\n  http.trustProxy: '${proxy}' is not an address or a network`);
+  }
+  return config;
+}
+
+/** The `RCP_*` variables in `env` that name no setting: ignored, so an operator should hear of them. */
+export function unknownEnvironment(env: NodeJS.ProcessEnv): string[] {
+  return Object.keys(env).filter(
+    (name) => name.startsWith('RCP_') && !(name in DERIVED_ENVIRONMENT) && !(name in ENVIRONMENT),
+  );
 }
 
 /** A queue smaller than the largest request it must accept would refuse that request forever. */

@@ -23,7 +23,7 @@ import {
   type ServeCommand,
 } from './cli.js';
 import { EvalError, evaluate, writeReport } from './eval.js';
-import { ConfigError, loadConfig, type Config, type ConfigOverrides } from './config.js';
+import { ConfigError, loadConfig, unknownEnvironment, type Config, type ConfigOverrides } from './config.js';
 import { ingest } from './ingest/ingest.js';
 import { SourceError } from './ingest/sources.js';
 
@@ -217,7 +217,13 @@ function registryOrReport(file: string): EngineSpec[] | undefined {
 /** Configuration errors are printed as text and exit 2; they are never wire codes. */
 function loadOrReport(file: string | undefined, overrides: ConfigOverrides): Config | undefined {
   try {
-    return loadConfig({ file, env: process.env, overrides });
+    const config = loadConfig({ file, env: process.env, overrides });
+    for (const name of unknownEnvironment(process.env)) {
+      process.stderr.write(
+        `rcp-server: ignoring ${name}, which names no setting (see \`rcp-server config --print\`)\n`,
+      );
+    }
+    return config;
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`rcp-server: ${error.message}\n`);
@@ -292,11 +298,12 @@ function startLogged(command: ServeCommand | GatewayCommand): { config: Config; 
   const config = loadOrReport(command.configFile, command.overrides);
   if (config === undefined) return undefined;
   if (command.transport.kind === 'http') {
-    // §15.6: loopback by default; a public address needs API keys unless the operator says otherwise.
-    const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.http.host);
-    if (!loopback && config.auth.apiKeys.length === 0 && !config.auth.allowUnauthenticated) {
+    // §15.6: loopback by default; a public address needs API keys unless the operator says otherwise. The operator
+    // listener never asks for a key, so a public address there needs the operator's explicit word too.
+    const open = openPublicly(config);
+    if (open !== undefined && !config.auth.allowUnauthenticated) {
       process.stderr.write(
-        `rcp-server: refusing to serve ${config.http.host} without authentication: set RCP_API_KEYS ` +
+        `rcp-server: refusing to serve ${open} without authentication: set RCP_API_KEYS ` +
           '(or RCP_ALLOW_UNAUTHENTICATED=true to accept anyone)\n',
       );
       return undefined;
@@ -304,6 +311,15 @@ function startLogged(command: ServeCommand | GatewayCommand): { config: Config; 
   }
   const log = loggerOrReport(config);
   return log === undefined ? undefined : { config, log };
+}
+
+/** A public address that would be served without asking for a key, if any. */
+function openPublicly(config: Config): string | undefined {
+  const loopback = (host: string) => ['127.0.0.1', '::1', 'localhost'].includes(host);
+  if (!loopback(config.http.host) && config.auth.apiKeys.length === 0) return config.http.host;
+  const { operatorPort, operatorHost } = config.http;
+  if (operatorPort !== 0 && !loopback(operatorHost)) return `the operator endpoints on ${operatorHost}`;
+  return undefined;
 }
 
 /** Serves the app on the chosen transport until EOF/shutdown (stdio) or a signal (HTTP), then closes it: exit 0. */

@@ -60,7 +60,8 @@ export function indexMethods(
       const result = await corpus.add(params.documents, {
         chunk: params.chunk === true,
         contextual: params.contextual === true,
-        idempotencyKey: key,
+        // §15.6: a key names a write of this caller's; another caller's same key is another write.
+        idempotencyKey: key === undefined ? undefined : `${ctx.caller}\0${key}`,
         signal: ctx.signal,
         commit: ctx.commit,
       });

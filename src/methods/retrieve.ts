@@ -343,7 +343,8 @@ export function retrieveMethod(
     const resumed = params.cursor === undefined ? undefined : cursors.decode(params.cursor, digest, indexVersion);
     const offset = resumed?.offset ?? 0;
     // §7.7.3 hits the session returned before this pagination's first page are skipped; its own pages are not.
-    const seen = params.sessionId === undefined ? undefined : sessions.seen(params.sessionId, resumed?.seenMark);
+    const seen =
+      params.sessionId === undefined ? undefined : sessions.seen(ctx.caller, params.sessionId, resumed?.seenMark);
     if (seen !== undefined) ranked = ranked.filter((hit) => !seen.has(hitId(hit.label, unit)));
     if (params.mmr !== undefined) {
       // A stored vector per candidate (up to maxCandidates store reads): read in time slices.
@@ -397,6 +398,7 @@ export function retrieveMethod(
     }
     if (params.sessionId !== undefined)
       sessions.remember(
+        ctx.caller,
         params.sessionId,
         hits.map((hit) => String(hit.id)),
       );

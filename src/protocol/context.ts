@@ -28,6 +28,8 @@ export interface RequestContext {
   readonly signal: AbortSignal;
   readonly meta: JsonObject;
   readonly session: SessionView;
+  /** Who asked (the session's owner, §15.6): what a request leaves behind for later ones is kept per caller. */
+  readonly caller: string;
   /** §13.1: this request's deadline in ms — the server's, shortened by `_meta.deadlineMs` — as the signal enforces it. */
   readonly deadlineMs: number;
   /** Milliseconds left before that deadline (what a request forwarded downstream may have, §16.2). */

@@ -56,6 +56,11 @@ export interface SessionOptions {
   implicit?: boolean;
   /** §5.2 stateful HTTP: the token returned in `initialize.result._meta.session`. */
   token?: string;
+  /**
+   * Who the session belongs to (an API key, else the client's address; one client on a stdio pipe): state kept for
+   * a client beyond one request (idempotency keys, `sessionId` dedup, feedback) is kept per caller (§15.6).
+   */
+  caller?: string;
   /** Called once, synchronously, when `shutdown` is answered, so a transport stops reading (§13.1). */
   onShutdown?: () => void;
 }
@@ -64,6 +69,9 @@ export interface SessionOptions {
 export type NotificationSink = (frame: Notification) => void;
 
 export type Reply = Response | Response[];
+
+/** The caller of a session no transport named: the one client of a stdio pipe or an in-process session. */
+export const LOCAL_CALLER = 'local';
 
 interface InFlight {
   controller: AbortController;
@@ -306,6 +314,7 @@ export class Session {
       signal: controller.signal,
       meta,
       session: this.#view,
+      caller: this.#options.caller ?? LOCAL_CALLER,
       deadlineMs,
       remainingMs: () => deadlineMs - (performance.now() - startedAt),
       commit: () => {

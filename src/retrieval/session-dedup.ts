@@ -3,11 +3,16 @@
  * bounded in bytes as well as in counts (§15.5): sessions expire `ttlSeconds` after their last use, each remembers at
  * most `maxHits` ids, and the least recently used sessions are forgotten past `maxSessions` or `maxBytes` in all.
  *
+ * Sessions belong to callers (§15.6): the same `sessionId` from two callers is two sessions, and past a bound the
+ * caller holding the most sessions (or bytes) loses its least recently used session first, so one caller cycling sessionIds
+ * forgets its own, not everyone's.
+ *
  * Each remembered id carries the serial of when it was first returned (one counter for the process, so serials never
  * repeat). A paginated retrieve (§10) skips only what was returned before its first page — `seenBefore(mark)` — so
  * its own earlier pages are skipped by the cursor's offset, not a second time by the session.
  */
 interface Remembered {
+  readonly caller: string;
   /** id → serial of its first return. */
   readonly seen: Map<string, number>;
   expires: number;
@@ -26,7 +31,10 @@ export interface SeenIds {
 const ENTRY_BYTES = 64;
 
 export class SessionDedup {
+  /** Every session, least recently used first. */
   readonly #sessions = new Map<string, Remembered>();
+  /** Sessions and bytes held per caller. */
+  readonly #held = new Map<string, { sessions: number; bytes: number }>();
   #bytes = 0;
   #serial = 0;
 
@@ -42,11 +50,12 @@ export class SessionDedup {
     return this.#bytes;
   }
 
-  /** The ids this session returned before `mark` (a cursor's), or before now for a first page. */
-  seen(sessionId: string, mark = this.#serial): SeenIds {
-    const session = this.#sessions.get(sessionId);
-    if (session === undefined || session.expires < Date.now()) this.#forget(sessionId);
-    const seen = this.#sessions.get(sessionId)?.seen ?? new Map<string, number>();
+  /** The ids this caller's session returned before `mark` (a cursor's), or before now for a first page. */
+  seen(caller: string, sessionId: string, mark = this.#serial): SeenIds {
+    const key = keyOf(caller, sessionId);
+    const session = this.#sessions.get(key);
+    if (session === undefined || session.expires < Date.now()) this.#forget(key);
+    const seen = this.#sessions.get(key)?.seen ?? new Map<string, number>();
     return {
       mark,
       has: (id) => (seen.get(id) ?? mark) < mark,
@@ -56,31 +65,58 @@ export class SessionDedup {
     };
   }
 
-  remember(sessionId: string, ids: readonly string[]): void {
+  remember(caller: string, sessionId: string, ids: readonly string[]): void {
     const now = Date.now();
-    const live = this.#sessions.get(sessionId);
+    const key = keyOf(caller, sessionId);
+    const live = this.#sessions.get(key);
     const session =
-      live !== undefined && live.expires >= now ? live : { seen: new Map<string, number>(), expires: 0, bytes: 0 };
-    this.#forget(sessionId); // re-inserted below: Map order is recency order
+      live !== undefined && live.expires >= now
+        ? live
+        : { caller, seen: new Map<string, number>(), expires: 0, bytes: 0 };
+    this.#forget(key); // re-inserted below: Map order is recency order
     for (const id of ids) {
       if (session.seen.size >= this.maxHits || session.seen.has(id)) continue;
       session.seen.set(id, this.#serial++);
       session.bytes += ENTRY_BYTES + 2 * id.length;
     }
     session.expires = now + this.ttlSeconds * 1000;
-    this.#sessions.set(sessionId, session);
-    this.#bytes += session.bytes;
-    for (const oldest of this.#sessions.keys()) {
-      if (this.#sessions.size <= this.maxSessions && this.#bytes <= this.maxBytes) break;
-      if (oldest === sessionId) break; // the session just used stays, even alone over the budget
-      this.#forget(oldest);
+    this.#sessions.set(key, session);
+    this.#account(caller, 1, session.bytes);
+    for (;;) {
+      const over =
+        this.#sessions.size > this.maxSessions ? 'sessions' : this.#bytes > this.maxBytes ? 'bytes' : undefined;
+      const victim = over === undefined ? undefined : this.#oldestOfLargestCaller(over, key);
+      if (victim === undefined) break; // within bounds, or the session just used is all there is
+      this.#forget(victim);
     }
   }
 
-  #forget(sessionId: string): void {
-    const session = this.#sessions.get(sessionId);
+  /** The least recently used session of the caller holding the most sessions (or bytes), never `keep`. */
+  #oldestOfLargestCaller(measure: 'sessions' | 'bytes', keep: string): string | undefined {
+    let largest: string | undefined;
+    let most = -1;
+    for (const [caller, held] of this.#held) if (held[measure] > most) [largest, most] = [caller, held[measure]];
+    for (const [key, session] of this.#sessions) if (session.caller === largest && key !== keep) return key;
+    for (const key of this.#sessions.keys()) if (key !== keep) return key;
+    return undefined;
+  }
+
+  #account(caller: string, sessions: number, bytes: number): void {
+    this.#bytes += bytes;
+    const held = this.#held.get(caller) ?? { sessions: 0, bytes: 0 };
+    held.sessions += sessions;
+    held.bytes += bytes;
+    if (held.sessions > 0) this.#held.set(caller, held);
+    else this.#held.delete(caller);
+  }
+
+  #forget(key: string): void {
+    const session = this.#sessions.get(key);
     if (session === undefined) return;
-    this.#bytes -= session.bytes;
-    this.#sessions.delete(sessionId);
+    this.#account(session.caller, -1, -session.bytes);
+    this.#sessions.delete(key);
   }
 }
+
+// A NUL never occurs in a caller's name, so two callers' sessions never share a key.
+const keyOf = (caller: string, sessionId: string): string => `${caller}\0${sessionId}`;

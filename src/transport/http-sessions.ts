@@ -6,17 +6,18 @@ import type { Session, SessionOptions } from '../protocol/session.js';
  * How HTTP requests map to RCP sessions (§5.2). HTTP has no connection to hang a session on, and two clients on one
  * host (or behind one proxy) look alike, so a session exists only where a client names it:
  * - **No session named**: the request is answered statelessly (§5.2): in a session of its own, implicitly
- *   initialized at the advertised capabilities, so no client can collide with, cancel or shut down another.
- *   `initialize` is answered too, and opens a private session whose token comes back in `_meta.session`.
+ *   initialized at the advertised capabilities (`initialize` included, idempotently), so no client can collide with,
+ *   cancel or shut down another, and nothing is kept.
  * - **`RCP-Session: <token>`**: the private session with that token. `initialize` with a token the server does not
- *   know (e.g. `new`) opens a fresh one. Any other request with an unknown token is -32001.
+ *   know (e.g. `new`) opens a fresh one, whose token comes back in `_meta.session`. Any other request with an
+ *   unknown token is -32001.
  * - **`<base>/sessions/<name>/<method>`**: a session the client names in its URL, for clients that send no
  *   headers: the full §13 lifecycle (-32001 before `initialize`, -32600 for a second one).
  * A session belongs to the caller that opened it (its API key, else its address): the same token or name from
  * another caller is another session. `shutdown` ends the session, not the server. Sessions expire after `idleMs`
  * without a request; each caller keeps at most `maxSessionsPerCaller` (its own least recently used goes first),
- * and past `maxSessions` the caller holding the most loses its least recently used: a flood of sessions evicts
- * the flooder's, never everyone's.
+ * and past `maxSessions` the caller holding the most (the one opening, on a tie) loses its least recently used: a
+ * flood of sessions evicts the flooder's, never everyone's.
  */
 export interface HttpSessionConfig {
   idleMs: number;
@@ -54,9 +55,7 @@ export class HttpSessionStore {
   /** The session a request runs in, or the RpcError to answer it with. */
   resolve(ref: SessionRef, caller: string, isInitialize: boolean): Session | RpcError {
     this.#expire();
-    if (ref === undefined) {
-      return isInitialize ? this.#openPrivate(caller) : this.#create({ implicit: true });
-    }
+    if (ref === undefined) return this.#create({ implicit: true, caller });
     const key = 'name' in ref ? namedKey(caller, ref.name) : tokenKey(caller, ref.token);
     const entry = this.#entries.get(key);
     if (entry !== undefined) return this.#touch(entry).session;
@@ -74,16 +73,16 @@ export class HttpSessionStore {
   #open(caller: string, key: string, options: SessionOptions): Entry {
     const own = this.#byCaller.get(caller);
     if (own !== undefined && own.size >= this.#config.maxSessionsPerCaller) this.#remove(own.values().next().value!);
-    if (this.#entries.size >= this.#config.maxSessions) this.#evictFromLargestCaller();
-    const session = this.#create({ ...options, onShutdown: () => this.#forget(key) });
+    if (this.#entries.size >= this.#config.maxSessions) this.#evictFromLargestCaller(caller);
+    const session = this.#create({ ...options, caller, onShutdown: () => this.#forget(key) });
     const entry: Entry = { key, caller, session, lastUsed: Date.now() };
     this.#entries.set(key, entry);
     this.#byCaller.set(caller, (this.#byCaller.get(caller) ?? new Map<string, Entry>()).set(key, entry));
     return entry;
   }
 
-  #evictFromLargestCaller(): void {
-    let largest: Map<string, Entry> | undefined;
+  #evictFromLargestCaller(opener: string): void {
+    let largest = this.#byCaller.get(opener);
     for (const own of this.#byCaller.values()) if (own.size > (largest?.size ?? 0)) largest = own;
     const victim = largest?.values().next().value;
     if (victim !== undefined) this.#remove(victim);

@@ -130,10 +130,7 @@ async function answer(
   const ref = sessionRef(request);
   const session = ref instanceof RpcError ? ref : options.sessions.resolve(ref, callerId, isInitialize(accepted));
   if (session instanceof RpcError) {
-    // §4.5: a notification is never answered, not even to say that its session is unknown.
-    if (!awaitsAnswer(accepted)) return sendReplies(reply, mergeReplies(undefined, rejected), options);
-    const id = isJsonObject(accepted) ? requestId(accepted) : null;
-    return void reply.code(200).send(failure(id, session));
+    return sendReplies(reply, mergeReplies(answerEach(accepted, session), rejected), options);
   }
 
   // §13.1: a client hanging up abandons its request.
@@ -192,18 +189,21 @@ function sessionRef(request: FastifyRequest): SessionRef | RpcError {
   const name = (request.params as { name?: string }).name;
   if (name !== undefined) {
     if (SESSION_NAME.test(name)) return { name };
-    return RpcError.invalidRequest('a session name is 1 to 128 characters of A-Z a-z 0-9 . _ ~ -');
+    return RpcError.invalidRequest('a session name is 1 to 64 characters of A-Z a-z 0-9 . _ ~ -');
   }
   const header = request.headers[SESSION_HEADER];
   return typeof header === 'string' && header !== '' ? { token: header } : undefined;
 }
 
-const SESSION_NAME = /^[\w.~-]{1,128}$/;
+const SESSION_NAME = /^[\w.~-]{1,64}$/;
 
-/** Whether a frame (or a batch) holds anything but notifications: a member that is not an object is answered -32600. */
-function awaitsAnswer(value: unknown): boolean {
-  const members = Array.isArray(value) ? value : [value];
-  return members.some((member) => !isJsonObject(member) || 'id' in member);
+/** `error` for every member that awaits an answer (a batch stays a batch, §11); §4.5: notifications get none. */
+function answerEach(value: unknown, error: RpcError): Reply | undefined {
+  const answer = (member: unknown): Response[] =>
+    isJsonObject(member) && !('id' in member) ? [] : [failure(isJsonObject(member) ? requestId(member) : null, error)];
+  if (!Array.isArray(value)) return answer(value)[0];
+  const answers = value.flatMap(answer);
+  return answers.length === 0 ? undefined : answers;
 }
 
 function isInitialize(value: unknown): boolean {

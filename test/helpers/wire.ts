@@ -18,7 +18,7 @@ export type Frame = Record<string, unknown>;
 
 /**
  * One client connection to a fresh server, the same scenario API over every transport (DESIGN §6).
- * Every frame the server emits is validated against the normative schema before a test sees it.
+ * Every frame the server emits is validated against the project's schemas of RCP frames before a test sees it.
  */
 export interface Connection {
   readonly transport: TransportName;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCommandLine, parseListen } from '../../src/cli.js';
-import { DERIVED_ENVIRONMENT, defaultConfig, loadConfig } from '../../src/config.js';
+import { DERIVED_ENVIRONMENT, defaultConfig, loadConfig, unknownEnvironment } from '../../src/config.js';
 
 const file = (content: string, name = 'config.json'): string => {
   const path = join(mkdtempSync(join(tmpdir(), 'rcp-config-')), name);
@@ -43,6 +43,14 @@ describe('configuration', () => {
     expect(() => loadConfig({ file: file('{"http":{"prot":1}}') })).toThrow(/http: unknown setting 'prot'/);
     expect(() => loadConfig({ env: { RCP_HTTP_PORT: 'eighty' } })).toThrow(/http.port: must be integer/);
     expect(() => loadConfig({ env: { RCP_TRUST_PROXY: 'true' } })).toThrow(/http.trustProxy: must be array/);
+    expect(() => loadConfig({ env: { RCP_TRUST_PROXY: '10.0.0.0/0' } })).toThrow(/'10.0.0.0\/0' is not an address/);
+    expect(() => loadConfig({ env: { RCP_TRUST_PROXY: '10.0.0.300' } })).toThrow(/is not an address/);
+    expect(
+      loadConfig({ env: { RCP_TRUST_PROXY: '10.0.0.0/8, ::1, fd00::/8, loopback' } }).http.trustProxy,
+    ).toHaveLength(4);
+    expect(
+      unknownEnvironment({ RCP_LIMITS_RATE_LIMIT: '5', RCP_RATE_LIMIT: '5', RCP_HTTP_PORT: '1', HOME: '/' }),
+    ).toEqual(['RCP_LIMITS_RATE_LIMIT']);
     expect(() => loadConfig({ file: file('{not json') })).toThrow(/not valid JSON/);
     expect(() => loadConfig({ file: '/no/such/file.json' })).toThrow(/cannot read config file/);
   });

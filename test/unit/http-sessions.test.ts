@@ -33,13 +33,20 @@ describe('§5.2 HTTP session store', () => {
     expect(store.size).toBe(0);
   });
 
-  it('initialize without a session opens a private one per call, never -32600 for a second client', () => {
-    const store = make();
-    const first = store.resolve(undefined, 'host', true) as Session;
-    const second = store.resolve(undefined, 'host', true) as Session;
-    expect(first.initialized).toBe(false);
-    expect(second).not.toBe(first);
-    expect(store.size).toBe(2);
+  it('initialize without a session is answered statelessly too: nothing kept, so no flood of them evicts anyone', () => {
+    const store = make({ maxSessionsPerCaller: 2 });
+    const victim = store.resolve({ name: 'victim' }, 'host', false);
+    for (let i = 0; i < 100; i++) expect((store.resolve(undefined, 'host', true) as Session).initialized).toBe(true);
+    expect(store.size).toBe(1);
+    expect(store.resolve({ name: 'victim' }, 'host', false)).toBe(victim);
+  });
+
+  it('past maxSessions the caller holding the most loses one, the opener on a tie, never the smaller caller', () => {
+    const store = make({ maxSessions: 4, maxSessionsPerCaller: 3 });
+    const kept = [store.resolve({ name: 'a1' }, 'A', false), store.resolve({ name: 'a2' }, 'A', false)];
+    for (let i = 0; i < 10; i++) store.resolve({ token: 'new' }, 'B', true);
+    expect(store.resolve({ name: 'a1' }, 'A', false)).toBe(kept[0]);
+    expect(store.resolve({ name: 'a2' }, 'A', false)).toBe(kept[1]);
   });
 
   it('a token reaches its session only from the caller that opened it; unknown tokens open one only on initialize', async () => {
@@ -65,10 +72,10 @@ describe('§5.2 HTTP session store', () => {
   it("a caller flooding sessions evicts its own, never another caller's (per-caller quota, then the largest holder)", () => {
     const store = make({ maxSessions: 20, maxSessionsPerCaller: 8 });
     const polite = store.resolve({ name: 'mine' }, 'polite', false);
-    for (let i = 0; i < 1000; i++) store.resolve(undefined, `flooder`, true);
+    for (let i = 0; i < 1000; i++) store.resolve({ token: 'new' }, `flooder`, true);
     expect(store.resolve({ name: 'mine' }, 'polite', false)).toBe(polite);
     // Many flooding callers fill the store: the largest holders lose sessions first.
-    for (let i = 0; i < 1000; i++) store.resolve(undefined, `flooder-${i % 5}`, true);
+    for (let i = 0; i < 1000; i++) store.resolve({ token: 'new' }, `flooder-${i % 5}`, true);
     expect(store.size).toBeLessThanOrEqual(20);
     expect(store.resolve({ name: 'mine' }, 'polite', false)).toBe(polite);
   });

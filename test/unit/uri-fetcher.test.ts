@@ -1,5 +1,6 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { linkSync, mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -215,6 +216,53 @@ describe('file uris (§4.8, §15.5)', () => {
     }
   });
 
+  it('§15.5 judges the file actually opened: a directory swapped for a symlink between check and open leaks nothing', async () => {
+    // race/a is a real directory holding a harmless `environ`; race/b is a symlink to /proc/self. A second process
+    // swaps them as fast as it can, so a path checked while race/a was the directory may be opened through
+    // /proc/self, which would be this process's environment (its API keys).
+    const race = join(root, 'race');
+    mkdirSync(join(race, 'a'), { recursive: true });
+    writeFileSync(join(race, 'a', 'environ'), 'harmless');
+    symlinkSync('/proc/self', join(race, 'b'));
+    const swapper = await startSwapper(join(race, 'a'), join(race, 'b'));
+    // Room for a whole environment: a limit smaller than what leaks would hide the leak behind 'exceeds'.
+    const fetcher = new PolicyUriFetcher({ ...POLICY, schemes: ['file'], fileRoots: [root], maxBytes: 1 << 20 });
+    const uri = fileUri(join(race, 'a', 'environ'));
+    let served = 0;
+    let leaked = 0;
+    try {
+      for (let round = 0; round < 60; round++) {
+        const outcomes = await Promise.all(
+          Array.from({ length: 20 }, () => fetcher.fetchText(uri, 'q', signal).catch((e: unknown) => e)),
+        );
+        for (const outcome of outcomes) {
+          // Never print what was served: a leak is this process's environment.
+          if (outcome === 'harmless') served++;
+          else if (typeof outcome === 'string') leaked++;
+          else expect((outcome as RpcError).code).toBe(-32602);
+        }
+      }
+      expect(swapper.exitCode, 'the swapper kept running').toBeNull();
+    } finally {
+      swapper.kill('SIGKILL');
+    }
+    expect(leaked, `${leaked} of 1200 reads served something other than the file under the root`).toBe(0);
+    expect(served, 'some reads found the directory in place and were served').toBeGreaterThan(0);
+  });
+
+  it('§15.5 refuses a file with several hard links: another name may be the data dir or the config file', async () => {
+    linkSync(join(root, 'data', 'docs.sqlite'), join(root, 'docs-link.txt'));
+    linkSync(join(root, 'rcp.json'), join(root, 'config-link.txt'));
+    writeFileSync(join(base, 'elsewhere.txt'), 'outside the roots');
+    linkSync(join(base, 'elsewhere.txt'), join(root, 'elsewhere-link.txt'));
+    const fetcher = reader([root]);
+    for (const name of ['docs-link.txt', 'config-link.txt', 'elsewhere-link.txt']) {
+      const error = await refusal({}, fileUri(join(root, name)), fetcher);
+      expect(error.message, name).toMatch(/has 2 hard links, and a file with several names is never served/);
+    }
+    expect(await fetcher.fetchText(fileUri(join(root, 'small.txt')), 'q', signal)).toBe('small text');
+  });
+
   it('§15.5 refuses what is not a regular file (a FIFO would block the read forever)', async () => {
     const fifo = join(root, 'pipe');
     execFileSync('mkfifo', [fifo]);
@@ -223,6 +271,39 @@ describe('file uris (§4.8, §15.5)', () => {
     expect((outcome as RpcError).message).toMatch(/is not a regular file/);
   });
 });
+
+/**
+ * Swaps `a` and `b` (a directory and a symlink) in a tight loop in another process until killed: renameat2's
+ * RENAME_EXCHANGE through python3's ctypes where there is one (no moment where neither exists), else a cycle of
+ * renames in Node. Resolves once the loop runs.
+ */
+async function startSwapper(a: string, b: string): Promise<ChildProcess> {
+  const python = [
+    'import ctypes, sys',
+    'libc = ctypes.CDLL(None, use_errno=True)',
+    'a, b = (p.encode() for p in sys.argv[1:3])',
+    'if libc.renameat2(-100, a, -100, b, 2) != 0: sys.exit(3)',
+    'print("ready", flush=True)',
+    'while libc.renameat2(-100, a, -100, b, 2) == 0: pass',
+  ].join('\n');
+  const node = [
+    "const { renameSync } = require('node:fs');",
+    'const [a, b] = process.argv.slice(1);',
+    "console.log('ready');",
+    "for (;;) { renameSync(a, a + '.dir'); renameSync(b, a); renameSync(a, b); renameSync(a + '.dir', a); }",
+  ].join('\n');
+  const started = (child: ChildProcess) =>
+    new Promise<boolean>((resolve) => {
+      child.once('error', () => resolve(false));
+      child.once('exit', () => resolve(false));
+      child.stdout?.once('data', () => resolve(true));
+    });
+  const viaPython = spawn('python3', ['-c', python, a, b], { stdio: ['ignore', 'pipe', 'ignore'] });
+  if (await started(viaPython)) return viaPython;
+  const viaNode = spawn(process.execPath, ['-e', node, a, b], { stdio: ['ignore', 'pipe', 'ignore'] });
+  if (await started(viaNode)) return viaNode;
+  throw new Error('could not start a process swapping the directories');
+}
 
 describe('content.fetch configuration (§15.5)', () => {
   it('refuses to start with `file` among the schemes and no fileRoots; reads roots from the environment', () => {
@@ -298,5 +379,125 @@ describe('fetch deadline (§15.5)', () => {
       fetcher.fetchText(`http://127.0.0.1:${port(body)}/drip.txt`, 'q', cancel.signal).catch((e: unknown) => e),
     );
     expect(outcome).toMatchObject({ code: -32006 });
+  });
+});
+
+describe('name resolution (§15.5)', () => {
+  /**
+   * A DNS server on loopback UDP: answers the names in `answers` (A and AAAA records) and never answers anything
+   * else, like a black-holed resolver. `queries` counts the questions it received, per name.
+   */
+  const answers = new Map<string, { A?: string[]; AAAA?: Buffer[] }>([
+    ['loopback.test', { A: ['127.0.0.1'] }],
+    ['mixed.test', { A: ['93.184.215.14'], AAAA: [Buffer.from('00000000000000000000000000000001', 'hex')] }],
+  ]);
+  const queries = new Map<string, number>();
+  let dns: UdpSocket;
+  let dnsServer = '';
+  let http: Server;
+  let httpPort = 0;
+  beforeAll(async () => {
+    dns = createSocket('udp4');
+    dns.on('message', (query, peer) => {
+      let at = 12;
+      const labels: string[] = [];
+      while (query[at]! > 0) {
+        labels.push(query.toString('latin1', at + 1, at + 1 + query[at]!));
+        at += query[at]! + 1;
+      }
+      const name = labels.join('.').toLowerCase();
+      const type = query.readUInt16BE(at + 1);
+      queries.set(name, (queries.get(name) ?? 0) + 1);
+      const known = answers.get(name);
+      if (known === undefined) return; // black hole
+      const records =
+        type === 1
+          ? (known.A ?? []).map((ip) => Buffer.from(ip.split('.').map(Number)))
+          : type === 28
+            ? (known.AAAA ?? [])
+            : [];
+      const header = Buffer.alloc(12);
+      query.copy(header, 0, 0, 2); // the id
+      header.writeUInt16BE(0x8180, 2); // a response, recursion desired and available, no error
+      header.writeUInt16BE(1, 4);
+      header.writeUInt16BE(records.length, 6);
+      const question = query.subarray(12, at + 5);
+      const rrs = records.map((data) => {
+        const rr = Buffer.alloc(12);
+        rr.writeUInt16BE(0xc00c, 0); // the name: a pointer to the question's
+        rr.writeUInt16BE(type, 2);
+        rr.writeUInt16BE(1, 4); // IN
+        rr.writeUInt32BE(60, 6);
+        rr.writeUInt16BE(data.length, 10);
+        return Buffer.concat([rr, data]);
+      });
+      dns.send(Buffer.concat([header, question, ...rrs]), peer.port, peer.address);
+    });
+    http = createHttpServer((req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('local text'));
+    await Promise.all([
+      new Promise<void>((resolve) => dns.bind(0, '127.0.0.1', resolve)),
+      new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve)),
+    ]);
+    dnsServer = `127.0.0.1:${dns.address().port}`;
+    httpPort = (http.address() as { port: number }).port;
+  });
+  afterAll(async () => {
+    dns.close();
+    http.closeAllConnections();
+    await new Promise((resolve) => http.close(resolve));
+  });
+  const fetcher = (policy: Partial<FetchPolicy>) =>
+    new PolicyUriFetcher({ ...POLICY, schemes: ['http'], ...policy }, [], { dnsServers: [dnsServer] });
+
+  it('§15.5 timeoutMs bounds the name lookup: a resolver that never answers is cut then', async () => {
+    const started = Date.now();
+    const outcome = await within(5000, refusal({}, 'http://never.test/a.txt', fetcher({ timeoutMs: 400 })));
+    const took = Date.now() - started;
+    expect(outcome).not.toBe('still running');
+    expect((outcome as RpcError).message).toMatch(/host 'never\.test' did not resolve within 400 ms/);
+    expect(took).toBeLessThan(400 + 1000); // unbounded, a black-holed lookup took 10 s
+    expect(queries.get('never.test'), 'the configured resolver was asked').toBeGreaterThan(0);
+  });
+
+  it('§15.5 lookups that hang hold up no other fetch: loopback, localhost and IP literals are served meanwhile', async () => {
+    const policy = fetcher({ allowPrivate: true, timeoutMs: 3000 });
+    let hung = 0;
+    const stuck = Array.from({ length: 8 }, (_, i) =>
+      policy
+        .fetchText(`http://stuck-${i}.test/`, 'q', signal)
+        .catch((e: unknown) => e)
+        .finally(() => hung++),
+    );
+    for (const host of ['127.0.0.1', 'localhost', 'docs.localhost', 'loopback.test']) {
+      const started = Date.now();
+      expect(await policy.fetchText(`http://${host}:${httpPort}/`, 'q', signal), host).toBe('local text');
+      expect(Date.now() - started, host).toBeLessThan(1000);
+    }
+    expect(hung, 'the hung lookups were still pending').toBe(0);
+    for (const outcome of await Promise.all(stuck)) expect((outcome as RpcError).message).toMatch(/did not resolve/);
+  });
+
+  it('§15.5 every address a name has must pass, A and AAAA alike; localhost is loopback without a lookup', async () => {
+    const strict = fetcher({});
+    expect((await refusal({}, `http://loopback.test:${httpPort}/`, strict)).message).toMatch(/private network/);
+    expect((await refusal({}, 'http://mixed.test/', strict)).message).toMatch(/private network/);
+    for (const host of ['localhost', 'api.localhost']) {
+      expect((await refusal({}, `http://${host}:${httpPort}/`, strict)).message).toMatch(/private network/);
+      expect(queries.get(host), host).toBeUndefined();
+    }
+  });
+
+  it('§13.1 cancelling the request ends a hung lookup at once, with the cancel reason', async () => {
+    const cancel = new AbortController();
+    setTimeout(() => cancel.abort(RpcError.cancelled()), 100);
+    const started = Date.now();
+    const outcome = await within(
+      3000,
+      fetcher({ timeoutMs: 10_000 })
+        .fetchText('http://cancelled.test/', 'q', cancel.signal)
+        .catch((e: unknown) => e),
+    );
+    expect(outcome).toMatchObject({ code: -32006 });
+    expect(Date.now() - started).toBeLessThan(1000);
   });
 });

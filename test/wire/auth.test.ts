@@ -158,6 +158,24 @@ describe('binding (§15.6: loopback by default)', () => {
     expect(stderr).toMatch(/refusing to serve 0\.0\.0\.0 without authentication/);
   });
 
+  it('refuses operator endpoints on a public address (they ask no key), even with API keys', async () => {
+    const keys = JSON.stringify([{ key: READ_KEY, scopes: ['read'] }]);
+    const { stderr } = await serve({
+      RCP_API_KEYS: keys,
+      RCP_HTTP_OPERATOR_PORT: '0',
+      RCP_HTTP_OPERATOR_HOST: '0.0.0.0',
+    });
+    // Port 0: no operator listener at all, so nothing to refuse.
+    expect(stderr).toMatch(/listening/);
+    const refused = await serve({
+      RCP_API_KEYS: keys,
+      RCP_HTTP_OPERATOR_PORT: '19464',
+      RCP_HTTP_OPERATOR_HOST: '0.0.0.0',
+    });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/refusing to serve the operator endpoints on 0\.0\.0\.0 without authentication/);
+  });
+
   it('serves a public address with API keys, or when explicitly told to', async () => {
     expect((await serve({ RCP_API_KEYS: JSON.stringify([{ key: READ_KEY, scopes: ['read'] }]) })).stderr).toMatch(
       /listening/,

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -141,12 +141,13 @@ describe.each(['stdio', 'http'] as const)('Content uris over %s', (transport) =>
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
-  it('§15.5 file uris: served under fileRoots only, never from /proc or the data dir even inside a root', async () => {
+  it('§15.5 file uris: served under fileRoots only, never from /proc or the data dir (nor a hard link to it)', async () => {
     const dir = realpathSync(mkdtempSync(join(tmpdir(), 'rcp-files-')));
     const dataDir = join(dir, 'data');
     mkdirSync(dataDir);
     writeFileSync(join(dir, 'owl.txt'), TEXT);
     writeFileSync(join(dataDir, 'notes.txt'), 'private notes');
+    linkSync(join(dataDir, 'notes.txt'), join(dir, 'notes-link.txt'));
     await start({ ...FETCH, schemes: ['file'], fileRoots: [dir, '/proc'] }, { dataDir });
     const file = (path: string) => ({ type: 'text', uri: pathToFileURL(path).href });
     const inline = (await call('embed', { inputs: [TEXT] })).result as { vectors: number[][] };
@@ -156,6 +157,7 @@ describe.each(['stdio', 'http'] as const)('Content uris over %s', (transport) =>
       ['/proc/self/environ', /is inside \/proc, which is never served/],
       [join(dataDir, 'notes.txt'), /is inside the server's data directory, which is never served/],
       ['/etc/hostname', /is outside content\.fetch\.fileRoots/],
+      [join(dir, 'notes-link.txt'), /has 2 hard links, and a file with several names is never served/],
     ] as const) {
       const error = (await call('embed', { inputs: [file(path)] })).error as Failure;
       expect(error, path).toMatchObject({ code: -32602, data: { field: 'inputs.0.uri' } });

@@ -1,13 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeF32Base64 } from '../../src/protocol/vectors.js';
+import { golden } from '../fixtures/use-lite-golden.js';
 import { connect, INITIALIZE, request, TRANSPORTS, type Connection, type Frame } from '../helpers/wire.js';
 
-const golden = JSON.parse(
-  readFileSync(new URL('../../../shared/models/use-lite/golden.json', import.meta.url), 'utf8'),
-) as {
-  items: { text: string; embedding: number[] }[];
-};
 const texts = golden.items.map((item) => item.text);
 const BATCH_LIMIT = 8;
 

@@ -12,7 +12,7 @@ import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js'
 /**
  * `rcp-server gateway` (§16) over real engine processes — this project's own server over stdio and HTTP — behind real
  * gateway processes: fan-out and fusion, catalog/list, sharded writes, a gateway federating a gateway, a cycle, a slow
- * engine, a dead engine and a required dead engine. Every frame is checked against the normative schema.
+ * engine, a dead engine and a required dead engine. Every frame is checked against the project's frame schemas.
  */
 const ENGINE = ['node', 'bin/rcp-server.js', 'serve', '--stdio'];
 const DOCUMENTS = [
@@ -348,10 +348,41 @@ describe('§5.2 a gateway keeps a session of its own on each HTTP engine', () =>
     // A second gateway process (a restart) opens its own session: never "already initialized".
     const second = await gateway('second', registry);
     expect(await ids(second)).toEqual(['heart#0']);
-    // The engine restarts and forgets every session: the gateway's next call initializes again and succeeds.
+    // The engine restarts and forgets every session: the gateway's next call initializes again and succeeds, be it a
+    // retrieve or a call answered by the first engine that can (embed), which no other retry covers.
     await engine.stop();
     engine = await serveEngine();
+    expect(
+      result<{ vectors: unknown[] }>(await call(second.origin, 'embed', { inputs: ['owl'] })).vectors,
+    ).toHaveLength(1);
     expect(await ids(second)).toEqual(['heart#0']);
+  });
+
+  it('the Selector takes back a primary that restarted (its probe answered -32001 for the old session)', async () => {
+    const port = await freePort();
+    const dir = dataDir();
+    const serveEngine = () => start(['serve', '--http', `127.0.0.1:${port}`, '--data', dir]);
+    let primary = await serveEngine();
+    const standby = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]);
+    await add(primary.origin, [{ id: 'on-primary', text: 'the heart pumps blood' }]);
+    await add(standby.origin, [{ id: 'on-standby', text: 'the heart pumps blood' }]);
+    const registry = registryFile([
+      { id: 'standby', transport: 'http', url: `${standby.origin}/rcp`, priority: 1 },
+      { id: 'primary', transport: 'http', url: `http://127.0.0.1:${port}/rcp`, priority: 2 },
+    ]);
+    const selector = await start(['gateway', '--registry', registry, '--select', 'primary', '--http', '127.0.0.1:0']);
+    const served = async () =>
+      result<RetrieveResult>(await call(selector.origin, 'retrieve', { query: 'heart', k: 1 })).hits.map((h) => h.id);
+    expect(await served()).toEqual(['on-primary#0']);
+    await primary.stop();
+    expect(await served()).toEqual(['on-standby#0']);
+    primary = await serveEngine();
+    let back: string[] = [];
+    for (let i = 0; i < 60 && back[0] !== 'on-primary#0'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      back = await served();
+    }
+    expect(back).toEqual(['on-primary#0']);
   });
 });
 

@@ -63,8 +63,12 @@ describe('§5.2 a session belongs to one client', () => {
     const second = await post('/rcp/initialize', INITIALIZE(1));
     expect(first.json?.result).toMatchObject({ protocolVersion: 1 });
     expect(second.json?.result).toMatchObject({ protocolVersion: 1 });
-    expect(tokenOf(first)).not.toBe(tokenOf(second));
-    // Without a header, a request is answered statelessly (§5.2), implicitly initialized.
+    // Without a header, a request is answered statelessly (§5.2), implicitly initialized; a client that wants a
+    // session of its own asks for one, and each asker gets its own.
+    const opened = await Promise.all(
+      [1, 2].map(() => post('/rcp/initialize', INITIALIZE(1), { 'rcp-session': 'new' })),
+    );
+    expect(tokenOf(opened[0]!)).not.toBe(tokenOf(opened[1]!));
     expect((await post('/rcp/x-test/echo', request(2, 'x-test/echo', { text: 'a' }))).json?.result).toEqual({
       text: 'a',
     });
@@ -121,7 +125,53 @@ describe('§5.2 a session belongs to one client', () => {
     expect((await post('/rcp/notifications/cancel', cancel, { 'rcp-session': 'unknown' })).status).toBe(204);
     // Another name is another session; a name outside the allowed characters is -32600.
     expect(code(await post('/rcp/sessions/other/x-test/echo', request(7, 'x-test/echo', { text: 'x' })))).toBe(-32001);
-    expect(code(await post(`/rcp/sessions/${'n'.repeat(129)}/ping`, request(8, 'ping')))).toBe(-32600);
+    for (const length of [65, 101, 600]) {
+      const refused = await post(`/rcp/sessions/${'n'.repeat(length)}/ping`, request(8, 'ping'));
+      expect(refused.json?.error).toMatchObject({ code: -32600, message: expect.stringContaining('session name') });
+    }
+    expect((await post(`/rcp/sessions/${'n'.repeat(64)}/ping`, request(9, 'ping'))).json?.result).toEqual({});
+  });
+
+  it('§11 a batch with an unknown token is answered member by member; refused members keep their own answer', async () => {
+    await start(withKeys());
+    const batch = [request(1, 'ping'), request(2, 'index/add', { documents: [] }), { jsonrpc: '2.0', method: 'ping' }];
+    const answer = await post('/rcp', batch, { ...bearer('read'), 'rcp-session': 'expired' });
+    const byId = new Map((answer.json as unknown as Frame[]).map((member) => [member.id, member]));
+    expect([...byId.keys()].sort()).toEqual([1, 2]);
+    expect(byId.get(1)?.error).toMatchObject({ code: -32001 });
+    expect(byId.get(2)?.error).toMatchObject({ code: -32012 });
+  });
+
+  it('§7.10 §7.7.3 what a write or a retrieve leaves behind belongs to its caller', async () => {
+    await start(withKeys(), true);
+    const add = (key: KeyName, id: string) =>
+      post(
+        '/rcp/index/add',
+        request(1, 'index/add', {
+          documents: [{ id, text: `${id} owls hunt at night` }],
+          _meta: { idempotencyKey: 'nightly' },
+        }),
+        bearer(key),
+      );
+    expect((await add('admin', 'first')).json).toMatchObject({ result: { ids: ['first'] } });
+    // The same idempotency key from another key is another write: applied, not answered with the first's result.
+    expect((await add('write', 'second')).json?.result).toMatchObject({ ids: ['second'] });
+    // The same key from the same caller is the same write.
+    expect((await add('admin', 'third')).json?.result).toMatchObject({ ids: ['first'] });
+    const seen = async (key: KeyName) =>
+      (
+        (
+          await post(
+            '/rcp/retrieve',
+            request(2, 'retrieve', { query: 'owls', k: 1, sessionId: 'agent-1' }),
+            bearer(key),
+          )
+        ).json?.result as { hits: { id: string }[] }
+      ).hits.map((hit) => hit.id);
+    const first = await seen('admin');
+    // Another key's session of the same name has seen nothing: it gets the same best hit.
+    expect(await seen('read')).toEqual(first);
+    expect(await seen('admin')).not.toEqual(first);
   });
 
   it('a token works only with the key that opened it', async () => {

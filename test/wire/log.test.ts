@@ -4,7 +4,7 @@ import { connect, request, ROOT, type Connection, type Frame } from '../helpers/
 /**
  * §17.1 notifications/log: emitted only to a client that advertised `log` at initialize, from its `_meta.logLevel` up,
  * in-band (stdout over stdio, never stderr; the SSE stream over HTTP), each naming its request. Every frame is checked
- * against the normative schema's LogNotification by the connection helper.
+ * against the project's LogNotification schema (src/protocol/schemas) by the connection helper.
  */
 const ENCODER = `${ROOT}/models/use-lite`;
 type LogParams = { level: string; message: string; logger: string; data?: Record<string, unknown>; _meta: object };

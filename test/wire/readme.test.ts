@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+import { assertValidFrame } from '../helpers/schema.js';
 import { ROOT } from '../helpers/wire.js';
 
 /**
@@ -12,7 +13,11 @@ import { ROOT } from '../helpers/wire.js';
  * freshly started server (only the port differs), and each answer checked against the `# {...}` line under it. An
  * answer line is abridged: it names the fields the answer must have (objects may hold more), and `[...N numbers]`
  * stands for an array of N numbers.
+ *
+ * With RCP_README_SERVER=running the lines run verbatim through the shell, against the server the README's own
+ * `npm ci && npm start` line is serving on localhost:8080 (CI runs that line as written, then this).
  */
+const RUNNING = process.env.RCP_README_SERVER === 'running';
 const run = promisify(execFile);
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 
@@ -59,23 +64,34 @@ function argv(command: string, origin: string): string[] {
 let server: ServerProcess | undefined;
 afterAll(async () => server?.stop());
 
+/** Runs one README curl line: verbatim against the running README server, or against a fresh one on its own port. */
+async function answer(command: string): Promise<string> {
+  if (RUNNING) return (await run('sh', ['-c', command])).stdout;
+  server ??= await startHttpProcess([
+    'serve',
+    '--http',
+    '127.0.0.1:0',
+    '--data',
+    mkdtempSync(join(tmpdir(), 'rcp-readme-')),
+  ]);
+  return (await run('curl', argv(command, server.origin))).stdout;
+}
+
 describe('the README quickstart, as written', () => {
-  it('every curl line answers what the README says, on a fresh server', { timeout: 60_000 }, async () => {
-    const found = examples();
-    expect(found.map((example) => /localhost:8080\/rcp\/(\S+)/.exec(example.command)?.[1])).toEqual(
-      expect.arrayContaining(['ping', 'embed', 'index/add', 'retrieve']),
-    );
-    server = await startHttpProcess([
-      'serve',
-      '--http',
-      '127.0.0.1:0',
-      '--data',
-      mkdtempSync(join(tmpdir(), 'rcp-readme-')),
-    ]);
-    for (const { command, expected } of found) {
-      const { stdout } = await run('curl', argv(command, server.origin));
-      const answer = JSON.parse(stdout) as unknown;
-      expect(matches(answer, expected), `${command}\n=> ${stdout.slice(0, 300)}`).toBe(true);
-    }
-  });
+  it(
+    `every curl line answers what the README says, on ${RUNNING ? 'the README server' : 'a fresh server'}`,
+    { timeout: 60_000 },
+    async () => {
+      const found = examples();
+      expect(found.map((example) => /localhost:8080\/rcp\/(\S+)/.exec(example.command)?.[1])).toEqual(
+        expect.arrayContaining(['ping', 'embed', 'index/add', 'retrieve']),
+      );
+      for (const { command, expected } of found) {
+        const stdout = await answer(command);
+        const frame = JSON.parse(stdout) as unknown;
+        assertValidFrame(frame, /localhost:8080\/rcp\/(\S+)/.exec(command)?.[1]);
+        expect(matches(frame, expected), `${command}\n=> ${stdout.slice(0, 300)}`).toBe(true);
+      }
+    },
+  );
 });

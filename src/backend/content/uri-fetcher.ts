@@ -1,4 +1,4 @@
-import { lookup } from 'node:dns/promises';
+import { Resolver } from 'node:dns/promises';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction, type Socket } from 'node:net';
@@ -18,9 +18,12 @@ export type { ProtectedPath } from './file-reader.js';
  * - a host that resolves to a private, loopback, link-local, unique-local, multicast or unspecified address — or an
  *   IPv6 address carrying such an IPv4 one — is refused unless `allowPrivate`; the connection goes to the address
  *   that was checked (no DNS rebinding), and the peer actually connected to is checked again;
+ * - names are resolved over DNS (A and AAAA, c-ares on the event loop, not getaddrinfo on libuv's small thread pool,
+ *   where a few lookups that hang would stall every other fetch and file read) and `localhost` / `*.localhost` are
+ *   loopback without a lookup (RFC 6761); /etc/hosts is not consulted;
  * - no redirects (a redirect would need its scheme, host and address judged again: simpler to answer none);
- *   text content types only; at most `maxBytes`; the whole transfer (connect, headers, body) within `timeoutMs`,
- *   and the request's own signal.
+ *   text content types only; at most `maxBytes`; the whole transfer (name lookup, connect, headers, body) within
+ *   `timeoutMs`, and the request's own signal: either cancels a lookup still running.
  * Every refusal is -32602 naming the block's `uri` field.
  */
 export interface FetchPolicy {
@@ -33,8 +36,21 @@ export interface FetchPolicy {
   readonly timeoutMs: number;
 }
 
+/** How the fetcher reaches the outside world; for tests, not part of the configuration. */
+export interface FetcherOptions {
+  /** DNS servers (`ip` or `ip:port`) to ask instead of those in /etc/resolv.conf. */
+  readonly dnsServers?: readonly string[];
+}
+
 type Refuse = (why: string) => RpcError;
 type Address = { address: string; family: number };
+
+/** RFC 6761 §6.3: `localhost` and names under it are the loopback host, whatever a resolver would answer. */
+const LOOPBACK: readonly Address[] = [
+  { address: '127.0.0.1', family: 4 },
+  { address: '::1', family: 6 },
+];
+const isLocalhost = (host: string): boolean => /(^|\.)localhost\.?$/i.test(host);
 
 function hostAllowed(host: string, hosts: readonly string[]): boolean {
   if (hosts.length === 0) return true;
@@ -55,6 +71,7 @@ export class PolicyUriFetcher implements UriFetcher {
   constructor(
     private readonly policy: FetchPolicy,
     protectedPaths: readonly ProtectedPath[] = [],
+    private readonly options: FetcherOptions = {},
   ) {
     this.#files = new FileReader(policy.fileRoots, protectedPaths, policy.maxBytes);
   }
@@ -74,17 +91,43 @@ export class PolicyUriFetcher implements UriFetcher {
     if (scheme !== 'http' && scheme !== 'https') throw refuse(`scheme '${scheme}' cannot be fetched`);
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (!hostAllowed(host, this.policy.hosts)) throw refuse(`host '${host}' is not allowed`);
-    const address = await this.#resolve(host, refuse);
-    return this.#get(url, address, refuse, signal);
+    return this.#get(url, host, refuse, signal);
   }
 
-  async #resolve(host: string, refuse: Refuse): Promise<Address> {
-    let addresses: Address[];
+  /**
+   * §15.5: `timeoutMs` bounds the whole transfer, name lookup included, so neither a resolver that never answers nor
+   * a server that drips bytes can hold a fetch open.
+   */
+  async #get(url: URL, host: string, refuse: Refuse, signal: AbortSignal): Promise<string> {
+    const { timeoutMs, maxBytes } = this.policy;
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const bounded = AbortSignal.any([signal, deadline]);
     try {
-      addresses = isIP(host) !== 0 ? [{ address: host, family: isIP(host) }] : await lookup(host, { all: true });
-    } catch {
-      throw refuse(`host '${host}' does not resolve`);
+      const resolved = await this.#resolve(host, refuse, bounded);
+      const response = await this.#request(url, resolved, refuse, bounded);
+      return await readText(response, maxBytes, refuse);
+    } catch (error) {
+      if (signal.aborted) throw RpcError.from(signal.reason);
+      if (error instanceof RpcError) throw error;
+      if (deadline.aborted) {
+        throw refuse(
+          error instanceof LookupCancelled
+            ? `host '${host}' did not resolve within ${timeoutMs} ms`
+            : `no complete answer within ${timeoutMs} ms`,
+        );
+      }
+      throw refuse(`fetch failed: ${(error as Error).message}`);
     }
+  }
+
+  async #resolve(host: string, refuse: Refuse, signal: AbortSignal): Promise<Address> {
+    const family = isIP(host);
+    const addresses =
+      family !== 0
+        ? [{ address: host, family }]
+        : isLocalhost(host)
+          ? LOOPBACK
+          : await this.#lookup(host, refuse, signal);
     // Every address the name has must pass: an attacker's DNS may return a public and a private one.
     if (!this.policy.allowPrivate && addresses.some(({ address }) => isPrivateAddress(address))) {
       throw refuse(`host '${host}' is on a private network`);
@@ -94,19 +137,35 @@ export class PolicyUriFetcher implements UriFetcher {
     return first;
   }
 
-  /** §15.5: `timeoutMs` bounds the whole transfer, so a server that drips bytes cannot hold a fetch open. */
-  async #get(url: URL, resolved: Address, refuse: Refuse, signal: AbortSignal): Promise<string> {
-    const { timeoutMs, maxBytes } = this.policy;
-    const deadline = AbortSignal.timeout(timeoutMs);
+  /**
+   * A and AAAA records over DNS, asked once each (no retries past the deadline), cancelled when the deadline or the
+   * request's signal fires: a lookup nobody waits for stops. IPv4 addresses come first.
+   */
+  async #lookup(host: string, refuse: Refuse, signal: AbortSignal): Promise<Address[]> {
+    if (signal.aborted) throw new LookupCancelled();
+    const resolver = new Resolver({ timeout: this.policy.timeoutMs, tries: 1 });
+    if (this.options.dnsServers !== undefined) resolver.setServers(this.options.dnsServers);
+    const cancel = () => resolver.cancel();
+    signal.addEventListener('abort', cancel, { once: true });
+    let answers: PromiseSettledResult<string[]>[];
     try {
-      const response = await this.#request(url, resolved, refuse, AbortSignal.any([signal, deadline]));
-      return await readText(response, maxBytes, refuse);
-    } catch (error) {
-      if (signal.aborted) throw RpcError.from(signal.reason);
-      if (error instanceof RpcError) throw error;
-      if (deadline.aborted) throw refuse(`no complete answer within ${timeoutMs} ms`);
-      throw refuse(`fetch failed: ${(error as Error).message}`);
+      answers = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+    } finally {
+      signal.removeEventListener('abort', cancel);
     }
+    if (signal.aborted) throw new LookupCancelled();
+    const addresses = answers.flatMap((answer, i) =>
+      answer.status === 'fulfilled' ? answer.value.map((address) => ({ address, family: i === 0 ? 4 : 6 })) : [],
+    );
+    if (addresses.length > 0) return addresses;
+    const timedOut = answers.some(
+      (answer) => answer.status === 'rejected' && (answer.reason as NodeJS.ErrnoException).code === 'ETIMEOUT',
+    );
+    throw refuse(
+      timedOut
+        ? `host '${host}' did not resolve within ${this.policy.timeoutMs} ms`
+        : `host '${host}' does not resolve`,
+    );
   }
 
   #request(url: URL, resolved: Address, refuse: Refuse, signal: AbortSignal): Promise<IncomingMessage> {
@@ -134,6 +193,9 @@ export class PolicyUriFetcher implements UriFetcher {
     });
   }
 }
+
+/** A lookup given up because the deadline or the request's signal fired. */
+class LookupCancelled extends Error {}
 
 async function readText(response: IncomingMessage, maxBytes: number, refuse: Refuse): Promise<string> {
   const status = response.statusCode ?? 0;

@@ -92,11 +92,17 @@ export class Engine implements RemoteEngine {
         return await this.#once(method, params, options.deadlineMs - (Date.now() - started), options.signal);
       } catch (error) {
         const failure = RpcError.from(error);
-        // §12.2, and -32603 once; -32001 once too: the engine lost our session (a restart), and `connect` opens a new one.
+        // -32001: the engine lost our session (it restarted); `connect` opens a new one, and the call is sent again
+        // at once, whatever the attempts allowed: it never ran.
+        if (failure.code === RpcErrorCode.NotInitialized && !reconnected && options.signal?.aborted !== true) {
+          reconnected = true;
+          attempt--;
+          continue;
+        }
+        // §12.2, and -32603 once.
         const retryable =
-          (failure.code === RpcErrorCode.NotInitialized && !reconnected && (reconnected = true)) ||
-          (retriesAutomatically(failure.code, failure.data) &&
-            (failure.code !== RpcErrorCode.InternalError || (!internalRetried && (internalRetried = true))));
+          retriesAutomatically(failure.code, failure.data) &&
+          (failure.code !== RpcErrorCode.InternalError || (!internalRetried && (internalRetried = true)));
         if (options.signal?.aborted === true || !retryable || attempt >= attempts) throw failure;
         const hinted = Number((failure.data as { retryAfterMs?: unknown }).retryAfterMs);
         const backoff = Math.random() * Math.min(2000, 100 * 2 ** (attempt - 1));
@@ -107,13 +113,16 @@ export class Engine implements RemoteEngine {
     }
   }
 
-  /** §7.15: whether the engine answers `ping` within `timeoutMs`. */
+  /**
+   * §7.15: whether the engine answers `ping` within `timeoutMs`. Any JSON-RPC answer is life: an engine that
+   * restarted answers our old session -32001, and is initialized again on the next call.
+   */
   async alive(timeoutMs: number): Promise<boolean> {
     try {
       await this.#once('ping', {}, timeoutMs);
       return true;
-    } catch {
-      return false;
+    } catch (error) {
+      return error instanceof RpcError && error.code === RpcErrorCode.NotInitialized;
     }
   }
 

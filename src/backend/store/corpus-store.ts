@@ -8,6 +8,15 @@ import { DirLock, LOCK_FILE, sqliteCode, StoreError } from './dir-lock.js';
 import { addSumColumns, chunkSum, documentSum, intact, type DocumentColumns } from './row-sums.js';
 
 /**
+ * The idempotency keys kept (§7.10): those of the latest 10,000 writes, at most 64 MiB of stored results (newest
+ * first) — a retry comes soon after its write.
+ */
+export const IDEMPOTENCY_KEPT = { writes: 10_000, bytes: 64 * 1024 * 1024 };
+const PRUNE_IDEMPOTENCY = `DELETE FROM idempotency WHERE seq <= @oldest OR seq <= (
+  SELECT seq FROM (SELECT seq, SUM(length(key) + length(result)) OVER (ORDER BY seq DESC) AS total FROM idempotency)
+  WHERE total > @bytes ORDER BY seq DESC LIMIT 1)`;
+
+/**
  * The corpus of record (DESIGN §1: the only importer of the database driver): documents, their chunks with the
  * chunks' vectors, and a tombstone per removed chunk. SQLite in WAL mode with `synchronous = FULL`: a write
  * transaction is on disk when `commit` returns, and only then is a write acknowledged. The dense and lexical indexes
@@ -266,7 +275,7 @@ export class CorpusStore {
       .run(key, value);
   }
 
-  /** The result a previous write with this idempotency key returned, if any (§7.10). */
+  /** The result a previous write with this idempotency key returned, if any (§7.10), among the latest kept. */
   idempotentResult(key: string): unknown {
     const row = this.#sql('SELECT result FROM idempotency WHERE key = ?').get(key) as { result: string } | undefined;
     return row === undefined ? undefined : (JSON.parse(row.result) as unknown);
@@ -332,9 +341,13 @@ export class CorpusStore {
       }
       this.setMeta('seq', String(seq));
       if (idempotency !== undefined) {
-        this.#db
-          .prepare('INSERT INTO idempotency (key, result, seq) VALUES (?, ?, ?)')
-          .run(idempotency.key, JSON.stringify(idempotency.result(seq)), seq);
+        this.#sql('INSERT INTO idempotency (key, result, seq) VALUES (?, ?, ?)').run(
+          idempotency.key,
+          JSON.stringify(idempotency.result(seq)),
+          seq,
+        );
+        // §15.5: only the latest keyed writes are remembered, within a count and a byte bound.
+        this.#sql(PRUNE_IDEMPOTENCY).run({ oldest: seq - IDEMPOTENCY_KEPT.writes, bytes: IDEMPOTENCY_KEPT.bytes });
       }
       return {
         seq,

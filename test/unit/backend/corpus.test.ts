@@ -19,6 +19,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { chunkText } from '../../../src/backend/corpus/chunking.js';
 import { Corpus, CorpusError, type CorpusSettings } from '../../../src/backend/corpus/corpus.js';
 import { readManifest } from '../../../src/backend/manifest.js';
+import { IDEMPOTENCY_KEPT } from '../../../src/backend/store/corpus-store.js';
 import { BertEncoder } from '../../../src/backend/onnx/bert.js';
 import { writeFixture } from '../../fixtures/bert-models.js';
 
@@ -135,6 +136,27 @@ describe('corpus: store + dense + lexical in step', () => {
     expect(again).toEqual(first);
     expect((await corpus.stats()).documents).toBe(1);
     await corpus.close();
+  });
+
+  it('§15.5 only the latest keyed writes are remembered, within a count and a byte bound', async () => {
+    const corpus = await open('idempotency-bound');
+    const kept = { ...IDEMPOTENCY_KEPT };
+    const add = (key: string, id = key) =>
+      corpus.add([{ id, text: `document ${id}` }], { chunk: false, contextual: false, idempotencyKey: key });
+    try {
+      IDEMPOTENCY_KEPT.writes = 3;
+      for (const key of ['a', 'b', 'c', 'd']) await add(key);
+      // 'a' is four writes old: forgotten, so its repeat is a new write; 'd' is remembered.
+      expect((await add('a', 'a-again')).ids).toEqual(['a-again']);
+      expect((await add('d', 'd-again')).ids).toEqual(['d']);
+      IDEMPOTENCY_KEPT.writes = 1000;
+      IDEMPOTENCY_KEPT.bytes = 1;
+      await add('e');
+      expect((await add('e', 'e-again')).ids).toEqual(['e-again']);
+    } finally {
+      Object.assign(IDEMPOTENCY_KEPT, kept);
+      await corpus.close();
+    }
   });
 
   it('restart loads the saved dense index and replays later writes from the store (no re-embedding)', async () => {

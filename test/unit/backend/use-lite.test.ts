@@ -4,13 +4,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { modelIdentity, readManifest, verifyFiles } from '../../../src/backend/manifest.js';
 import { UseLiteEncoder } from '../../../src/backend/onnx/use-lite-encoder.js';
 import { SentencePieceTokenizer, type Vocabulary } from '../../../src/backend/tokenizers/sentencepiece.js';
+import { golden } from '../../fixtures/use-lite-golden.js';
 
 const DIR = fileURLToPath(new URL('../../../models/use-lite', import.meta.url));
-const golden = JSON.parse(
-  readFileSync(new URL('../../../../shared/models/use-lite/golden.json', import.meta.url), 'utf8'),
-) as {
-  items: { text: string; ids: number[]; embedding: number[] }[];
-};
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const queue = { maxWaitMs: 1, maxBatchTokens: 16_384, maxBatchItems: 64, maxQueuedItems: 1024 };
 
