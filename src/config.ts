@@ -428,8 +428,12 @@ function deriveEnvironment(schema: unknown, path: string[]): Record<string, Envi
       ...Object.entries(node.properties).map(([key, child]) => deriveEnvironment(child, [...path, key])),
     ) as Record<string, EnvironmentSetting>;
   }
-  const name = `RCP_${path.map((key) => key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_')}`;
+  const name = `RCP_${path.map(upperSnake).join('_')}`;
   return { [name]: { path: path.join('.'), parse: parserFor(node) } };
+}
+
+function upperSnake(key: string): string {
+  return key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
 }
 
 function parserFor(node: { type?: string; items?: { type?: string } }): (raw: string) => unknown {
@@ -517,10 +521,17 @@ function checkTrustedProxies(config: Config): Config {
   return config;
 }
 
-/** The `RCP_*` variables in `env` that name no setting: ignored, so an operator should hear of them. */
+/**
+ * The variables in `env` that look like a setting (`RCP_` and a section's name: `RCP_LIMITS_...`, `RCP_HTTP_...`)
+ * but name none: ignored, so an operator should hear of them. Other `RCP_*` names (tools' own) are not settings.
+ */
 export function unknownEnvironment(env: NodeJS.ProcessEnv): string[] {
+  const sections = Object.keys(ConfigSchema.properties).map((key) => `RCP_${upperSnake(key)}`);
   return Object.keys(env).filter(
-    (name) => name.startsWith('RCP_') && !(name in DERIVED_ENVIRONMENT) && !(name in ENVIRONMENT),
+    (name) =>
+      sections.some((section) => name === section || name.startsWith(`${section}_`)) &&
+      !(name in DERIVED_ENVIRONMENT) &&
+      !(name in ENVIRONMENT),
   );
 }
 
