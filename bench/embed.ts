@@ -95,7 +95,7 @@ async function httpServer(texts: string[], encoding: string): Promise<number> {
   const port = 18_000 + Math.floor(Math.random() * 1000);
   const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--http', `127.0.0.1:${port}`], {
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, RCP_LOG_LEVEL: 'info', RCP_HTTP_SESSIONS: 'stateless', RCP_DATA_DIR: scratch() },
+    env: { ...process.env, RCP_LOG_LEVEL: 'info', RCP_DATA_DIR: scratch() },
   });
   await new Promise<void>((resolve) =>
     child.stderr.on('data', (chunk: Buffer) => chunk.includes('listening') && resolve()),

@@ -58,7 +58,6 @@ async function gateway(root: string, shards: number[], fusion: string): Promise<
   }));
   writeFileSync(registry, JSON.stringify({ engines }));
   return startHttpProcess(['gateway', '--registry', registry, '--http', '127.0.0.1:0'], {
-    RCP_HTTP_SESSIONS: 'stateless',
     RCP_LOG_LEVEL: 'info',
     RCP_FEDERATION_FUSION_METHOD: fusion,
   });
@@ -115,9 +114,7 @@ export async function benchFederation(): Promise<void> {
         `${m.qps.toFixed(1).padStart(6)} q/s (${(m.qps / base.qps).toFixed(3)})  p50 ${m.p50.toFixed(1)} ms (${(m.p50 / base.p50).toFixed(2)}×)`,
     );
 
-  const single = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', join(root, 'single', 'data')], {
-    RCP_HTTP_SESSIONS: 'stateless',
-  });
+  const single = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', join(root, 'single', 'data')], {});
   await retrieve(single.origin, 'warm up');
   const base = await measure(single.origin, queries);
   console.log(`\nfederation on SciFact (${queries.length} training queries, hybrid, k 10, ${CLIENTS} clients)`);
@@ -129,9 +126,7 @@ export async function benchFederation(): Promise<void> {
     registry,
     JSON.stringify({ engines: [{ id: 'single', transport: 'http', url: `${single.origin}/rcp` }] }),
   );
-  const over = await startHttpProcess(['gateway', '--registry', registry, '--http', '127.0.0.1:0'], {
-    RCP_HTTP_SESSIONS: 'stateless',
-  });
+  const over = await startHttpProcess(['gateway', '--registry', registry, '--http', '127.0.0.1:0'], {});
   await retrieve(over.origin, 'warm up');
   line('single index through a gateway', await measure(over.origin, queries), base);
   await over.stop();

@@ -26,7 +26,7 @@ async function start(): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), 'rcp-isolation-'));
   const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--http', '127.0.0.1:0', '--data', dir], {
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, RCP_LOG_LEVEL: 'info', RCP_HTTP_SESSIONS: 'stateless' },
+    env: { ...process.env, RCP_LOG_LEVEL: 'info' },
   });
   let log = '';
   const origin = await new Promise<string>((resolve, reject) => {

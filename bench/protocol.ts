@@ -54,9 +54,7 @@ async function stdio(): Promise<number> {
 }
 
 async function http(): Promise<number> {
-  const app = createApp(
-    loadConfig({ overrides: { 'log.level': 'silent', 'http.sessions': 'stateless', 'models.encoder': 'none' } }),
-  );
+  const app = createApp(loadConfig({ overrides: { 'log.level': 'silent', 'models.encoder': 'none' } }));
   const server = await app.buildHttp();
   const origin = await server.listen({ host: '127.0.0.1', port: 0 });
   const frames = FRAMES / 4;

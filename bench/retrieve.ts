@@ -53,7 +53,7 @@ async function overHttp(dir: string, label: string): Promise<void> {
   const port = 19_000 + Math.floor(Math.random() * 1000);
   const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--http', `127.0.0.1:${port}`, '--data', dir], {
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, RCP_LOG_LEVEL: 'info', RCP_HTTP_SESSIONS: 'stateless' },
+    env: { ...process.env, RCP_LOG_LEVEL: 'info' },
   });
   await new Promise<void>((resolve) =>
     child.stderr.on('data', (chunk: Buffer) => chunk.includes('corpus ready') && resolve()),

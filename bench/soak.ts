@@ -39,7 +39,7 @@ async function startServer(dir: string): Promise<{ port: number; pid: number; st
   const port = 19_000 + Math.floor(Math.random() * 1000);
   const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--http', `127.0.0.1:${port}`, '--data', dir], {
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, RCP_LOG_LEVEL: 'info', RCP_HTTP_SESSIONS: 'stateless' },
+    env: { ...process.env, RCP_LOG_LEVEL: 'info' },
   });
   let log = '';
   await new Promise<void>((resolve, reject) => {
