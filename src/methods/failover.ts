@@ -2,6 +2,7 @@ import type { RemoteEngine } from '../backend/ports.js';
 import type { RequestContext } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
+import { scopedForCaller } from './forwarding.js';
 
 /**
  * One call to the first engine that can serve it, in the given order (§16: the Selector's rule, and the gateway's
@@ -21,7 +22,10 @@ export async function firstAnswer(
     const left = ctx.remainingMs();
     if (left <= 0) break;
     try {
-      const forwarded = { ...params, _meta: { ...ctx.meta, deadlineMs: Math.floor(left) } };
+      const forwarded = scopedForCaller(
+        { ...params, _meta: { ...ctx.meta, deadlineMs: Math.floor(left) } },
+        ctx.caller,
+      );
       return await engine.call(method, forwarded, { deadlineMs: left, signal: ctx.signal, attempts: 1 });
     } catch (error) {
       last = RpcError.from(error);

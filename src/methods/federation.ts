@@ -7,6 +7,7 @@ import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition, MethodRegistry } from '../protocol/registry.js';
 import { fuseEngines, type FederatedFusion } from '../retrieval/federated-fusion.js';
 import { firstAnswer } from './failover.js';
+import { scopedForCaller } from './forwarding.js';
 
 /**
  * The gateway's methods (§16): it is an RCP server to its clients and an RCP client to its engines.
@@ -167,7 +168,7 @@ function registerRetrieve(
         const engineMaxK = isJsonObject(retrieve) ? retrieve.maxK : undefined;
         const { progressToken: _progress, ...meta } = ctx.meta;
         void _progress;
-        return {
+        const call: JsonObject = {
           ...(params as JsonObject),
           k: typeof engineMaxK === 'number' ? Math.min(asked, engineMaxK) : asked,
           _meta: {
@@ -176,6 +177,7 @@ function registerRetrieve(
             federation: { depth: federation.depth - 1, path: [...federation.path, settings.id] },
           },
         };
+        return scopedForCaller(call, ctx.caller);
       };
       const settled = await Promise.allSettled(
         targets.map((engine) =>
@@ -272,7 +274,7 @@ function registerIndex(registry: MethodRegistry, shards: readonly RemoteEngine[]
   // Shards are ordered by registry id, not priority, so re-prioritising engines never moves documents.
   const byId = [...shards].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const call = (engine: RemoteEngine, method: string, params: JsonObject, ctx: RequestContext) =>
-    engine.call(method, params, {
+    engine.call(method, scopedForCaller(params, ctx.caller), {
       deadlineMs: ctx.remainingMs(),
       signal: ctx.signal,
       attempts: settings.attempts,

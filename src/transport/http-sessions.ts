@@ -16,8 +16,9 @@ import type { Session, SessionOptions } from '../protocol/session.js';
  * A session belongs to the caller that opened it (its API key, else its address): the same token or name from
  * another caller is another session. `shutdown` ends the session, not the server. Sessions expire after `idleMs`
  * without a request; each caller keeps at most `maxSessionsPerCaller` (its own least recently used goes first),
- * and past `maxSessions` the caller holding the most (the one opening, on a tie) loses its least recently used: a
- * flood of sessions evicts the flooder's, never everyone's.
+ * and past `maxSessions` the caller holding the most (the one opening, on a tie) loses its least recently used, or,
+ * when no caller holds more than the opener plus one, the new session is refused (-32011): a flood of sessions, from
+ * one caller or from many, evicts the flooders', never a caller's few.
  */
 export interface HttpSessionConfig {
   idleMs: number;
@@ -59,33 +60,50 @@ export class HttpSessionStore {
     const key = 'name' in ref ? namedKey(caller, ref.name) : tokenKey(caller, ref.token);
     const entry = this.#entries.get(key);
     if (entry !== undefined) return this.#touch(entry).session;
-    if ('name' in ref) return this.#open(caller, key, {}).session;
+    if ('name' in ref) return this.#open(caller, key, {});
     if (isInitialize) return this.#openPrivate(caller);
     return RpcError.notInitialized('unknown or expired RCP-Session; send initialize to open a new session');
   }
 
   /** A session with a fresh unguessable token, returned to the client in `initialize.result._meta.session`. */
-  #openPrivate(caller: string): Session {
+  #openPrivate(caller: string): Session | RpcError {
     const token = randomBytes(18).toString('base64url');
-    return this.#open(caller, tokenKey(caller, token), { token }).session;
+    return this.#open(caller, tokenKey(caller, token), { token });
   }
 
-  #open(caller: string, key: string, options: SessionOptions): Entry {
+  #open(caller: string, key: string, options: SessionOptions): Session | RpcError {
     const own = this.#byCaller.get(caller);
     if (own !== undefined && own.size >= this.#config.maxSessionsPerCaller) this.#remove(own.values().next().value!);
-    if (this.#entries.size >= this.#config.maxSessions) this.#evictFromLargestCaller(caller);
+    if (this.#entries.size >= this.#config.maxSessions) {
+      const victim = this.#evictable(caller);
+      if (victim === undefined) return this.#full();
+      this.#remove(victim);
+    }
     const session = this.#create({ ...options, caller, onShutdown: () => this.#forget(key) });
     const entry: Entry = { key, caller, session, lastUsed: Date.now() };
     this.#entries.set(key, entry);
     this.#byCaller.set(caller, (this.#byCaller.get(caller) ?? new Map<string, Entry>()).set(key, entry));
-    return entry;
+    return session;
   }
 
-  #evictFromLargestCaller(opener: string): void {
-    let largest = this.#byCaller.get(opener);
+  /**
+   * The session to give up for the opener's new one: the least recently used of the caller holding the most — the
+   * opener's own on a tie — but never that of a caller holding no more than the opener's share plus one. So many
+   * callers (addresses) opening one session each cannot push out a caller's few: the store refuses them instead.
+   */
+  #evictable(opener: string): Entry | undefined {
+    const mine = this.#byCaller.get(opener);
+    let largest = mine;
     for (const own of this.#byCaller.values()) if (own.size > (largest?.size ?? 0)) largest = own;
-    const victim = largest?.values().next().value;
-    if (victim !== undefined) this.#remove(victim);
+    if (largest === undefined || (largest !== mine && largest.size <= (mine?.size ?? 0) + 1)) return undefined;
+    return largest.values().next().value;
+  }
+
+  /** §15.5: -32011, to retry when the least recently used session would expire. */
+  #full(): RpcError {
+    const oldest = this.#entries.values().next().value;
+    const wait = oldest === undefined ? 1000 : Math.max(1000, oldest.lastUsed + this.#config.idleMs - Date.now());
+    return RpcError.rateLimited(wait, `${this.#entries.size} sessions are open; none can be given up for a new one`);
   }
 
   #touch(entry: Entry): Entry {

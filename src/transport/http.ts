@@ -206,8 +206,10 @@ function answerEach(value: unknown, error: RpcError): Reply | undefined {
   return answers.length === 0 ? undefined : answers;
 }
 
+/** Whether the frame is an `initialize`, or a batch holding one (which then opens the session it asks for). */
 function isInitialize(value: unknown): boolean {
-  return isJsonObject(value) && value.method === 'initialize';
+  const members = Array.isArray(value) ? value : [value];
+  return members.some((member) => isJsonObject(member) && member.method === 'initialize');
 }
 
 function wantsStream(request: FastifyRequest): boolean {

@@ -386,6 +386,84 @@ describe('§5.2 a gateway keeps a session of its own on each HTTP engine', () =>
   });
 });
 
+describe('§15.6 a gateway keeps its callers apart on its engines', () => {
+  const KEYS = { a: 'gateway-key-a-0123456789', b: 'gateway-key-b-0123456789' };
+  const keyed = async (origin: string, key: string, method: string, params: object): Promise<Frame> => {
+    const response = await fetch(`${origin}/rcp/${method}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify(request(1, method, params)),
+    });
+    return (await response.json()) as Frame;
+  };
+
+  it.each(['primary', 'federate'])(
+    "%s: one key's idempotency key or sessionId never reaches another key's write or dedup memory",
+    async (mode) => {
+      const engine = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]);
+      const registry = registryFile([{ id: 'only', transport: 'http', url: `${engine.origin}/rcp` }]);
+      const env = { RCP_API_KEYS: JSON.stringify(Object.values(KEYS).map((key) => ({ key, scopes: ['admin'] }))) };
+      const select = mode === 'primary' ? ['--select', 'primary'] : [];
+      const gw = await start(['gateway', '--registry', registry, ...select, '--http', '127.0.0.1:0'], env, false);
+      const add = (key: string, id: string) =>
+        keyed(gw.origin, key, 'index/add', {
+          documents: [{ id, text: `${id} owls hunt at night` }],
+          _meta: { idempotencyKey: 'nightly' },
+        });
+      expect((await add(KEYS.a, 'from-a')).result).toMatchObject({ ids: ['from-a'] });
+      expect((await add(KEYS.b, 'from-b')).result).toMatchObject({ ids: ['from-b'] });
+      const seen = async (key: string) =>
+        ((await keyed(gw.origin, key, 'retrieve', { query: 'owls', k: 1, sessionId: 's' })).result as RetrieveResult)
+          .hits;
+      const first = await seen(KEYS.a);
+      expect(first).toHaveLength(1);
+      expect((await seen(KEYS.b)).map((hit) => hit.id)).toEqual(first.map((hit) => hit.id));
+    },
+  );
+});
+
+describe('§12.2 an engine that cannot keep a session', () => {
+  it('is unavailable to the Selector, which serves from the next engine', async () => {
+    // Initializes, then answers everything else -32001, whatever the session: a broken engine.
+    const broken = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        const frame = JSON.parse(body) as { id: number; method: string };
+        const answer =
+          frame.method === 'initialize'
+            ? {
+                result: {
+                  protocolVersion: 1,
+                  server: { name: 'broken', version: '1' },
+                  capabilities: { retrieve: {} },
+                  _meta: { session: 'x' },
+                },
+              }
+            : { error: { code: -32001, message: 'not initialized' } };
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: frame.id, ...answer }));
+      });
+    });
+    await new Promise<void>((resolve) => broken.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = broken.address() as { port: number };
+      const good = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]);
+      await add(good.origin, [{ id: 'served', text: 'the heart pumps blood' }]);
+      const registry = registryFile([
+        { id: 'good', transport: 'http', url: `${good.origin}/rcp`, priority: 1 },
+        { id: 'broken', transport: 'http', url: `http://127.0.0.1:${port}/rcp`, priority: 2 },
+      ]);
+      const selector = await start(['gateway', '--registry', registry, '--select', 'primary', '--http', '127.0.0.1:0']);
+      const answer = result<RetrieveResult>(await call(selector.origin, 'retrieve', { query: 'heart', k: 1 }));
+      expect(answer.hits.map((hit) => hit.id)).toEqual(['served#0']);
+    } finally {
+      broken.close();
+    }
+  });
+});
+
 describe('the Selector (gateway --select primary)', () => {
   it('sends every call to the highest-priority live engine and fails over when it dies', async () => {
     const primary = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]);

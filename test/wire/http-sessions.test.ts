@@ -142,6 +142,13 @@ describe('§5.2 a session belongs to one client', () => {
     expect(byId.get(2)?.error).toMatchObject({ code: -32012 });
   });
 
+  it('a batch holding initialize with an unknown token opens the session it asks for', async () => {
+    await start();
+    const answer = await post('/rcp', [INITIALIZE(1)], { 'rcp-session': 'new' });
+    const [member] = answer.json as unknown as Frame[];
+    expect(((member?.result as Frame)._meta as { session?: string }).session).toMatch(/^[\w-]{20,}$/);
+  });
+
   it('§7.10 §7.7.3 what a write or a retrieve leaves behind belongs to its caller', async () => {
     await start(withKeys(), true);
     const add = (key: KeyName, id: string) =>

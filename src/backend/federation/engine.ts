@@ -94,7 +94,8 @@ export class Engine implements RemoteEngine {
         const failure = RpcError.from(error);
         // -32001: the engine lost our session (it restarted); `connect` opens a new one, and the call is sent again
         // at once, whatever the attempts allowed: it never ran.
-        if (failure.code === RpcErrorCode.NotInitialized && !reconnected && options.signal?.aborted !== true) {
+        if (failure.code === RpcErrorCode.NotInitialized && options.signal?.aborted !== true) {
+          if (reconnected) throw this.#sessionless();
           reconnected = true;
           attempt--;
           continue;
@@ -114,16 +115,26 @@ export class Engine implements RemoteEngine {
   }
 
   /**
-   * §7.15: whether the engine answers `ping` within `timeoutMs`. Any JSON-RPC answer is life: an engine that
-   * restarted answers our old session -32001, and is initialized again on the next call.
+   * §7.15: whether the engine answers `ping` within `timeoutMs`. An engine that restarted answers our old session
+   * -32001: it is initialized again, and alive if it then answers.
    */
   async alive(timeoutMs: number): Promise<boolean> {
+    const started = Date.now();
+    const ping = async (): Promise<boolean> => (await this.#once('ping', {}, timeoutMs - (Date.now() - started)), true);
     try {
-      await this.#once('ping', {}, timeoutMs);
-      return true;
+      return await ping();
     } catch (error) {
-      return error instanceof RpcError && error.code === RpcErrorCode.NotInitialized;
+      if (!(error instanceof RpcError && error.code === RpcErrorCode.NotInitialized)) return false;
+      // A new session, then a ping in it: an engine that cannot keep a session is not one to send calls to.
+      return this.connect(timeoutMs - (Date.now() - started))
+        .then(ping, () => false)
+        .catch(() => false);
     }
+  }
+
+  /** -32001 again right after a new session: to the caller, this engine is unavailable (§12.2: -32010). */
+  #sessionless(): RpcError {
+    return RpcError.backendUnavailable(`engine ${this.id} answers -32001 in a session it has just opened`, 1000);
   }
 
   close(): Promise<void> {

@@ -11,6 +11,9 @@ import { LinkError, type Link, type ResponseFrame } from './link.js';
  * -32001, and the engine is initialized again. A body that is not a JSON-RPC response (an HTTP error page, a 429
  * without a frame) is a `LinkError`, not a guess.
  */
+/** The largest engine answer read (characters of JSON): four times this server's own default answer cap. */
+const MAX_ANSWER_CHARS = 64 * 1024 * 1024;
+
 export class HttpLink implements Link {
   readonly generation = 1;
   readonly #agent: Agent;
@@ -60,7 +63,13 @@ export class HttpLink implements Link {
         (response) => {
           let text = '';
           response.setEncoding('utf8');
-          response.on('data', (chunk: string) => (text += chunk));
+          response.on('data', (chunk: string) => {
+            text += chunk;
+            // §15.5: an engine's answer is held whole before parsing: bounded, so a broken engine costs one call.
+            if (text.length > MAX_ANSWER_CHARS) {
+              fail(new LinkError('unreadable', `engine ${this.name}: an answer over ${MAX_ANSWER_CHARS} characters`));
+            }
+          });
           response.on('error', () => fail(new LinkError('closed', `engine ${this.name}: connection lost`)));
           response.on('end', () => {
             if (settled) return;

@@ -12,8 +12,9 @@ import { addSumColumns, chunkSum, documentSum, intact, type DocumentColumns } fr
  * first) — a retry comes soon after its write.
  */
 export const IDEMPOTENCY_KEPT = { writes: 10_000, bytes: 64 * 1024 * 1024 };
+// Sizes in bytes of BLOBs: length() of TEXT stops at a NUL, and every key holds one (caller, NUL, key).
 const PRUNE_IDEMPOTENCY = `DELETE FROM idempotency WHERE seq <= @oldest OR seq <= (
-  SELECT seq FROM (SELECT seq, SUM(length(key) + length(result)) OVER (ORDER BY seq DESC) AS total FROM idempotency)
+  SELECT seq FROM (SELECT seq, SUM(length(CAST(key AS BLOB)) + length(CAST(result AS BLOB))) OVER (ORDER BY seq DESC) AS total FROM idempotency)
   WHERE total > @bytes ORDER BY seq DESC LIMIT 1)`;
 
 /**
