@@ -24,7 +24,7 @@ export interface HttpTransportOptions {
   maxResponseBytes: number;
   /** Answers not yet read by their clients, across connections: a large one past its bound is -32011. */
   outbox?: Outbox | undefined;
-  /** Origins allowed by CORS; empty means no cross-origin access (preflights are still answered). */
+  /** Origins allowed by CORS; empty means no cross-origin access (no CORS headers, and no preflight route: 404). */
   corsOrigins: readonly string[];
   /** API keys; when any are configured every request must carry one (§15.6). */
   auth?: ApiKeys | undefined;
