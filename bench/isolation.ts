@@ -14,19 +14,20 @@ const WORDS = (
   'cell protein gene tumor immune receptor signal pathway blood heart brain neuron virus bacteria enzyme membrane ' +
   'insulin glucose liver kidney lung muscle bone skin therapy trial patient dose risk cohort mutation expression'
 ).split(' ');
-const word = (i: number) => WORDS[(i * 7919 + (i >> 3)) % WORDS.length]!;
-const sentence = (seed: number, n: number) => Array.from({ length: n }, (_, i) => word(seed * 31 + i)).join(' ');
+export const word = (i: number) => WORDS[(i * 7919 + (i >> 3)) % WORDS.length]!;
+export const sentence = (seed: number, n: number) => Array.from({ length: n }, (_, i) => word(seed * 31 + i)).join(' ');
 
-interface Server {
+export interface Server {
   origin: string;
   stop(): Promise<void>;
 }
 
-async function start(): Promise<Server> {
+/** A server process; with `keys`, `readyz` is polled with `monitorKey`. */
+export async function start(env: NodeJS.ProcessEnv = {}, monitorKey?: string): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), 'rcp-isolation-'));
   const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--http', '127.0.0.1:0', '--data', dir], {
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, RCP_LOG_LEVEL: 'info' },
+    env: { ...process.env, RCP_LOG_LEVEL: 'info', ...env },
   });
   let log = '';
   const origin = await new Promise<string>((resolve, reject) => {
@@ -37,7 +38,8 @@ async function start(): Promise<Server> {
     });
     child.once('exit', (code) => reject(new Error(`server exited ${code}: ${log}`)));
   });
-  while ((await fetch(`${origin}/readyz`)).status !== 200) await new Promise((r) => setTimeout(r, 100));
+  const headers: Record<string, string> = monitorKey === undefined ? {} : { authorization: `Bearer ${monitorKey}` };
+  while ((await fetch(`${origin}/readyz`, { headers })).status !== 200) await new Promise((r) => setTimeout(r, 100));
   return {
     origin,
     stop: async () => {
@@ -49,9 +51,15 @@ async function start(): Promise<Server> {
 }
 
 let nextId = 0;
-async function call(origin: string, method: string, params: object): Promise<{ ok: boolean; code?: number }> {
+export async function call(
+  origin: string,
+  method: string,
+  params: object,
+  key?: string,
+): Promise<{ ok: boolean; code?: number }> {
   const response = await fetch(`${origin}/rcp/${method}`, {
     method: 'POST',
+    headers: key === undefined ? {} : { authorization: `Bearer ${key}` },
     body: JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method, params }),
   });
   const reply = (await response.json()) as { error?: { code: number } };

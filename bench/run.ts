@@ -7,7 +7,8 @@
  * (a minute of mixed traffic above capacity: goodput held, -32011 share, p99, RSS over time; RCP_SOAK_SECONDS) and
  * federation (SciFact in 3 shards behind the gateway: nDCG@10 per fusion, gateway overhead, throughput by engines)
  * and isolation (what one heavy caller costs others: ping latency during each heavy request kind, and a polite
- * client's success beside an attacker). The suites that read SciFact take its folder from `--scifact DIR` or
+ * client's success beside an attacker) and fairness (a polite client's dense retrieves beside 32 concurrent heavy ones,
+ * the attacker under its own key and under the polite one). The suites that read SciFact take its folder from `--scifact DIR` or
  * RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -23,6 +24,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   soak: async () => (await import('./soak.js')).benchSoak(),
   federation: async () => (await import('./federation.js')).benchFederation(),
   isolation: async () => (await import('./isolation.js')).benchIsolation(),
+  fairness: async () => (await import('./fairness.js')).benchFairness(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

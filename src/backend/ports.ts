@@ -121,11 +121,13 @@ export interface ChunkPlace {
 
 /** The read side of the corpus, for `retrieve` (§7.7). */
 export interface CorpusReader {
+  /** `caller`: whose turn the search waits for at the index (callers take turns, §15.5). */
   searchDense(
     vector: Float32Array,
     k: number,
     allow?: readonly number[],
     signal?: AbortSignal,
+    caller?: string,
   ): Promise<{ label: number; score: number }[]>;
   searchLexical(
     query: string,

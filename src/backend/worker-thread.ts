@@ -34,12 +34,15 @@ interface Job<Request, Reply> {
  * Requests to a worker thread that answers each in order (the HNSW index, an ONNX session). One request is in the
  * worker at a time and the rest wait here, so a call whose caller has given up (its signal aborted: cancelled, past
  * its deadline) is dropped before it costs the worker anything — a burst of abandoned searches must not delay
- * everyone behind it. A worker that fails or exits fails every waiting call and every later one, so no caller waits
- * forever on a dead thread.
+ * everyone behind it. Calls wait in lanes (one per caller, §15.5; the server's own work in the default lane) and the
+ * lanes take turns, one call each: a caller with many calls queued delays another caller's one by one call of its
+ * own, not by all of them; within a lane, calls keep their order. A worker that fails or exits fails every waiting
+ * call and every later one, so no caller waits forever on a dead thread.
  */
 export class WorkerChannel<Request, Reply extends WorkerReply> {
   readonly #worker: Worker;
-  readonly #queue: Job<Request, Reply>[] = [];
+  /** Waiting calls by lane, lanes in turn order (a lane that has had its turn goes to the back). */
+  readonly #lanes = new Map<string, Job<Request, Reply>[]>();
   #inWorker: Job<Request, Reply> | undefined;
   #failure: Error | undefined;
 
@@ -53,7 +56,9 @@ export class WorkerChannel<Request, Reply extends WorkerReply> {
     });
     const fail = (error: Error) => {
       this.#failure ??= error;
-      const jobs = [...(this.#inWorker === undefined ? [] : [this.#inWorker]), ...this.#queue.splice(0)];
+      const waiting = [...this.#lanes.values()].flat();
+      this.#lanes.clear();
+      const jobs = [...(this.#inWorker === undefined ? [] : [this.#inWorker]), ...waiting];
       this.#inWorker = undefined;
       for (const job of jobs) job.settle({ ok: false, error: error.message });
     };
@@ -66,12 +71,22 @@ export class WorkerChannel<Request, Reply extends WorkerReply> {
     return this.#failure !== undefined;
   }
 
-  /** Sends `request` in its turn; rejects with the signal's reason, unsent, if `signal` aborts before then. */
-  call(request: Request, transfer: ArrayBuffer[] = [], signal?: AbortSignal): Promise<Extract<Reply, { ok: true }>> {
+  /**
+   * Sends `request` in its turn (its `lane`'s turn among the lanes waiting); rejects with the signal's reason,
+   * unsent, if `signal` aborts before then.
+   */
+  call(
+    request: Request,
+    transfer: ArrayBuffer[] = [],
+    signal?: AbortSignal,
+    lane = '',
+  ): Promise<Extract<Reply, { ok: true }>> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
     if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
     return new Promise((resolve, reject) => {
-      this.#queue.push({
+      const queue = this.#lanes.get(lane) ?? [];
+      this.#lanes.set(lane, queue);
+      queue.push({
         request,
         transfer,
         signal,
@@ -83,8 +98,7 @@ export class WorkerChannel<Request, Reply extends WorkerReply> {
   }
 
   #next(): void {
-    while (this.#inWorker === undefined && this.#queue.length > 0) {
-      const job = this.#queue.shift()!;
+    for (let job = this.#take(); this.#inWorker === undefined && job !== undefined; job = this.#take()) {
       if (job.signal?.aborted === true) {
         job.abandon(job.signal.reason);
         continue;
@@ -92,6 +106,18 @@ export class WorkerChannel<Request, Reply extends WorkerReply> {
       this.#inWorker = job;
       this.#worker.postMessage(job.request, job.transfer);
     }
+  }
+
+  /** The first call of the lane whose turn it is, that lane then going to the back; none while one is in the worker. */
+  #take(): Job<Request, Reply> | undefined {
+    if (this.#inWorker !== undefined) return undefined;
+    const turn = this.#lanes.entries().next().value;
+    if (turn === undefined) return undefined;
+    const [lane, queue] = turn;
+    const job = queue.shift();
+    this.#lanes.delete(lane);
+    if (queue.length > 0) this.#lanes.set(lane, queue);
+    return job;
   }
 
   async terminate(): Promise<void> {

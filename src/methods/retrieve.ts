@@ -242,7 +242,7 @@ export function retrieveMethod(
     let queryVector: Float32Array = new Float32Array(0);
     if (mode !== 'sparse') {
       queryVector = (await encoder.embed([query], 'query', ctx.signal))[0] ?? queryVector;
-      const hits = await corpus.searchDense(queryVector, candidateK, allow, ctx.signal);
+      const hits = await corpus.searchDense(queryVector, candidateK, allow, ctx.signal, ctx.caller);
       lists.push({ name: 'dense', weight: weights.dense ?? 1, hits, floor: SCORE_FLOOR.dense });
     }
     if (mode !== 'dense') {

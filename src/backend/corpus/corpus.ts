@@ -402,15 +402,19 @@ export class Corpus implements CorpusWriter, CorpusReader {
     });
   }
 
-  /** Dense recall: cosine similarity (or dot product for `ip`), best first; `allow` restricts labels during search. */
+  /**
+   * Dense recall: cosine similarity (or dot product for `ip`), best first; `allow` restricts labels during search.
+   * `caller` names the lane the search waits in, so callers take turns at the index (§15.5).
+   */
   async searchDense(
     vector: Float32Array,
     k: number,
     allow?: readonly number[],
     signal?: AbortSignal,
+    caller?: string,
   ): Promise<{ label: number; score: number }[]> {
     await this.#whenReady();
-    const neighbours = await this.#dense.search(vector, k, k, allow, signal);
+    const neighbours = await this.#dense.search(vector, k, k, allow, signal, caller);
     return neighbours.map(({ label, distance }) => ({ label, score: 1 - distance }));
   }
 

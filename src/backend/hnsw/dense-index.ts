@@ -23,8 +23,13 @@ export interface Neighbour {
 export class DenseIndex {
   readonly #worker = new WorkerChannel<DenseRequest, DenseReply>(import.meta.url, './worker');
 
-  #call(request: DenseRequest, transfer: ArrayBuffer[] = [], signal?: AbortSignal): Promise<DenseReply & { ok: true }> {
-    return this.#worker.call(request, transfer, signal);
+  #call(
+    request: DenseRequest,
+    transfer: ArrayBuffer[] = [],
+    signal?: AbortSignal,
+    lane?: string,
+  ): Promise<DenseReply & { ok: true }> {
+    return this.#worker.call(request, transfer, signal, lane);
   }
 
   /**
@@ -90,16 +95,20 @@ export class DenseIndex {
     return (await this.#call({ op: 'remove', labels: Float64Array.from(labels) })).count ?? 0;
   }
 
-  /** The k nearest; a search whose caller gives up before its turn (`signal`) is never run. */
+  /**
+   * The k nearest; a search whose caller gives up before its turn (`signal`) is never run. Searches wait in their
+   * caller's lane (`lane`), and lanes take turns (see WorkerChannel).
+   */
   async search(
     vector: Float32Array,
     k: number,
     ef: number,
     allow?: readonly number[],
     signal?: AbortSignal,
+    lane?: string,
   ): Promise<Neighbour[]> {
     const allowed = allow === undefined ? undefined : Float64Array.from(allow);
-    const reply = await this.#call({ op: 'search', vector, k, ef, allow: allowed }, [], signal);
+    const reply = await this.#call({ op: 'search', vector, k, ef, allow: allowed }, [], signal, lane);
     const labels = reply.labels ?? new Float64Array(0);
     return Array.from(labels, (label, i) => ({ label, distance: reply.distances?.[i] ?? 0 }));
   }

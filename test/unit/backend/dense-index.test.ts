@@ -44,4 +44,27 @@ describe('the HNSW dense index in its worker', () => {
     expect(behind).toBeLessThan(10 * alone + 50);
     await index.close();
   });
+
+  it("§15.5 callers take turns: one caller's queued searches delay another's by one each, not by all of them", async () => {
+    const index = new DenseIndex();
+    await index.open(join(DIR, 'turns'), options, { id: 'test', seq: 0 });
+    const next = mulberry32(11);
+    const vector = () => Float32Array.from({ length: DIMENSION }, () => next() - 0.5);
+    const labels = Array.from({ length: 5_000 }, (_, i) => i);
+    await index.add(labels, labels.map(vector), DIMENSION);
+    const query = vector();
+    const finished: string[] = [];
+    const search = (lane: string, tag: string) =>
+      index.search(query, 500, 500, undefined, undefined, lane).then(() => finished.push(tag));
+    // Forty searches from one caller queue first; then one from another caller, and one from the server (no lane).
+    const flood = Array.from({ length: 40 }, (_, i) => search('attacker', `a${i}`));
+    await Promise.all([...flood, search('polite', 'polite'), search('', 'server')]);
+    // The first attacker search may already be in the worker; the others wait their turns.
+    expect(finished.indexOf('polite')).toBeLessThanOrEqual(3);
+    expect(finished.indexOf('server')).toBeLessThanOrEqual(3);
+    // Within a lane, order is kept.
+    const attacker = finished.filter((tag) => tag.startsWith('a'));
+    expect(attacker).toEqual(Array.from({ length: 40 }, (_, i) => `a${i}`));
+    await index.close();
+  });
 });
