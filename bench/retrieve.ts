@@ -107,7 +107,7 @@ export async function annRecall(dir: string, encoder: UseLiteEncoder, label: str
   await corpus.ready;
   const labels = await corpus.labelsWhere(() => true);
   // Exact search as an exact index would run it: every stored vector in memory, one dot product each.
-  const stored = labels.map((label) => corpus.getChunk(label)!.vector);
+  const stored = labels.map((label) => corpus.vectorOf(label)!);
   const vectors = await encoder.embed(queries(), 'query');
   await corpus.searchDense(vectors[0]!, 10); // warm-up
   let started = performance.now();
@@ -150,7 +150,7 @@ export async function annRecall(dir: string, encoder: UseLiteEncoder, label: str
 async function synthetic(encoder: UseLiteEncoder, size: number, scifactDir: string): Promise<string> {
   const source = new Corpus(settings(scifactDir), encoder, silent);
   await source.ready;
-  const bases = (await source.labelsWhere(() => true)).map((label) => source.getChunk(label)!.vector);
+  const bases = (await source.labelsWhere(() => true)).map((label) => source.vectorOf(label)!);
   await source.close();
   const dir = mkdtempSync(join(tmpdir(), 'rcp-bench-synthetic-'));
   const corpus = new Corpus(settings(dir), encoder, silent);

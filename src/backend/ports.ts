@@ -114,6 +114,9 @@ export interface ChunkRecord {
   readonly vector: Float32Array;
 }
 
+/** A stored chunk without its vector: what a hit is built from (the vector, when asked for, is read apart). */
+export type ChunkBody = Omit<ChunkRecord, 'vector'>;
+
 export interface ChunkPlace {
   readonly docId: string;
   readonly ordinal: number;
@@ -143,7 +146,7 @@ export interface CorpusReader {
   /** The lexical index's term weights for a text (BM25's query or document side, §7.4 embed/sparse). */
   termWeights(text: string, kind: TextKind): Map<string, number>;
   labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]>;
-  getChunk(label: number): ChunkRecord | undefined;
+  getChunk(label: number): ChunkBody | undefined;
   /** A chunk's stored vector alone. */
   vectorOf(label: number): Float32Array | undefined;
   /** Where a chunk sits, from memory (no store read): hit ids and grouping need only this. */

@@ -466,8 +466,7 @@ export function retrieveMethod(
     return place === undefined ? '' : idAt(place, unit);
   }
 
-  function bodyOf(label: number, unit: Unit): string {
-    const chunk = corpus.getChunk(label);
+  function bodyOf(label: number, unit: Unit, chunk = corpus.getChunk(label)): string {
     if (chunk === undefined) return '';
     return unit === 'document' ? (corpus.getDocument(chunk.docId)?.text ?? chunk.text) : chunk.text;
   }
@@ -501,8 +500,8 @@ export function retrieveMethod(
       chunk: { docId: chunk.docId, index: chunk.ordinal, ...(chunk.context === '' ? {} : { context: chunk.context }) },
       trust: { level: trustOf(source, corpus.originOf(chunk.docId)) },
     };
-    if (params.includeText !== false) body.text = bodyOf(hit.label, unit);
-    if (params.includeVectors === true) body.vector = Array.from(chunk.vector);
+    if (params.includeText !== false) body.text = bodyOf(hit.label, unit, chunk);
+    if (params.includeVectors === true) body.vector = Array.from(corpus.vectorOf(hit.label) ?? []);
     return body;
   }
 

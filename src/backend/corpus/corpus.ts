@@ -8,6 +8,7 @@ import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
 import { multiQuery, rewriteQuery } from '../lexical/query-transform.js';
 import type {
   BackendLogger,
+  ChunkBody,
   ChunkPlace,
   CorpusReader,
   CorpusWriter,
@@ -19,7 +20,6 @@ import {
   CorpusStore,
   type NewDocument,
   type DocumentOrigin,
-  type StoredChunk,
   type StoredDocument,
   type WriteResult,
 } from '../store/corpus-store.js';
@@ -492,7 +492,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return this.#documentMeta.get(documentId) ?? {};
   }
 
-  getChunk(label: number): StoredChunk | undefined {
+  getChunk(label: number): ChunkBody | undefined {
     return this.store.getChunk(label);
   }
 

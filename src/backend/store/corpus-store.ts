@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { RpcError } from '../../protocol/errors.js';
-import type { ChunkRecord } from '../ports.js';
+import type { ChunkBody, ChunkRecord } from '../ports.js';
 import { DirLock, LOCK_FILE, sqliteCode, StoreError } from './dir-lock.js';
 import { addSumColumns, chunkSum, documentSum, intact, type DocumentColumns } from './row-sums.js';
 
@@ -97,6 +97,10 @@ function vectorFrom(blob: Buffer): Float32Array {
 }
 
 function chunkOf(row: ChunkRow): StoredChunk {
+  return { ...chunkBodyOf(row), vector: vectorFrom(row.vector) };
+}
+
+function chunkBodyOf(row: Omit<ChunkRow, 'vector'>): ChunkBody {
   return {
     label: row.label,
     docId: row.doc_id,
@@ -105,9 +109,11 @@ function chunkOf(row: ChunkRow): StoredChunk {
     context: row.context,
     start: row.start_offset,
     end: row.end_offset === -1 ? row.start_offset + row.text.length : row.end_offset,
-    vector: vectorFrom(row.vector),
   };
 }
+
+const CHUNK_BODY =
+  'SELECT label, doc_id, ordinal, text, context, start_offset, end_offset FROM chunks WHERE label = ?';
 
 const STORE_FILE = 'corpus.sqlite';
 
@@ -399,9 +405,10 @@ export class CorpusStore {
     return bytes === undefined ? undefined : vectorFrom(bytes);
   }
 
-  getChunk(label: number): StoredChunk | undefined {
-    const row = this.#sql('SELECT * FROM chunks WHERE label = ?').get(label) as ChunkRow | undefined;
-    return row === undefined ? undefined : chunkOf(row);
+  /** A chunk without its vector (a hit's body: the 2 KB vector is most of a row, and hits rarely ask for it). */
+  getChunk(label: number): ChunkBody | undefined {
+    const row = this.#sql(CHUNK_BODY).get(label) as Omit<ChunkRow, 'vector'> | undefined;
+    return row === undefined ? undefined : chunkBodyOf(row);
   }
 
   /** Every chunk (or those written after `afterSeq`), in label order, streamed. */
