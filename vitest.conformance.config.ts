@@ -11,7 +11,7 @@ export default defineConfig({
   test: {
     include: ['test/conformance/**/*.test.ts'],
     reporters: report === undefined ? ['default'] : ['default', ['json', { outputFile: report }]],
-    globalSetup: ['test/setup/outside.ts', 'test/setup/default-model.ts'],
+    globalSetup: ['test/conformance/setup.ts', 'test/setup/default-model.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     maxWorkers: 2,

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { outsidePathOrExit, SCIFACT } from '../test/helpers/outside.js';
+import { outsidePathOrExit, SCIFACT } from '../test/conformance/outside.js';
 
 let folder: string | undefined;
 

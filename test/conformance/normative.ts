@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { outsidePath, SCHEMA } from '../helpers/outside.js';
+import { outsidePath, SCHEMA } from './outside.js';
 
 /**
  * The normative schema (rcp-1.0.json, from outside the repository: RCP_SCHEMA, set by the suite's global setup), and

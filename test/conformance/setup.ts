@@ -1,4 +1,4 @@
-import { outsidePathOrExit, SCHEMA } from '../helpers/outside.js';
+import { outsidePathOrExit, SCHEMA } from './outside.js';
 
 /**
  * vitest globalSetup of `npm run test:conformance`: the normative schema must be there before anything runs (one line
