@@ -98,7 +98,7 @@ export class WorkerChannel<Request, Reply extends WorkerReply> {
   }
 
   #next(): void {
-    for (let job = this.#take(); this.#inWorker === undefined && job !== undefined; job = this.#take()) {
+    for (let job = this.#take(); job !== undefined; job = this.#take()) {
       if (job.signal?.aborted === true) {
         job.abandon(job.signal.reason);
         continue;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { callerScoped } from '../protocol/context.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 
 /**
@@ -18,4 +19,4 @@ export function scopedForCaller(params: JsonObject, caller: string): JsonObject 
 }
 
 const digest = (caller: string, name: string): string =>
-  createHash('sha256').update(caller).update('\0').update(name).digest('hex');
+  createHash('sha256').update(callerScoped(caller, name)).digest('hex');

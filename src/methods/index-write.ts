@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { CorpusWriter } from '../backend/ports.js';
+import { callerScoped } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import { requireWellFormed } from '../protocol/validation.js';
 import type { JsonObject } from '../protocol/messages.js';
@@ -61,7 +62,7 @@ export function indexMethods(
         chunk: params.chunk === true,
         contextual: params.contextual === true,
         // §15.6: a key names a write of this caller's; another caller's same key is another write.
-        idempotencyKey: key === undefined ? undefined : `${ctx.caller}\0${key}`,
+        idempotencyKey: key === undefined ? undefined : callerScoped(ctx.caller, key),
         signal: ctx.signal,
         commit: ctx.commit,
       });

@@ -69,3 +69,11 @@ const metaNullsAsAbsent = nullsAsAbsent(RequestMeta);
 export function requestMeta(params: JsonObject): JsonObject {
   return isJsonObject(params._meta) ? (metaNullsAsAbsent(params._meta) as JsonObject) : {};
 }
+
+/**
+ * A name a client chose (an idempotency key, a `sessionId`) as its caller's own (§15.6): the same name from two
+ * callers is two names. A NUL never occurs in a caller, so no caller's names can pass for another's.
+ */
+export function callerScoped(caller: string, name: string): string {
+  return `${caller}\0${name}`;
+}

@@ -58,7 +58,7 @@ export interface SessionOptions {
   token?: string;
   /**
    * Who the session belongs to (an API key, else the client's address; one client on a stdio pipe): state kept for
-   * a client beyond one request (idempotency keys, `sessionId` dedup, feedback) is kept per caller (§15.6).
+   * a client beyond one request (idempotency keys, `sessionId` dedup) is kept per caller (§15.6).
    */
   caller?: string;
   /** Called once, synchronously, when `shutdown` is answered, so a transport stops reading (§13.1). */

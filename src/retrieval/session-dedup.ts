@@ -1,3 +1,5 @@
+import { callerScoped } from '../protocol/context.js';
+
 /**
  * §7.7.3 `sessionId`: hits already returned in the same agentic trajectory are skipped by later retrieves. Memory is
  * bounded in bytes as well as in counts (§15.5): sessions expire `ttlSeconds` after their last use, each remembers at
@@ -52,7 +54,7 @@ export class SessionDedup {
 
   /** The ids this caller's session returned before `mark` (a cursor's), or before now for a first page. */
   seen(caller: string, sessionId: string, mark = this.#serial): SeenIds {
-    const key = keyOf(caller, sessionId);
+    const key = callerScoped(caller, sessionId);
     const session = this.#sessions.get(key);
     if (session === undefined || session.expires < Date.now()) this.#forget(key);
     const seen = this.#sessions.get(key)?.seen ?? new Map<string, number>();
@@ -67,7 +69,7 @@ export class SessionDedup {
 
   remember(caller: string, sessionId: string, ids: readonly string[]): void {
     const now = Date.now();
-    const key = keyOf(caller, sessionId);
+    const key = callerScoped(caller, sessionId);
     const live = this.#sessions.get(key);
     const session =
       live !== undefined && live.expires >= now
@@ -117,6 +119,3 @@ export class SessionDedup {
     this.#sessions.delete(key);
   }
 }
-
-// A NUL never occurs in a caller's name, so two callers' sessions never share a key.
-const keyOf = (caller: string, sessionId: string): string => `${caller}\0${sessionId}`;
