@@ -66,7 +66,7 @@ async function restart(encoder: UseLiteEncoder): Promise<void> {
         chunks: [{ text, context: '', start: 0, end: text.length, vector: randomUnit(encoder.info.dimension, n + 1) }],
       };
     });
-    seed.store.upsert(documents);
+    await seed.store.upsert(documents);
   }
   console.log(`  (filled ${CHUNKS} chunks into the store in ${((performance.now() - filling) / 1000).toFixed(1)} s)`);
   await seed.close();

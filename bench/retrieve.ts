@@ -176,7 +176,7 @@ async function synthetic(encoder: UseLiteEncoder, size: number, scifactDir: stri
         chunks: [{ text, context: '', start: 0, end: text.length, vector }],
       };
     });
-    corpus.store.upsert(documents);
+    await corpus.store.upsert(documents);
   }
   await corpus.close();
   // The filler applied nothing to its dense index, so what it saved is not the corpus: remove it to force a build.

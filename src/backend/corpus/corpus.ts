@@ -114,7 +114,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     this.store = openStore(settings.dir, !this.#writable);
     const built = this.store.getMeta('encoder');
     if (built !== undefined && built !== encoder.info.identity && this.store.counts().chunks > 0) {
-      this.store.close();
+      void this.store.close();
       throw new CorpusError(
         `data dir ${settings.dir} was embedded with ${built}, but the configured encoder is ${encoder.info.identity}; ` +
           're-ingest into a new data dir (or configure the original encoder)',
@@ -261,10 +261,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
       pointOfNoReturn(options);
       const ids = prepared.map((document) => document.id);
       const chunks = prepared.reduce((sum, document) => sum + document.chunks.length, 0);
-      const result = (seq: number): AddResult => ({ ids, chunks, indexVersion: String(seq) });
-      const write = this.store.upsert(prepared, key === undefined ? undefined : { key, result });
+      const write = await this.store.upsert(prepared, key === undefined ? undefined : { key, result: { ids, chunks } });
       await this.#apply(write);
-      return result(write.seq);
+      return { ids, chunks, indexVersion: String(write.seq) };
     });
   }
 
@@ -272,7 +271,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     await this.#whenReady();
     return this.#serialized(async () => {
       pointOfNoReturn(caller);
-      const write = this.store.delete(ids);
+      const write = await this.store.delete(ids);
       await this.#apply(write);
       return { deleted: write.deletedIds.length, indexVersion: String(write.seq) };
     });
@@ -302,6 +301,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
       const id = document.id ?? randomUUID();
       const origin = options.origin ?? 'client';
       staged.push({ id, text: document.text, meta, hash: contentHash(document.text, meta, options), origin, chunks });
+      // Hashing a megabyte of text takes ~2 ms: a batch of them gives the loop back between documents.
+      await slice.due();
     }
     const texts = staged.flatMap((document) => document.chunks.map((chunk) => lexicalText(chunk.text, chunk.context)));
     const vectors: Float32Array[] = [];
@@ -429,21 +430,25 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return this.#lexical.search(query, k, allow, new TimeSlice(8, signal));
   }
 
-  denseScores(vector: Float32Array, labels: readonly number[]): number[] {
+  /** Each label's similarity to `vector`, from its stored vector (a read and a dot product each: in time slices). */
+  async denseScores(vector: Float32Array, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
     const cosineSpace = this.settings.space === 'cosine';
     let queryNorm = 0;
     for (const v of vector) queryNorm += v * v;
-    return labels.map((label) => {
+    const slice = new TimeSlice(8, signal);
+    const scores: number[] = [];
+    for (const label of labels) {
       const stored = this.store.vectorOf(label);
-      if (stored === undefined) return -1;
       let dot = 0;
       let norm = 0;
-      for (let i = 0; i < stored.length; i++) {
-        dot += stored[i]! * (vector[i] ?? 0);
-        norm += stored[i]! * stored[i]!;
+      for (let i = 0; i < (stored?.length ?? 0); i++) {
+        dot += stored![i]! * (vector[i] ?? 0);
+        norm += stored![i]! * stored![i]!;
       }
-      return cosineSpace ? dot / (Math.sqrt(norm * queryNorm) || 1) : dot;
-    });
+      scores.push(stored === undefined ? -1 : cosineSpace ? dot / (Math.sqrt(norm * queryNorm) || 1) : dot);
+      await slice.due();
+    }
+    return scores;
   }
 
   async transformQuery(
@@ -525,7 +530,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     }
     await this.#writes;
     await this.#dense.close();
-    this.store.close();
+    await this.store.close();
   }
 }
 

@@ -4,18 +4,22 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { RpcError } from '../../protocol/errors.js';
 import type { ChunkBody, ChunkRecord } from '../ports.js';
+import { WorkerChannel } from '../worker-thread.js';
 import { DirLock, LOCK_FILE, sqliteCode, StoreError } from './dir-lock.js';
-import { addSumColumns, chunkSum, documentSum, intact, type DocumentColumns } from './row-sums.js';
-
-/**
- * The idempotency keys kept (§7.10): those of the latest 10,000 writes, at most 64 MiB of stored results (newest
- * first) — a retry comes soon after its write.
- */
-export const IDEMPOTENCY_KEPT = { writes: 10_000, bytes: 64 * 1024 * 1024 };
-// Sizes in bytes of BLOBs: length() of TEXT stops at a NUL, and every key holds one (caller, NUL, key).
-const PRUNE_IDEMPOTENCY = `DELETE FROM idempotency WHERE seq <= @oldest OR seq <= (
-  SELECT seq FROM (SELECT seq, SUM(length(CAST(key AS BLOB)) + length(CAST(result AS BLOB))) OVER (ORDER BY seq DESC) AS total FROM idempotency)
-  WHERE total > @bytes ORDER BY seq DESC LIMIT 1)`;
+import { chunkSum, documentSum, intact, type DocumentColumns } from './row-sums.js';
+import type { WriterReply, WriterRequest } from './writer-protocol.js';
+import {
+  addColumns,
+  configure,
+  Connection,
+  IDEMPOTENCY_KEPT,
+  SET_META,
+  type DocumentOrigin,
+  type Idempotency,
+  type NewDocument,
+  type StoredDocument,
+  type Written,
+} from './writes.js';
 
 /**
  * The corpus of record (DESIGN §1: the only importer of the database driver): documents, their chunks with the
@@ -30,28 +34,8 @@ const PRUNE_IDEMPOTENCY = `DELETE FROM idempotency WHERE seq <= @oldest OR seq <
 /** A chunk as stored: the port's record (text, context, offsets, vector) with its label and document. */
 export type StoredChunk = ChunkRecord;
 
-/** Who wrote a document: a client over the wire (index/add), or the operator (`rcp-server ingest`). §15.2 */
-export type DocumentOrigin = 'client' | 'operator';
-
-export interface StoredDocument {
-  readonly id: string;
-  readonly text: string;
-  readonly meta: Record<string, unknown>;
-  readonly hash: string;
-  readonly origin: DocumentOrigin;
-}
-
-export interface NewChunk {
-  readonly text: string;
-  readonly context: string;
-  readonly start: number;
-  readonly end: number;
-  readonly vector: Float32Array;
-}
-
-export interface NewDocument extends StoredDocument {
-  readonly chunks: readonly NewChunk[];
-}
+export type { DocumentOrigin, NewChunk, NewDocument, StoredDocument } from './writes.js';
+export { IDEMPOTENCY_KEPT };
 
 export interface WriteResult {
   readonly seq: number;
@@ -112,8 +96,7 @@ function chunkBodyOf(row: Omit<ChunkRow, 'vector'>): ChunkBody {
   };
 }
 
-const CHUNK_BODY =
-  'SELECT label, doc_id, ordinal, text, context, start_offset, end_offset FROM chunks WHERE label = ?';
+const CHUNK_BODY = 'SELECT label, doc_id, ordinal, text, context, start_offset, end_offset FROM chunks WHERE label = ?';
 
 const STORE_FILE = 'corpus.sqlite';
 
@@ -155,20 +138,9 @@ function checkStore(db: Database.Database, file: string): void {
 
 /** WAL and full sync, the schema, and columns added since a store was first written. */
 function migrate(db: Database.Database): void {
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
-  db.pragma('foreign_keys = ON');
+  configure(db);
   db.exec(SCHEMA);
-  // Data dirs written before chunks carried offsets: add the columns (end -1 = "start + length of text").
-  const columns = (db.prepare('PRAGMA table_info(chunks)').all() as { name: string }[]).map((c) => c.name);
-  const documentColumns = (db.prepare('PRAGMA table_info(documents)').all() as { name: string }[]).map((c) => c.name);
-  if (!documentColumns.includes('origin')) {
-    db.exec("ALTER TABLE documents ADD COLUMN origin TEXT NOT NULL DEFAULT 'client'");
-  }
-  if (!columns.includes('start_offset'))
-    db.exec('ALTER TABLE chunks ADD COLUMN start_offset INTEGER NOT NULL DEFAULT 0');
-  if (!columns.includes('end_offset')) db.exec('ALTER TABLE chunks ADD COLUMN end_offset INTEGER NOT NULL DEFAULT -1');
-  addSumColumns(db);
+  addColumns(db);
   // This store's identity: saved index files name the store they were built from.
   db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store', ?)").run(randomUUID());
 }
@@ -206,13 +178,17 @@ function checked(file: string, open: () => Database.Database): Database.Database
   }
 }
 
-const blob = (vector: Float32Array) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
-
 export class CorpusStore {
-  readonly #db: Database.Database;
+  /** Reads, and the few small writes made outside a client's write (the encoder's name at start, pruning on save). */
+  readonly #db: Connection;
+  /**
+   * Client writes (index/add, index/delete) run on the writer thread's own connection (writer-thread.ts), started at
+   * the first one: a write's commit is synchronous and a large one held the event loop 170 ms. Reads here see only
+   * committed writes (WAL snapshots). The corpus runs one write at a time, so the two connections never contend.
+   */
+  #writer: WorkerChannel<WriterRequest, WriterReply> | undefined;
+  readonly #file: string;
   readonly #lock: DirLock;
-  /** Prepared once: compiling a statement per read cost more than the read (every hit reads its chunk). */
-  readonly #statements = new Map<string, Database.Statement>();
 
   /**
    * Opens the store in `dir`, holding the dir for this process. A StoreError (nothing changed in the dir) when
@@ -225,10 +201,10 @@ export class CorpusStore {
     const served = existsSync(dir) && hasServed(dir);
     this.#lock = DirLock.acquire(dir, { shared: readOnly });
     try {
-      const file = join(dir, STORE_FILE);
+      const file = (this.#file = join(dir, STORE_FILE));
       if (served && (!existsSync(file) || statSync(file).size === 0))
         throw new StoreError(`${file} is missing or empty, but ${dir} has held a corpus: restore it from a backup`);
-      this.#db = checked(file, () => openDatabase(file, readOnly));
+      this.#db = new Connection(checked(file, () => openDatabase(file, readOnly)));
     } catch (error) {
       this.#lock.release();
       throw error;
@@ -236,24 +212,25 @@ export class CorpusStore {
   }
 
   #sql(text: string): Database.Statement {
-    let statement = this.#statements.get(text);
-    if (statement === undefined) this.#statements.set(text, (statement = this.#db.prepare(text)));
-    return statement;
+    return this.#db.sql(text);
   }
 
   /**
-   * Runs `body` as one durable transaction. A disk that cannot take it (full, failing) rolls it back whole: -32010,
-   * nothing applied (§7.10), rather than an internal error.
+   * Sends a write to the writer thread (opened at the first) and waits for its commit. A disk that cannot take it
+   * (full, failing) rolled it back whole: -32010, nothing applied (§7.10), rather than an internal error.
    */
-  #write(body: () => WriteResult): WriteResult {
-    try {
-      return this.#db.transaction(body)();
-    } catch (error) {
-      const code = sqliteCode(error);
-      if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR'))
-        throw RpcError.backendUnavailable(`the store cannot take the write (${code}); nothing was applied`, 5000);
-      throw error;
+  async #write(request: WriterRequest): Promise<Written> {
+    if (this.#db.db.readonly) throw new Error('a read-only store takes no writes');
+    if (this.#writer === undefined) {
+      this.#writer = new WorkerChannel<WriterRequest, WriterReply>(import.meta.url, './writer-thread');
+      await this.#writer.call({ op: 'open', file: this.#file });
     }
+    const reply = await this.#writer.call(request);
+    if (reply.refused !== undefined) {
+      const { code } = reply.refused;
+      throw RpcError.backendUnavailable(`the store cannot take the write (${code}); nothing was applied`, 5000);
+    }
+    return reply.written!;
   }
 
   /** This store's identity (kept in the store; '' for one written before it had one, served read-only). */
@@ -277,9 +254,7 @@ export class CorpusStore {
   }
 
   setMeta(key: string, value: string): void {
-    this.#db
-      .prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
-      .run(key, value);
+    this.#sql(SET_META).run(key, value);
   }
 
   /** The result a previous write with this idempotency key returned, if any (§7.10), among the latest kept. */
@@ -290,102 +265,32 @@ export class CorpusStore {
 
   /**
    * Upserts documents in one durable transaction: each document replaces any previous one with its id (its old
-   * chunks become tombstones). `result` (with `seq` filled in by the caller's function) is stored under `key`.
+   * chunks become tombstones). With `idempotency`, its answer (with the write's seq as `indexVersion`) is stored
+   * under its key.
    */
-  upsert(
-    documents: readonly NewDocument[],
-    idempotency?: { key: string; result: (seq: number) => unknown },
-  ): WriteResult {
-    return this.#write(() => {
-      const seq = this.seq + 1;
-      const removed: number[] = [];
-      const added: StoredChunk[] = [];
-      const oldLabels = this.#sql('SELECT label FROM chunks WHERE doc_id = ?').pluck();
-      const deleteChunks = this.#sql('DELETE FROM chunks WHERE doc_id = ?');
-      const tombstone = this.#sql('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
-      const putDocument = this.#sql(
-        `INSERT INTO documents (id, text, meta, hash, seq, origin, sum) VALUES (?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (id) DO UPDATE SET text = excluded.text, meta = excluded.meta, hash = excluded.hash,
-           seq = excluded.seq, origin = excluded.origin, sum = excluded.sum`,
-      );
-      const putChunk = this.#sql(
-        `INSERT INTO chunks (doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, sum)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING label`,
-      );
-      for (const document of documents) {
-        for (const label of oldLabels.all(document.id) as number[]) {
-          tombstone.run(label, seq);
-          removed.push(label);
-        }
-        deleteChunks.run(document.id);
-        const columns = { ...document, meta: JSON.stringify(document.meta) };
-        putDocument.run(
-          document.id,
-          document.text,
-          columns.meta,
-          document.hash,
-          seq,
-          document.origin,
-          documentSum(columns),
-        );
-        document.chunks.forEach((chunk, ordinal) => {
-          const stored = {
-            doc_id: document.id,
-            ordinal,
-            text: chunk.text,
-            context: chunk.context,
-            start_offset: chunk.start,
-            end_offset: chunk.end,
-            vector: blob(chunk.vector),
-          };
-          const row = putChunk.get(
-            ...[stored.doc_id, stored.ordinal, stored.text, stored.context, stored.start_offset, stored.end_offset],
-            ...[stored.vector, seq, chunkSum(stored)],
-          );
-          const { label } = row as { label: number };
-          added.push({ label, docId: document.id, ordinal, ...chunk });
-        });
-      }
-      this.setMeta('seq', String(seq));
-      if (idempotency !== undefined) {
-        this.#sql('INSERT INTO idempotency (key, result, seq) VALUES (?, ?, ?)').run(
-          idempotency.key,
-          JSON.stringify(idempotency.result(seq)),
-          seq,
-        );
-        // §15.5: only the latest keyed writes are remembered, within a count and a byte bound.
-        this.#sql(PRUNE_IDEMPOTENCY).run({ oldest: seq - IDEMPOTENCY_KEPT.writes, bytes: IDEMPOTENCY_KEPT.bytes });
-      }
-      return {
-        seq,
-        added,
-        removed,
-        written: documents.map(({ id, meta, origin }) => ({ id, meta, origin })),
-        deletedIds: [],
-      };
+  async upsert(documents: readonly NewDocument[], idempotency?: Idempotency): Promise<WriteResult> {
+    const kept = { ...IDEMPOTENCY_KEPT };
+    const written = await this.#write({
+      op: 'upsert',
+      documents,
+      idempotency: idempotency && { ...idempotency, kept },
     });
+    const chunks = documents.flatMap((document) =>
+      document.chunks.map((chunk, ordinal) => ({ docId: document.id, ordinal, ...chunk })),
+    );
+    return {
+      seq: written.seq,
+      added: chunks.map((chunk, i) => ({ label: written.added[i]!, ...chunk })),
+      removed: [...written.removed],
+      written: documents.map(({ id, meta, origin }) => ({ id, meta, origin })),
+      deletedIds: [],
+    };
   }
 
   /** Deletes documents and their chunks in one durable transaction; absent ids are not an error (§7.11). */
-  delete(ids: readonly string[]): WriteResult {
-    return this.#write(() => {
-      const present = ids.filter((id) => this.#sql('SELECT 1 FROM documents WHERE id = ?').get(id) !== undefined);
-      const unique = [...new Set(present)];
-      if (unique.length === 0) return { seq: this.seq, added: [], removed: [], written: [], deletedIds: [] };
-      const seq = this.seq + 1;
-      const removed: number[] = [];
-      const tombstone = this.#sql('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
-      for (const id of unique) {
-        for (const label of this.#sql('SELECT label FROM chunks WHERE doc_id = ?').pluck().all(id) as number[]) {
-          tombstone.run(label, seq);
-          removed.push(label);
-        }
-        this.#sql('DELETE FROM chunks WHERE doc_id = ?').run(id);
-        this.#sql('DELETE FROM documents WHERE id = ?').run(id);
-      }
-      this.setMeta('seq', String(seq));
-      return { seq, added: [], removed, written: [], deletedIds: unique };
-    });
+  async delete(ids: readonly string[]): Promise<WriteResult> {
+    const written = await this.#write({ op: 'delete', ids });
+    return { seq: written.seq, added: [], removed: [...written.removed], written: [], deletedIds: written.deletedIds };
   }
 
   getDocument(id: string): StoredDocument | undefined {
@@ -413,7 +318,7 @@ export class CorpusStore {
 
   /** Every chunk (or those written after `afterSeq`), in label order, streamed. */
   *chunks(afterSeq = 0): Generator<StoredChunk> {
-    const rows = this.#db
+    const rows = this.#db.db
       .prepare('SELECT * FROM chunks WHERE seq > ? ORDER BY label')
       .iterate(afterSeq) as IterableIterator<ChunkRow>;
     for (const row of rows) yield chunkOf(row);
@@ -424,7 +329,7 @@ export class CorpusStore {
    * against its sum on the way (a StoreError names the first damaged one).
    */
   *chunkTexts(): Generator<{ label: number; docId: string; ordinal: number; text: string; context: string }> {
-    const rows = this.#db.prepare('SELECT * FROM chunks ORDER BY label').iterate() as IterableIterator<
+    const rows = this.#db.db.prepare('SELECT * FROM chunks ORDER BY label').iterate() as IterableIterator<
       ChunkRow & { sum?: Uint8Array | null }
     >;
     for (const row of rows) {
@@ -435,7 +340,7 @@ export class CorpusStore {
 
   /** Every document's metadata, streamed (the corpus keeps it in memory for filters), each row checked likewise. */
   *documentMetas(): Generator<{ id: string; meta: Record<string, unknown>; origin: DocumentOrigin }> {
-    const rows = this.#db.prepare('SELECT * FROM documents').iterate();
+    const rows = this.#db.db.prepare('SELECT * FROM documents').iterate();
     type Row = DocumentColumns & { origin: DocumentOrigin; sum?: Uint8Array | null };
     for (const row of rows as IterableIterator<Row>) {
       if (!intact(row.sum, documentSum(row))) throw damaged(`document ${JSON.stringify(row.id)}`);
@@ -468,9 +373,14 @@ export class CorpusStore {
    * Closes the store. A writer leaves it in rollback-journal mode, so that a read-only server (possibly on a
    * read-only filesystem) can read it without the WAL's shared-memory file; the next writer turns WAL back on.
    */
-  close(): void {
-    if (!this.#db.readonly && !this.#db.memory) this.#db.pragma('journal_mode = DELETE');
-    this.#db.close();
+  async close(): Promise<void> {
+    if (this.#writer !== undefined) {
+      await this.#writer.call({ op: 'close' });
+      await this.#writer.terminate();
+    }
+    const db = this.#db.db;
+    if (!db.readonly && !db.memory) db.pragma('journal_mode = DELETE');
+    db.close();
     this.#lock.release();
   }
 }

@@ -168,7 +168,7 @@ describe('corpus: store + dense + lexical in step', () => {
     // The first process "dies" here: never saved again, and its hold on the dir goes with it (as the kernel drops
     // a dead process's lock). A second one opens the same directory.
     expect(readdirSync(join(ROOT, 'restart')).filter((name) => name.endsWith('.hnsw'))).toEqual(['dense-1.hnsw']);
-    crashed.store.close();
+    await crashed.store.close();
     lines.length = 0;
     const restarted = await open('restart');
     expect(lines.find((line) => line.msg === 'corpus ready')?.obj).toMatchObject({ denseIndex: 'loaded at seq 1' });

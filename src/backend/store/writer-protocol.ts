@@ -1,0 +1,17 @@
+import type { Idempotency, NewDocument, Written } from './writes.js';
+
+/** Messages between the store and its writer thread (better-sqlite3 runs synchronously: keep commits off the loop). */
+export type WriterRequest =
+  | { op: 'open'; file: string }
+  | { op: 'upsert'; documents: readonly NewDocument[]; idempotency: Idempotency | undefined }
+  | { op: 'delete'; ids: readonly string[] }
+  | { op: 'close' };
+
+export type WriterReply =
+  | {
+      ok: true;
+      written?: Written;
+      /** A write the disk could not take (full, failing): rolled back whole. The SQLite code and its message. */
+      refused?: { code: string; message: string };
+    }
+  | { ok: false; error: string };

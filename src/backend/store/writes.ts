@@ -1,0 +1,165 @@
+import type Database from 'better-sqlite3';
+import { addSumColumns, chunkSum, documentSum } from './row-sums.js';
+
+/**
+ * The store's writes (§7.10, §7.11), as SQL on one connection: the writer thread's (writer-thread.ts). Each runs as
+ * one durable transaction and takes the next sequence number, which is the corpus `indexVersion` (§7.7.1).
+ */
+
+/** Who wrote a document: a client over the wire (index/add), or the operator (`rcp-server ingest`). §15.2 */
+export type DocumentOrigin = 'client' | 'operator';
+
+export interface StoredDocument {
+  readonly id: string;
+  readonly text: string;
+  readonly meta: Record<string, unknown>;
+  readonly hash: string;
+  readonly origin: DocumentOrigin;
+}
+
+export interface NewChunk {
+  readonly text: string;
+  readonly context: string;
+  readonly start: number;
+  readonly end: number;
+  readonly vector: Float32Array;
+}
+
+export interface NewDocument extends StoredDocument {
+  readonly chunks: readonly NewChunk[];
+}
+
+/**
+ * An idempotency key and the answer its write gives, less `indexVersion`: that is the seq the write commits, filled
+ * in inside the transaction (§7.10: a retry gets exactly the first answer).
+ */
+export interface Idempotency {
+  readonly key: string;
+  readonly result: Record<string, unknown>;
+  /** How many keyed writes, and bytes of their answers, are remembered (IDEMPOTENCY_KEPT unless a test says). */
+  readonly kept?: { readonly writes: number; readonly bytes: number };
+}
+
+/** What a write changed: its seq, the labels of the chunks it added (in document and chunk order) and removed. */
+export interface Written {
+  readonly seq: number;
+  readonly added: readonly number[];
+  readonly removed: readonly number[];
+  /** index/delete: the ids actually removed. */
+  readonly deletedIds: readonly string[];
+}
+
+/**
+ * The idempotency keys kept (§7.10): those of the latest 10,000 writes, at most 64 MiB of stored results (newest
+ * first) — a retry comes soon after its write.
+ */
+export const IDEMPOTENCY_KEPT = { writes: 10_000, bytes: 64 * 1024 * 1024 };
+// Sizes in bytes of BLOBs: length() of TEXT stops at a NUL, and every key holds one (caller, NUL, key).
+const PRUNE_IDEMPOTENCY = `DELETE FROM idempotency WHERE seq <= @oldest OR seq <= (
+  SELECT seq FROM (SELECT seq, SUM(length(CAST(key AS BLOB)) + length(CAST(result AS BLOB))) OVER (ORDER BY seq DESC) AS total FROM idempotency)
+  WHERE total > @bytes ORDER BY seq DESC LIMIT 1)`;
+export const SET_META =
+  'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value';
+const PUT_DOCUMENT = `INSERT INTO documents (id, text, meta, hash, seq, origin, sum) VALUES (?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (id) DO UPDATE SET text = excluded.text, meta = excluded.meta, hash = excluded.hash,
+    seq = excluded.seq, origin = excluded.origin, sum = excluded.sum`;
+const PUT_CHUNK = `INSERT INTO chunks (doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, sum)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING label`;
+
+/** A connection and its statements, prepared once: compiling a statement per read cost more than the read. */
+export class Connection {
+  readonly #statements = new Map<string, Database.Statement>();
+
+  constructor(readonly db: Database.Database) {}
+
+  sql(text: string): Database.Statement {
+    let statement = this.#statements.get(text);
+    if (statement === undefined) this.#statements.set(text, (statement = this.db.prepare(text)));
+    return statement;
+  }
+
+  /** The sequence number of the last committed write (inside a write: of the one before it). */
+  get seq(): number {
+    return Number((this.sql("SELECT value FROM meta WHERE key = 'seq'").pluck().get() as string | undefined) ?? 0);
+  }
+}
+
+/** WAL, full sync (a write is on disk when its commit returns) and foreign keys: settings of each connection. */
+export function configure(db: Database.Database): void {
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('foreign_keys = ON');
+}
+
+/** Columns added since a store was first written (end -1 = "start + length of text"). */
+export function addColumns(db: Database.Database): void {
+  const columns = (table: string) =>
+    (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
+  if (!columns('documents').includes('origin')) {
+    db.exec("ALTER TABLE documents ADD COLUMN origin TEXT NOT NULL DEFAULT 'client'");
+  }
+  const chunkColumns = columns('chunks');
+  if (!chunkColumns.includes('start_offset'))
+    db.exec('ALTER TABLE chunks ADD COLUMN start_offset INTEGER NOT NULL DEFAULT 0');
+  if (!chunkColumns.includes('end_offset'))
+    db.exec('ALTER TABLE chunks ADD COLUMN end_offset INTEGER NOT NULL DEFAULT -1');
+  addSumColumns(db);
+}
+
+const blob = (vector: Float32Array) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
+
+/** Upserts documents: each replaces any previous one with its id (its old chunks become tombstones). */
+export function upsertRows(
+  connection: Connection,
+  documents: readonly NewDocument[],
+  idempotency?: Idempotency,
+): Written {
+  const sql = (text: string) => connection.sql(text);
+  const seq = connection.seq + 1;
+  const removed: number[] = [];
+  const added: number[] = [];
+  for (const document of documents) {
+    removed.push(...tombstoneChunksOf(connection, document.id, seq));
+    const meta = JSON.stringify(document.meta);
+    const sum = documentSum({ ...document, meta });
+    sql(PUT_DOCUMENT).run(document.id, document.text, meta, document.hash, seq, document.origin, sum);
+    document.chunks.forEach((chunk, ordinal) => {
+      const row = {
+        ...{ doc_id: document.id, ordinal, text: chunk.text, context: chunk.context },
+        ...{ start_offset: chunk.start, end_offset: chunk.end, vector: blob(chunk.vector) },
+      };
+      const values = [row.doc_id, row.ordinal, row.text, row.context, row.start_offset, row.end_offset, row.vector];
+      added.push((sql(PUT_CHUNK).get(...values, seq, chunkSum(row)) as { label: number }).label);
+    });
+  }
+  sql(SET_META).run('seq', String(seq));
+  if (idempotency !== undefined) {
+    const result = JSON.stringify({ ...idempotency.result, indexVersion: String(seq) });
+    sql('INSERT INTO idempotency (key, result, seq) VALUES (?, ?, ?)').run(idempotency.key, result, seq);
+    // §15.5: only the latest keyed writes are remembered, within a count and a byte bound.
+    const kept = idempotency.kept ?? IDEMPOTENCY_KEPT;
+    sql(PRUNE_IDEMPOTENCY).run({ oldest: seq - kept.writes, bytes: kept.bytes });
+  }
+  return { seq, added, removed, deletedIds: [] };
+}
+
+/** Deletes documents and their chunks; absent ids are not an error and a delete of none takes no seq (§7.11). */
+export function deleteRows(connection: Connection, ids: readonly string[]): Written {
+  const sql = (text: string) => connection.sql(text);
+  const present = [...new Set(ids)].filter((id) => sql('SELECT 1 FROM documents WHERE id = ?').get(id) !== undefined);
+  if (present.length === 0) return { seq: connection.seq, added: [], removed: [], deletedIds: [] };
+  const seq = connection.seq + 1;
+  const removed = present.flatMap((id) => tombstoneChunksOf(connection, id, seq));
+  for (const id of present) sql('DELETE FROM documents WHERE id = ?').run(id);
+  sql(SET_META).run('seq', String(seq));
+  return { seq, added: [], removed, deletedIds: present };
+}
+
+/** Removes a document's chunks, leaving a tombstone per label at `seq`; returns the labels. */
+function tombstoneChunksOf(connection: Connection, id: string, seq: number): number[] {
+  const labels = connection.sql('SELECT label FROM chunks WHERE doc_id = ?').pluck().all(id) as number[];
+  const tombstone = connection.sql('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
+  for (const label of labels) tombstone.run(label, seq);
+  connection.sql('DELETE FROM chunks WHERE doc_id = ?').run(id);
+  return labels;
+}
