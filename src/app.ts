@@ -24,6 +24,7 @@ import { ApiKeys } from './transport/auth.js';
 import { capConnections, serverOptions } from './transport/connections.js';
 import { BodyBudget } from './transport/body.js';
 import { Outbox } from './transport/outbox.js';
+import { WorkerCodec } from './backend/codec/worker-codec.js';
 import { Admission } from './transport/admission.js';
 import { LoadShedder } from './transport/load-shedding.js';
 import { RateLimiter } from './transport/rate-limit.js';
@@ -170,6 +171,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     },
     onStage: metrics.observeStage,
   };
+  // Large frames are parsed and serialised in a worker thread (DESIGN §5b).
+  const codec = new WorkerCodec();
   const createSession = (sessionOptions: SessionOptions = {}): Session =>
     new Session(registry, config.server, limits, sessionOptions);
 
@@ -188,6 +191,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         maxLineBytes: config.limits.maxBodyBytes,
         maxFrameValues: config.limits.maxFrameValues,
         maxResponseBytes: config.limits.maxResponseBytes,
+        codec,
         maxInFlight: config.limits.maxInFlightPerConnection,
         admission,
       }),
@@ -198,6 +202,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         servers.splice(0).map(({ server, inFlight }) => drain(server, inFlight, config.limits.requestTimeoutMs)),
       );
       await corpus?.close();
+      await codec.close();
       await models.close();
       await admission.close();
       await options.onClose?.();
@@ -249,6 +254,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       maxFrameValues: config.limits.maxFrameValues,
       bodies: new BodyBudget(config.limits.maxBufferedBodyBytes),
       maxResponseBytes: config.limits.maxResponseBytes,
+      codec,
       outbox,
       corsOrigins: config.http.corsOrigins,
       auth,

@@ -103,8 +103,13 @@ export class WorkerChannel<Request, Reply extends WorkerReply> {
         job.abandon(job.signal.reason);
         continue;
       }
-      this.#inWorker = job;
-      this.#worker.postMessage(job.request, job.transfer);
+      try {
+        this.#worker.postMessage(job.request, job.transfer);
+        this.#inWorker = job;
+      } catch (error) {
+        // A request that cannot be sent (a value the structured clone refuses) fails alone.
+        job.settle({ ok: false, error: (error as Error).message });
+      }
     }
   }
 

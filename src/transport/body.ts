@@ -45,7 +45,7 @@ export class BodyBudget {
 }
 
 /**
- * The body of `stream` as text, or a BodyRefusal; what it held is given back either way. Past a refusal for its
+ * The body of `stream` as bytes, or a BodyRefusal; what it held is given back either way. Past a refusal for its
  * values, the rest of the body (within `maxBytes`) is read and dropped, never kept, so that the client finishes
  * sending and reads its answer (an HTTP client still uploading cannot read one). Past the shared budget the answer
  * goes at once: waiting for a body that may never end is what the budget is against.
@@ -55,7 +55,7 @@ export async function receiveBody(
   declaredBytes: number | undefined,
   limits: BodyLimits,
   budget: BodyBudget,
-): Promise<string> {
+): Promise<Buffer> {
   if (declaredBytes !== undefined && declaredBytes > limits.maxBytes) throw tooLarge(limits);
   const shape = new JsonShape();
   let chunks: Buffer[] = [];
@@ -75,7 +75,7 @@ export async function receiveBody(
       }
     }
     if (refusal !== undefined) throw refusal;
-    return Buffer.concat(chunks, held).toString('utf8');
+    return Buffer.concat(chunks, held);
   } finally {
     budget.give(held);
   }

@@ -1,7 +1,8 @@
 import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RpcError } from '../protocol/errors.js';
-import { parseFrame, serialize, serializeReply } from '../protocol/frames.js';
+import type { FrameCodec } from '../protocol/frame-codec.js';
+import { serialize } from '../protocol/frames.js';
 import { failure, isJsonObject, type Response } from '../protocol/messages.js';
 import { mergeReplies, requestId, screen, type Screened } from '../protocol/screen.js';
 import type { NotificationSink, Reply } from '../protocol/session.js';
@@ -22,6 +23,8 @@ export interface HttpTransportOptions {
   bodies: BodyBudget;
   /** Bytes; a larger answer is -32013 per member (§15.5). */
   maxResponseBytes: number;
+  /** Parses bodies and serialises answers (large ones off the event loop). */
+  codec: FrameCodec;
   /** Answers not yet read by their clients, across connections: a large one past its bound is -32011. */
   outbox?: Outbox | undefined;
   /** Origins allowed by CORS; empty means no cross-origin access (no CORS headers, and no preflight route: 404). */
@@ -60,7 +63,7 @@ export async function rcpHttp(app: FastifyInstance, options: HttpTransportOption
     scope.addContentTypeParser('*', (request, payload, done) => {
       const declared = Number(request.headers['content-length'] ?? Number.NaN);
       receiveBody(payload, Number.isNaN(declared) ? undefined : declared, limits, options.bodies).then(
-        (text) => done(null, text),
+        (body) => done(null, body),
         (error: Error) => done(error, undefined),
       );
     });
@@ -108,12 +111,11 @@ async function answer(
   pathMethod: string | undefined,
   options: HttpTransportOptions,
 ): Promise<void> {
-  const parsed = parseFrame(typeof request.body === 'string' ? request.body : '');
-  if (!parsed.ok) return void reply.code(200).send(parsed.reply);
-
   // Authenticated before the body was read (the onRequest hook); each member needs its method's scope.
   const caller = callers.get(request);
   const callerId = caller?.id ?? request.ip;
+  const parsed = await options.codec.parse(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), callerId);
+  if (!parsed.ok) return void reply.code(200).send(parsed.reply);
   const byPath = checkPathMethod(parsed.value, pathMethod);
   const byScope: Screened =
     caller === undefined ? { accepted: byPath.accepted, rejected: [] } : await checkScopes(byPath.accepted, caller);
@@ -126,11 +128,11 @@ async function answer(
   const accepted = byLoad.accepted;
   const rejected = [...byPath.rejected, ...byScope.rejected, ...byLoad.rejected];
   // Members refused above keep their own answers; only what is left needs a session.
-  if (accepted === undefined) return sendReplies(reply, mergeReplies(undefined, rejected), options);
+  if (accepted === undefined) return await sendReplies(reply, mergeReplies(undefined, rejected), options, callerId);
   const ref = sessionRef(request);
   const session = ref instanceof RpcError ? ref : options.sessions.resolve(ref, callerId, isInitialize(accepted));
   if (session instanceof RpcError) {
-    return sendReplies(reply, mergeReplies(answerEach(accepted, session), rejected), options);
+    return await sendReplies(reply, mergeReplies(answerEach(accepted, session), rejected), options, callerId);
   }
 
   // §13.1: a client hanging up abandons its request.
@@ -138,20 +140,28 @@ async function answer(
   reply.raw.on('close', () => reply.raw.writableFinished || hangUp.abort());
 
   if (wantsStream(request) && isJsonObject(accepted) && 'id' in accepted && session.streams) {
-    return stream(request, reply, options, (sink) => session.handle(accepted, sink, hangUp.signal));
+    const run = (sink: NotificationSink) => session.handle(accepted, sink, hangUp.signal);
+    return stream(request, reply, { ...options, caller: callerId }, run);
   }
-  sendReplies(reply, mergeReplies(await session.handle(accepted, undefined, hangUp.signal), rejected), options);
+  const replies = mergeReplies(await session.handle(accepted, undefined, hangUp.signal), rejected);
+  await sendReplies(reply, replies, options, callerId);
 }
 
 /** §5.2: the answer as HTTP 200 JSON, or 204 when there is nothing to answer (notifications only). */
-function sendReplies(reply: FastifyReply, replies: Reply | undefined, options: HttpTransportOptions): void {
+async function sendReplies(
+  reply: FastifyReply,
+  replies: Reply | undefined,
+  options: HttpTransportOptions,
+  caller: string,
+): Promise<void> {
   if (replies === undefined) return void reply.code(204).send();
-  reply.code(200).header('content-type', 'application/json; charset=utf-8').send(outgoing(replies, options));
+  const text = await outgoing(replies, options, caller);
+  reply.code(200).header('content-type', 'application/json; charset=utf-8').send(text);
 }
 
 /** The answer's text, capped in size; -32011 for each member while unread answers fill the outbox (§15.5). */
-function outgoing(replies: Reply, options: HttpTransportOptions): string {
-  const { text, bytes } = serializeReply(replies, options.maxResponseBytes);
+async function outgoing(replies: Reply, options: HttpTransportOptions, caller: string): Promise<string> {
+  const { text, bytes } = await options.codec.serializeReply(replies, options.maxResponseBytes, caller);
   if (options.outbox === undefined || options.outbox.admits(bytes)) return text;
   const busy = RpcError.rateLimited(1000, `answers of ${options.outbox.held} bytes wait for clients to read them`);
   return serialize(Array.isArray(replies) ? replies.map((r) => failure(r.id, busy)) : failure(replies.id, busy));
@@ -220,7 +230,7 @@ function wantsStream(request: FastifyRequest): boolean {
 async function stream(
   request: FastifyRequest,
   reply: FastifyReply,
-  options: HttpTransportOptions,
+  options: HttpTransportOptions & { caller: string },
   run: (sink: NotificationSink) => Promise<Reply | undefined>,
 ): Promise<void> {
   reply.hijack();
@@ -235,7 +245,7 @@ async function stream(
   const sendText = (text: string): void => void (raw.writable && raw.write(`data: ${text}\n\n`));
   try {
     const final = await run((frame) => sendText(serialize(frame)));
-    if (final !== undefined) sendText(outgoing(final, options));
+    if (final !== undefined) sendText(await outgoing(final, options, options.caller));
   } catch (error) {
     request.log.error({ err: error }, 'SSE dispatch failed');
   } finally {

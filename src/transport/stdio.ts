@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { RpcError } from '../protocol/errors.js';
-import { parseFrame, serialize, serializeReply } from '../protocol/frames.js';
+import { inlineCodec, type FrameCodec } from '../protocol/frame-codec.js';
+import { parseFrame, serialize } from '../protocol/frames.js';
 import { failure, isJsonObject } from '../protocol/messages.js';
 import { LineSplitter, type LineEvent } from '../protocol/ndjson.js';
 import { mergeReplies, screen, type Screened } from '../protocol/screen.js';
@@ -19,6 +20,8 @@ export interface StdioOptions {
   maxFrameValues?: number | undefined;
   /** The largest answer, in bytes; a larger one is -32013 per member (§15.5). */
   maxResponseBytes: number;
+  /** Serialises answers (large ones off the event loop); inline by default. Frames are parsed here, in order. */
+  codec?: FrameCodec | undefined;
   /** Frames handled at once; past it, stdin is not read until one finishes (backpressure on the client, §15.5). */
   maxInFlight: number;
   log: Logger;
@@ -81,10 +84,11 @@ export function serveStdio(options: StdioOptions): StdioConnection {
   const write = (frame: unknown): void => writeText(serialize(frame));
 
   const admission = options.admission;
+  const codec = options.codec ?? inlineCodec;
   const run = async ({ accepted, rejected }: Screened): Promise<void> => {
     const handled = accepted === undefined ? undefined : await session.handle(accepted, write);
     const reply = mergeReplies(handled, rejected);
-    if (reply !== undefined) writeText(serializeReply(reply, options.maxResponseBytes).text);
+    if (reply !== undefined) writeText((await codec.serializeReply(reply, options.maxResponseBytes)).text);
   };
 
   // Admission may wait on Redis, yet frames must reach the session in arrival order (a cancel after its request,

@@ -1,0 +1,22 @@
+import { parseFrame, serializeReply, type ParsedFrame, type SerializedReply } from './frames.js';
+
+/**
+ * Turning frames into values and answers into text (§4, §15.5). Parsing or serialising a frame of megabytes takes
+ * tens of milliseconds in one piece, so a server's codec does large ones off the event loop (backend/codec); the
+ * transports only see this interface.
+ */
+export interface FrameCodec {
+  /**
+   * The frame in `body` (UTF-8 JSON); `body` may be handed to another thread: the caller must not read it after.
+   * Large frames of different callers take turns (§15.5).
+   */
+  parse(body: Buffer, caller?: string): Promise<ParsedFrame>;
+  /** The answer as one JSON text of at most `maxBytes` (serializeReply). */
+  serializeReply(reply: unknown, maxBytes: number, caller?: string): Promise<SerializedReply>;
+}
+
+/** Everything on the calling thread: for in-process use and tests, and for the small frames of any codec. */
+export const inlineCodec: FrameCodec = {
+  parse: (body) => Promise.resolve(parseFrame(body.toString('utf8'))),
+  serializeReply: (reply, maxBytes) => Promise.resolve(serializeReply(reply, maxBytes)),
+};
