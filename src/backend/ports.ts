@@ -139,7 +139,7 @@ export interface CorpusReader {
     signal?: AbortSignal,
   ): Promise<{ label: number; score: number }[]>;
   /** Exact scores of given chunks, for candidates one recall list missed (fusion over the union, §16.3). */
-  denseScores(vector: Float32Array, labels: readonly number[]): number[];
+  denseScores(vector: Float32Array, labels: readonly number[], signal?: AbortSignal): Promise<number[]>;
   lexicalScores(query: string, labels: readonly number[], signal?: AbortSignal): Promise<number[]>;
   /** §7.8 query transformation from the corpus's lexical statistics (no language model). */
   transformQuery(query: string, method: 'rewrite' | 'multi-query', n: number, signal?: AbortSignal): Promise<string[]>;

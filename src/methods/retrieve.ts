@@ -442,7 +442,7 @@ export function retrieveMethod(
       const missing = union.filter((label) => !present.has(label));
       const scores =
         list.name === 'dense'
-          ? corpus.denseScores(vector, missing)
+          ? await corpus.denseScores(vector, missing, signal)
           : await corpus.lexicalScores(query, missing, signal);
       lists[i] = {
         ...list,

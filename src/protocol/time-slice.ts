@@ -1,19 +1,40 @@
 /**
  * Cooperative time slicing for CPU-bound loops on the event loop (DESIGN §5b): `await slice.due()` inside the loop
- * gives the loop back once the current slice has run `budgetMs`, and throws the signal's reason if the request was
- * cancelled or timed out meanwhile.
+ * gives the loop back once the current turn has run sliced work for `budgetMs`, and throws the signal's reason if
+ * the request was cancelled or timed out meanwhile.
  *
- * Slices take turns across every request in the process: each turn of the event loop wakes at most
- * `SLICES_PER_TURN` waiting slices, oldest first, and the loop then serves timers and I/O (other clients, `ping`)
- * before the next turn. So a hundred heavy requests at once slow one another down, not the event loop.
+ * The budget is the turn's, not the slice's: one turn of the event loop runs at most `budgetMs` of sliced work,
+ * however many slices it passes through (a retrieve goes from lexical completion to dense completion to packing,
+ * each with its own slice: counted apart, one turn ran three budgets, 26 ms). Waiting slices take turns across every
+ * request in the process: each turn of the event loop wakes one, oldest first, and the loop then serves timers and
+ * I/O (other clients, `ping`) before the next. A hundred heavy requests at once slow one another down, not the loop.
  */
-const SLICES_PER_TURN = 2;
 const waiting: (() => void)[] = [];
 let armed = false;
+/** When this turn began running sliced work; forgotten before the next turn's I/O (see `turnStart`). */
+let turnStarted: number | undefined;
+
+/**
+ * The current turn's start: the first slice to ask in a turn sets it. A zero timer forgets it: timers run before
+ * I/O in each turn of the loop, so the next request's first slice starts afresh (a timer not yet due after under a
+ * millisecond leaves it at most that stale).
+ */
+function turnStart(): number {
+  if (turnStarted === undefined) {
+    turnStarted = performance.now();
+    setTimeout(() => (turnStarted = undefined), 0).unref();
+  }
+  return turnStarted;
+}
 
 function wake(): void {
   armed = false;
-  for (let i = 0; i < SLICES_PER_TURN && waiting.length > 0; i++) waiting.shift()!();
+  const next = waiting.shift();
+  if (next !== undefined) {
+    turnStarted = undefined;
+    turnStart();
+    next();
+  }
   arm();
 }
 
@@ -32,18 +53,17 @@ function nextTurn(): Promise<void> {
 }
 
 export class TimeSlice {
-  #started = performance.now();
-
   constructor(
     private readonly budgetMs = 8,
     private readonly signal?: AbortSignal,
-  ) {}
+  ) {
+    turnStart();
+  }
 
-  /** Resolves at once while the slice has time left; else on its next turn. */
+  /** Resolves at once while the turn has time left; else on the slice's next turn. */
   async due(): Promise<void> {
-    if (performance.now() - this.#started < this.budgetMs) return;
+    if (performance.now() - turnStart() < this.budgetMs) return;
     await nextTurn();
     this.signal?.throwIfAborted();
-    this.#started = performance.now();
   }
 }

@@ -106,7 +106,7 @@ describe('hostile inputs (§15.5)', () => {
     const members = (answer as { members: Frame[] }).members;
     expect(members).toHaveLength(64);
     for (const member of members) expect(member.result).toBeDefined();
-    // Slices take turns across requests, two per turn of the loop: ping waits a few slices, not one of each member's.
+    // Slices take turns across requests, one per turn of the loop: ping waits a slice or two, not one of each member's.
     expect(worstPingMs).toBeLessThan(200);
   });
 
