@@ -332,91 +332,13 @@ export function defaultConfig(): Config {
   };
 }
 
-/** RCP_<NAME> environment variables and the setting each one sets. */
-export const ENVIRONMENT: Record<string, EnvironmentSetting> = {
-  RCP_DATA_DIR: { path: 'dataDir', parse: String },
-  RCP_HTTP_HOST: { path: 'http.host', parse: String },
-  RCP_HTTP_PORT: { path: 'http.port', parse: Number },
-  RCP_HTTP_BASE: { path: 'http.base', parse: String },
-  RCP_HTTP_SESSION_IDLE_MS: { path: 'http.sessionIdleMs', parse: Number },
-  RCP_HTTP_MAX_SESSIONS: { path: 'http.maxSessions', parse: Number },
-  RCP_CORS_ORIGINS: {
-    path: 'http.corsOrigins',
-    parse: (raw) =>
-      raw
-        .split(',')
-        .map((o) => o.trim())
-        .filter(Boolean),
-  },
-  RCP_TRUST_PROXY: {
-    path: 'http.trustProxy',
-    // `true` (trust every client's header) is no longer a setting: it is left for validation to refuse.
-    parse: (raw) =>
-      raw === 'true' || raw === '1'
-        ? true
-        : raw
-            .split(',')
-            .map((proxy) => proxy.trim())
-            .filter(Boolean),
-  },
-  RCP_MAX_BODY_BYTES: { path: 'limits.maxBodyBytes', parse: Number },
-  RCP_MAX_BATCH_SIZE: { path: 'limits.maxBatchSize', parse: Number },
-  RCP_REQUEST_TIMEOUT_MS: { path: 'limits.requestTimeoutMs', parse: Number },
-  RCP_MODELS_DIR: { path: 'models.dir', parse: String },
-  RCP_ENCODER: { path: 'models.encoder', parse: String },
-  RCP_RERANKER: { path: 'models.reranker', parse: String },
-  RCP_COLBERT: {
-    path: 'models.colbert',
-    parse: (raw) => raw === 'true' || raw === '1',
-  },
-  RCP_INTRA_OP_THREADS: { path: 'models.intraOpThreads', parse: Number },
-  RCP_EMBED_BATCH_LIMIT: { path: 'models.embedBatchLimit', parse: Number },
-  RCP_RERANK_MAX_CANDIDATES: {
-    path: 'models.rerankMaxCandidates',
-    parse: Number,
-  },
-  RCP_BATCH_WAIT_MS: { path: 'models.batching.maxWaitMs', parse: Number },
-  RCP_BATCH_MAX_TOKENS: {
-    path: 'models.batching.maxBatchTokens',
-    parse: Number,
-  },
-  RCP_BATCH_MAX_ITEMS: { path: 'models.batching.maxBatchItems', parse: Number },
-  RCP_QUEUE_MAX_ITEMS: {
-    path: 'models.batching.maxQueuedItems',
-    parse: Number,
-  },
-  RCP_INDEX_WRITABLE: { path: 'index.writable', parse: (raw) => raw === 'true' || raw === '1' },
-  RCP_INDEX_SPACE: { path: 'index.space', parse: String },
-  RCP_HNSW_M: { path: 'index.m', parse: Number },
-  RCP_HNSW_EF_CONSTRUCTION: { path: 'index.efConstruction', parse: Number },
-  RCP_HNSW_EF_SEARCH: { path: 'index.efSearch', parse: Number },
-  RCP_INDEX_SAVE_INTERVAL_MS: { path: 'index.saveIntervalMs', parse: Number },
-  RCP_MAX_DOCUMENT_BYTES: { path: 'index.maxDocumentBytes', parse: Number },
-  RCP_MAX_DOCUMENTS_PER_ADD: { path: 'index.maxDocumentsPerAdd', parse: Number },
-  RCP_INDEX_FIELDS: { path: 'index.fields', parse: parseJson },
-  RCP_RETRIEVE_TRUST: { path: 'retrieve.trust', parse: parseJson },
-  RCP_RETRIEVE_MAX_K: { path: 'retrieve.maxK', parse: Number },
-  RCP_RETRIEVE_MODE: { path: 'retrieve.defaultMode', parse: String },
-  RCP_FUSION: { path: 'retrieve.fusion.method', parse: String },
-  RCP_FUSION_ALPHA: { path: 'retrieve.fusion.alpha', parse: Number },
-  RCP_API_KEYS: { path: 'auth.apiKeys', parse: parseJson },
-  RCP_ALLOW_UNAUTHENTICATED: { path: 'auth.allowUnauthenticated', parse: (raw) => raw === 'true' || raw === '1' },
-  RCP_METRICS: { path: 'metrics.path', parse: (raw) => (raw === 'off' ? '' : raw) },
-  RCP_RATE_LIMIT: {
-    path: 'limits.rateLimit',
-    parse: (raw) => ({ reads: Number(raw), writes: Number(raw), models: Number(raw) }),
-  },
-  RCP_LOG_LEVEL: { path: 'log.level', parse: String },
-  RCP_REDIS_URL: { path: 'redis.url', parse: String },
-};
-
 type EnvironmentSetting = { path: string; parse: (raw: string) => unknown };
 
 /**
  * Every setting's own variable: RCP_ + its path in upper snake case (`retrieve.fusion.rrfK` -> RCP_RETRIEVE_FUSION_RRF_K,
  * `limits.shedding.maxEventLoopDelayMs` -> RCP_LIMITS_SHEDDING_MAX_EVENT_LOOP_DELAY_MS), parsed by the setting's type:
  * numbers, `true`/`1`/`false`/`0`, strings, and JSON for objects (arrays of strings may also be comma-separated).
- * The short names above are aliases operators already use; where both are set, the alias wins.
+ * Where an alias (ENVIRONMENT, below) is also set, the alias wins.
  */
 export const DERIVED_ENVIRONMENT: Record<string, EnvironmentSetting> = deriveEnvironment(ConfigSchema, []);
 
@@ -442,23 +364,28 @@ function parserFor(node: { type?: string; items?: { type?: string } }): (raw: st
     case 'number':
       return Number;
     case 'boolean':
-      return (raw) => (['true', '1'].includes(raw) ? true : ['false', '0'].includes(raw) ? false : raw);
+      // Any case of true/false/1/0; anything else is left for validation to refuse (never silently false).
+      return (raw) => (isTrue(raw) ? true : ['false', '0'].includes(raw.trim().toLowerCase()) ? false : raw);
     case 'string':
       return String;
     case 'array':
       return (raw) =>
-        raw.trimStart().startsWith('[') || node.items?.type !== 'string'
-          ? parseJson(raw)
-          : raw
-              .split(',')
-              .map((item) => item.trim())
-              .filter(Boolean);
+        raw.trimStart().startsWith('[') || node.items?.type !== 'string' ? parseJson(raw) : splitList(raw);
     case 'object':
       return parseJson;
     default:
       return String; // unions of string literals
   }
 }
+
+const isTrue = (raw: string) => ['true', '1'].includes(raw.trim().toLowerCase());
+
+/** A comma-separated list, items trimmed, empty ones dropped. */
+const splitList = (raw: string) =>
+  raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
 
 export type ConfigOverrides = Record<string, unknown>;
 
@@ -469,6 +396,59 @@ function parseJson(raw: string): unknown {
   } catch {
     return raw;
   }
+}
+
+/**
+ * Short names operators already use, for settings whose own variable (RCP_<PATH>, below) is longer. Each is parsed
+ * as its setting's own variable is — one parser per type — unless it says otherwise. Where both are set, the alias
+ * wins.
+ */
+const ALIASES: Record<string, { path: string; parse?: (raw: string) => unknown }> = {
+  RCP_CORS_ORIGINS: { path: 'http.corsOrigins' },
+  RCP_TRUST_PROXY: {
+    path: 'http.trustProxy',
+    // `true` (trust every client's header) is no longer a setting: it is left for validation to refuse.
+    parse: (raw) => (isTrue(raw) ? true : splitList(raw)),
+  },
+  RCP_MAX_BODY_BYTES: { path: 'limits.maxBodyBytes' },
+  RCP_MAX_BATCH_SIZE: { path: 'limits.maxBatchSize' },
+  RCP_REQUEST_TIMEOUT_MS: { path: 'limits.requestTimeoutMs' },
+  RCP_ENCODER: { path: 'models.encoder' },
+  RCP_RERANKER: { path: 'models.reranker' },
+  RCP_COLBERT: { path: 'models.colbert' },
+  RCP_INTRA_OP_THREADS: { path: 'models.intraOpThreads' },
+  RCP_EMBED_BATCH_LIMIT: { path: 'models.embedBatchLimit' },
+  RCP_RERANK_MAX_CANDIDATES: { path: 'models.rerankMaxCandidates' },
+  RCP_BATCH_WAIT_MS: { path: 'models.batching.maxWaitMs' },
+  RCP_BATCH_MAX_TOKENS: { path: 'models.batching.maxBatchTokens' },
+  RCP_BATCH_MAX_ITEMS: { path: 'models.batching.maxBatchItems' },
+  RCP_QUEUE_MAX_ITEMS: { path: 'models.batching.maxQueuedItems' },
+  RCP_HNSW_M: { path: 'index.m' },
+  RCP_HNSW_EF_CONSTRUCTION: { path: 'index.efConstruction' },
+  RCP_HNSW_EF_SEARCH: { path: 'index.efSearch' },
+  RCP_MAX_DOCUMENT_BYTES: { path: 'index.maxDocumentBytes' },
+  RCP_MAX_DOCUMENTS_PER_ADD: { path: 'index.maxDocumentsPerAdd' },
+  RCP_RETRIEVE_MODE: { path: 'retrieve.defaultMode' },
+  RCP_FUSION: { path: 'retrieve.fusion.method' },
+  RCP_FUSION_ALPHA: { path: 'retrieve.fusion.alpha' },
+  RCP_API_KEYS: { path: 'auth.apiKeys' },
+  RCP_ALLOW_UNAUTHENTICATED: { path: 'auth.allowUnauthenticated' },
+  RCP_METRICS: { path: 'metrics.path', parse: (raw) => (raw === 'off' ? '' : raw) },
+  RCP_RATE_LIMIT: {
+    path: 'limits.rateLimit',
+    parse: (raw) => ({ reads: Number(raw), writes: Number(raw), models: Number(raw) }),
+  },
+};
+
+/** The aliases, each with its parser. */
+export const ENVIRONMENT: Record<string, EnvironmentSetting> = Object.fromEntries(
+  Object.entries(ALIASES).map(([name, { path, parse }]) => [name, { path, parse: parse ?? parserOfPath(path) }]),
+);
+
+function parserOfPath(path: string): (raw: string) => unknown {
+  const own = Object.values(DERIVED_ENVIRONMENT).find((setting) => setting.path === path);
+  if (own === undefined) throw new Error(`an alias names ${path}, which is not a setting`);
+  return own.parse;
 }
 
 export interface LoadOptions {

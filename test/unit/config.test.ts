@@ -111,6 +111,26 @@ describe('configuration files in YAML, and a variable for every setting', () => 
       loadConfig({ env: { RCP_LIMITS_MAX_BODY_BYTES: '2048', RCP_MAX_BODY_BYTES: '4096' } }).limits.maxBodyBytes,
     ).toBe(4096);
     expect(() => loadConfig({ env: { RCP_LOG_BODIES: 'yes' } })).toThrow(/log.bodies: must be boolean/);
+    // One parser per type, aliases included: any case of true/false/1/0, never a silent false.
+    for (const [name, path] of [
+      ['RCP_INDEX_WRITABLE', 'index.writable'],
+      ['RCP_INDEX_BM25_STEM', 'index.bm25.stem'],
+      ['RCP_COLBERT', 'models.colbert'],
+      ['RCP_ALLOW_UNAUTHENTICATED', 'auth.allowUnauthenticated'],
+    ] as const) {
+      const valueOf = (raw: string) =>
+        path
+          .split('.')
+          .reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], loadConfig({ env: { [name]: raw } }));
+      expect([valueOf('TRUE'), valueOf('True'), valueOf('1'), valueOf('FALSE'), valueOf('0')]).toEqual([
+        true,
+        true,
+        true,
+        false,
+        false,
+      ]);
+      expect(() => loadConfig({ env: { [name]: 'yes' } })).toThrow(new RegExp(`${path}: must be boolean`));
+    }
     expect(() => loadConfig({ env: { RCP_REDIS_URL: 'http://r' } })).toThrow(/redis.url/);
   });
 });
