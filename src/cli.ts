@@ -1,5 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { ConfigOverrides } from './config.js';
+import { StartupError } from './startup-error.js';
 
 export type Transport = { kind: 'stdio' } | { kind: 'http' };
 
@@ -62,7 +63,7 @@ export interface HelpCommand {
   text: string;
 }
 
-export class UsageError extends Error {
+export class UsageError extends StartupError {
   override name = 'UsageError';
 }
 

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Type, type Static } from '@sinclair/typebox';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { parse as parseYaml } from 'yaml';
+import { StartupError } from './startup-error.js';
 
 /**
  * Typed configuration, validated at start-up (DESIGN §1). Precedence: defaults < config file < RCP_* environment
@@ -458,7 +459,7 @@ export interface LoadOptions {
   overrides?: ConfigOverrides;
 }
 
-export class ConfigError extends Error {
+export class ConfigError extends StartupError {
   override name = 'ConfigError';
 }
 

@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import type { App } from './app.js';
 import type { JsonObject } from './protocol/messages.js';
 import { mrr, ndcg, recall } from './retrieval/metrics.js';
+import { StartupError } from './startup-error.js';
 
 /**
  * `rcp-server eval`: runs every judged query through `retrieve` on an in-process session (the full method: params
@@ -11,8 +12,9 @@ import { mrr, ndcg, recall } from './retrieval/metrics.js';
  * BEIR JSON Lines (`{"_id", "text"}`), judgements BEIR TSV (`query-id corpus-id score`, header line).
  */
 /** A retrieve the eval could not run (bad params for this server): reported as text, exit 1. */
-export class EvalError extends Error {
+export class EvalError extends StartupError {
   override name = 'EvalError';
+  override readonly exitCode = 1;
 }
 
 export interface EvalReport {

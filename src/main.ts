@@ -4,17 +4,14 @@ import { pino, type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { AppStartError, createApp, type App } from './app.js';
 import type { EngineSpec } from './backend/federation/engine.js';
-import { readRegistry, RegistryError } from './backend/federation/registry.js';
+import { readRegistry } from './backend/federation/registry.js';
 import { createGateway } from './gateway.js';
 import { serveMcp } from './transport/mcp.js';
-import { CorpusError } from './backend/corpus/corpus.js';
-import { ManifestError } from './backend/manifest.js';
-import { FetchError, fetchModel, readCatalog } from './backend/model-fetch.js';
+import { fetchModel, readCatalog } from './backend/model-fetch.js';
 import { DEFAULT_ENCODER, modelDir, prepareDefaultModel } from './backend/models.js';
 import { buildDefaultModel } from './backend/onnx/default-model.js';
 import {
   parseCommandLine,
-  UsageError,
   type EvalCommand,
   type GatewayCommand,
   type McpCommand,
@@ -22,26 +19,31 @@ import {
   type ModelsCommand,
   type ServeCommand,
 } from './cli.js';
-import { EvalError, evaluate, writeReport } from './eval.js';
-import { ConfigError, loadConfig, unknownEnvironment, type Config, type ConfigOverrides } from './config.js';
+import { evaluate, writeReport } from './eval.js';
+import { StartupError } from './startup-error.js';
+import { loadConfig, unknownEnvironment, type Config, type ConfigOverrides } from './config.js';
 import { ingest } from './ingest/ingest.js';
-import { SourceError } from './ingest/sources.js';
 
 /**
  * Process entry: CLI, logger to stderr, signals, transport choice. On stdio, stdout carries protocol frames
  * only (§5.1), so every log line goes to stderr.
  */
 export async function main(argv: readonly string[]): Promise<number> {
-  let command;
   try {
-    command = parseCommandLine(argv);
+    return await dispatch(parseCommandLine(argv));
   } catch (error) {
-    if (error instanceof UsageError) {
-      process.stderr.write(`rcp-server: ${error.message}\n`);
-      return 2;
-    }
-    throw error;
+    return reported(error);
   }
+}
+
+/** A StartupError's line on stderr and its exit code; anything else is a defect, thrown on (a stack, exit 1). */
+function reported(error: unknown): number {
+  if (!(error instanceof StartupError)) throw error;
+  process.stderr.write(`rcp-server: ${error.message}\n`);
+  return error.exitCode;
+}
+
+async function dispatch(command: ReturnType<typeof parseCommandLine>): Promise<number> {
   if (command.command === 'help') {
     process.stderr.write(command.text);
     return 0;
@@ -97,9 +99,7 @@ async function ingestCommand(command: IngestCommand): Promise<number> {
       process.stdout.write(`  … and ${unlisted} more rejected (only the first ${summary.rejected.length} listed)\n`);
     return summary.rejectedCount === 0 ? 0 : 1;
   } catch (error) {
-    if (!(error instanceof SourceError)) throw error;
-    process.stderr.write(`rcp-server: ${error.message}\n`);
-    return 2;
+    return reported(error);
   } finally {
     await app.close();
   }
@@ -127,9 +127,7 @@ async function models(command: ModelsCommand): Promise<number> {
       });
       say(`fetched ${name} into ${target} (${manifest.identity})`);
     } catch (error) {
-      if (!(error instanceof FetchError)) throw error;
-      say(error.message);
-      return 1;
+      return reported(error);
     }
   }
   return 0;
@@ -150,9 +148,7 @@ async function evalCommand(command: EvalCommand): Promise<number> {
     if (command.report !== undefined) await writeReport(command.report, report);
     return 0;
   } catch (error) {
-    if (!(error instanceof EvalError)) throw error;
-    process.stderr.write(`rcp-server: ${error.message}\n`);
-    return 1;
+    return reported(error);
   } finally {
     await app.close();
   }
@@ -208,8 +204,7 @@ function registryOrReport(file: string): EngineSpec[] | undefined {
   try {
     return readRegistry(file);
   } catch (error) {
-    if (!(error instanceof RegistryError)) throw error;
-    process.stderr.write(`rcp-server: ${error.message}\n`);
+    reported(error);
     return undefined;
   }
 }
@@ -225,8 +220,7 @@ function loadOrReport(file: string | undefined, overrides: ConfigOverrides): Con
     }
     return config;
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(`rcp-server: ${error.message}\n`);
+    reported(error);
     return undefined;
   }
 }
@@ -235,9 +229,7 @@ async function createOrReport(config: Config, log: Logger, configFile: string | 
   try {
     return createApp(config, { logger: log, configFile });
   } catch (thrown) {
-    const error = thrown instanceof AppStartError ? (await thrown.closed, thrown.cause) : thrown;
-    if (!(error instanceof ManifestError || error instanceof CorpusError)) throw error;
-    process.stderr.write(`rcp-server: ${error.message}\n`);
+    reported(thrown instanceof AppStartError ? (await thrown.closed, thrown.cause) : thrown);
     return undefined;
   }
 }

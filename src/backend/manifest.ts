@@ -3,6 +3,7 @@ import { createReadStream, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { StartupError } from '../startup-error.js';
 
 /**
  * A model directory's manifest (`manifest.json`): what the model is, which files make it up and their sha256, how to
@@ -50,7 +51,7 @@ export type ModelManifest = Static<typeof ModelManifestSchema>;
 
 const validate = new Ajv2020({ allErrors: true }).compile(ModelManifestSchema);
 
-export class ManifestError extends Error {
+export class ManifestError extends StartupError {
   override name = 'ManifestError';
 }
 

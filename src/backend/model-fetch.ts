@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ModelManifest } from './manifest.js';
+import { StartupError } from '../startup-error.js';
 
 /**
  * `rcp-server models fetch NAME`: downloads a standard model from a Hugging Face-style hub at the catalog's pinned
@@ -37,8 +38,9 @@ export async function readCatalog(path: string): Promise<Catalog> {
   return JSON.parse(await readFile(path, 'utf8')) as Catalog;
 }
 
-export class FetchError extends Error {
+export class FetchError extends StartupError {
   override name = 'FetchError';
+  override readonly exitCode = 1;
 }
 
 export async function fetchModel(

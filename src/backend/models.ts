@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import type { QueueOptions } from './inference-queue.js';
-import { readManifest, type ModelManifest } from './manifest.js';
+import { ManifestError, readManifest, type ModelManifest } from './manifest.js';
 import { BertCrossEncoder, BertEncoder } from './onnx/bert.js';
 import { buildDefaultModel, USE_LITE } from './onnx/default-model.js';
 import type { RuntimeOptions } from './onnx/model-host.js';
@@ -97,7 +97,9 @@ export function openModels(settings: ModelSettings, log: BackendLogger): Models 
   if (settings.encoder !== NONE) {
     const dir = modelDir(settings, settings.encoder);
     const manifest = manifestFor(settings, settings.encoder, dir);
-    if (manifest.kind !== 'encoder') throw new Error(`models.encoder ${dir} is a ${manifest.kind}, not an encoder`);
+    if (manifest.kind !== 'encoder') {
+      throw new ManifestError(`models.encoder ${dir} is a ${manifest.kind}, not an encoder`);
+    }
     encoder =
       manifest.architecture === 'use-lite'
         ? new UseLiteEncoder(dir, manifest, runtime, settings.batching)
@@ -108,7 +110,7 @@ export function openModels(settings: ModelSettings, log: BackendLogger): Models 
     const dir = modelDir(settings, settings.reranker);
     const manifest = readManifest(dir);
     if (manifest.kind !== 'cross-encoder' || manifest.architecture !== 'bert') {
-      throw new Error(`models.reranker ${dir} is not a BERT cross-encoder`);
+      throw new ManifestError(`models.reranker ${dir} is not a BERT cross-encoder`);
     }
     crossEncoder = new BertCrossEncoder(dir, manifest, runtime, settings.batching);
   }

@@ -4,6 +4,7 @@ import { basename, extname, join, relative } from 'node:path';
 import type { CorpusDocument } from '../backend/ports.js';
 import { BoundedLines, isBlank, type Line } from './lines.js';
 import { cannotRead, looksBinary, NOT_UTF8, readTextFile, utf8 } from './text-file.js';
+import { StartupError } from '../startup-error.js';
 
 /**
  * What `rcp-server ingest` reads: JSON Lines in BEIR form (`{"_id", "title", "text", "metadata"?}`, `id` accepted
@@ -38,7 +39,7 @@ export interface SourceLimits {
   readonly maxMetadataBytes: number;
 }
 
-export class SourceError extends Error {
+export class SourceError extends StartupError {
   override name = 'SourceError';
 }
 

@@ -147,6 +147,19 @@ describe('configuration mistakes stop start-up with clear text (DESIGN §2: not 
     expect(code).toBe(2);
     expect(stderr).toMatch(/cannot read model manifest .*no-such-model/);
   });
+
+  it('a cross-encoder configured as the encoder: exit 2, one line naming it, no stack trace', async () => {
+    const reranker = fixture('a-reranker', { kind: 'cross-encoder' });
+    const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio'], {
+      cwd: ROOT,
+      env: { ...process.env, RCP_ENCODER: join(MODELS, reranker) },
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise((resolve) => child.once('close', resolve));
+    expect(code).toBe(2);
+    expect(stderr.trim()).toMatch(/^rcp-server: models.encoder .*a-reranker is a cross-encoder, not an encoder$/);
+  });
 });
 
 describe('overload', () => {

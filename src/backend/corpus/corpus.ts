@@ -26,6 +26,7 @@ import {
 import { StoreError } from '../store/dir-lock.js';
 import { chunkText } from './chunking.js';
 import { validateMetadata, type FieldType, type MetadataLimits } from './metadata.js';
+import { StartupError } from '../../startup-error.js';
 
 export interface CorpusSettings {
   readonly dir: string;
@@ -86,7 +87,7 @@ const REPLAY_BATCH = 1024;
  * cheap to rebuild (~0.5 s per 5k SciFact abstracts), and one persisted structure fewer to keep crash-consistent.
  */
 /** A data dir that cannot serve this configuration: a start-up error with clear text, never a wire code. */
-export class CorpusError extends Error {
+export class CorpusError extends StartupError {
   override name = 'CorpusError';
 }
 

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { removeFile } from '../files.js';
+import { StartupError } from '../../startup-error.js';
 
 /** The lock itself: a one-row SQLite database held in EXCLUSIVE locking mode (an fcntl lock the kernel drops when the
  * process dies, so a crash never leaves a stale lock behind). Its presence also says the dir has been served. */
@@ -11,7 +12,7 @@ export const LOCK_FILE = 'owner.lock';
 const OWNER_FILE = 'owner.json';
 
 /** A data dir this process cannot serve: a start-up error with one clear line, never a wire code. */
-export class StoreError extends Error {
+export class StoreError extends StartupError {
   override name = 'StoreError';
 }
 
