@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Models } from './backend/models.js';
 import type { Corpus } from './backend/corpus/corpus.js';
-import { CORE_METHODS } from './protocol/method-table.js';
+import { METHODS } from './protocol/method-table.js';
 
 /** Pipeline stage names (§9 progress stages); anything else is `other`, so the label set stays closed. */
 const FEEDBACK_FIELDS = new Set(['used', 'cited', 'helpful', 'reward', 'poisonSuspected', 'injectionSuspected']);
@@ -25,7 +25,7 @@ export class Metrics {
   readonly #known: ReadonlySet<string>;
 
   constructor(version: string, models: Models, corpus: Corpus | undefined, extraMethods: readonly string[] = []) {
-    this.#known = new Set([...Object.keys(CORE_METHODS), 'initialize', 'info', 'ping', 'shutdown', ...extraMethods]);
+    this.#known = new Set([...Object.keys(METHODS), ...extraMethods]);
     this.#requests = new Counter({
       name: 'rcp_requests_total',
       help: 'Answered JSON-RPC requests by method and result code (0 = success).',

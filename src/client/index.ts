@@ -1,4 +1,4 @@
-import { CORE_METHODS } from '../protocol/method-table.js';
+import { capabilityFor, isCoreMethod, METHODS } from '../protocol/method-table.js';
 import { HttpChannel, StdioChannel, type Channel, type Frame } from './channel.js';
 import { RcpError } from './errors.js';
 import { DEFAULT_RETRY, retryDelay, type RetryPolicy } from './retry.js';
@@ -261,11 +261,8 @@ export class RcpClient {
 
   /** §6: a method whose capability was not advertised fails here, before any I/O, with -32003. */
   #gate(method: string): void {
-    const capability =
-      method in CORE_METHODS
-        ? CORE_METHODS[method as keyof typeof CORE_METHODS]
-        : /^(x-[a-z0-9-]+)\//.exec(method)?.[1];
-    if (capability === null) return;
+    if (isCoreMethod(method) && METHODS[method].capability === null) return;
+    const capability = capabilityFor(method);
     if (capability === undefined || !(capability in this.capabilities)) {
       throw new RcpError(-32003, 'capability not advertised', {
         retryable: false,

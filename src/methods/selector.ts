@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { RemoteEngine } from '../backend/ports.js';
 import type { RequestContext } from '../protocol/context.js';
 import type { JsonObject } from '../protocol/messages.js';
-import { CORE_METHODS } from '../protocol/method-table.js';
+import { METHODS } from '../protocol/method-table.js';
 import type { MethodRegistry } from '../protocol/registry.js';
 import { firstAnswer } from './failover.js';
 
@@ -54,7 +54,7 @@ export class Selector {
   register(registry: MethodRegistry): void {
     const primary = this.#ordered.find((engine) => engine.info !== undefined);
     const capabilities = primary?.info?.capabilities ?? {};
-    for (const [method, capability] of Object.entries(CORE_METHODS)) {
+    for (const [method, { capability }] of Object.entries(METHODS)) {
       if (capability === null || NOT_RELAYED.has(capability) || !(capability in capabilities)) continue;
       registry.register(
         { method, params: AnyParams, handler: (params, ctx) => this.#route(method, params, ctx) },

@@ -1,57 +1,75 @@
 /**
- * §7: every RCP/1 method and the capability that gates it. `null` marks the four methods that are always
- * served (§7.1, §7.2, §7.12, §7.15). Vendor extension methods `x-<vendor>/<name>` are gated by the
- * capability key `x-<vendor>` (§6.2).
+ * What a method asks of the caller's credentials (§15.3: writes are authorised apart from reads): the lifecycle
+ * (§13) and notifications any caller may send; the methods that change what the server holds for everyone are
+ * writes; everything else, vendor methods and unknown names included, is a read.
  */
-export const CORE_METHODS = {
-  initialize: null,
-  info: null,
-  ping: null,
-  shutdown: null,
-  embed: 'embed',
-  'embed/sparse': 'sparseEmbed',
-  'embed/multi': 'multiVector',
-  rerank: 'rerank',
-  retrieve: 'retrieve',
-  'query/transform': 'transform',
-  graph: 'graph',
-  'index/add': 'index',
-  'index/delete': 'index',
-  'catalog/list': 'catalog',
-  feedback: 'feedback',
-  'memory/build': 'memory',
-  'memory/recall': 'memory',
-} as const satisfies Record<string, string | null>;
+export type MethodAccess = 'lifecycle' | 'read' | 'write';
 
-export type CoreMethod = keyof typeof CORE_METHODS;
-export type GatedMethod = { [M in CoreMethod]: (typeof CORE_METHODS)[M] extends null ? never : M }[CoreMethod];
+/** The rate-limit bucket a method draws from (§15.5): model inference, corpus writes, or everything else. */
+export type MethodClass = 'reads' | 'writes' | 'models';
+
+/** Everything the server knows about a method apart from its handler: one declaration, read by every layer. */
+export interface MethodDeclaration {
+  /** The capability key that gates it (§6.2); null: always served (§7.1, §7.2, §7.12, §7.15). */
+  readonly capability: string | null;
+  readonly access: MethodAccess;
+  /** Its rate-limit bucket; none for the lifecycle, so a limited caller can still probe and say goodbye. */
+  readonly rateClass: MethodClass | null;
+}
+
+const LIFECYCLE = { capability: null, access: 'lifecycle', rateClass: null } as const;
+const read = (capability: string, rateClass: MethodClass = 'reads') =>
+  ({ capability, access: 'read', rateClass }) as const;
+const write = (capability: string, rateClass: MethodClass) => ({ capability, access: 'write', rateClass }) as const;
+
+/**
+ * §7: every RCP/1 method. Vendor extension methods `x-<vendor>/<name>` are gated by the capability key
+ * `x-<vendor>` (§6.2), are reads, and draw from `reads`. (`memory/build` writes memory but is rate-limited as a
+ * read: its cost is a retrieve's.)
+ */
+export const METHODS = {
+  initialize: LIFECYCLE,
+  info: LIFECYCLE,
+  ping: LIFECYCLE,
+  shutdown: LIFECYCLE,
+  embed: read('embed', 'models'),
+  'embed/sparse': read('sparseEmbed', 'models'),
+  'embed/multi': read('multiVector', 'models'),
+  rerank: read('rerank', 'models'),
+  retrieve: read('retrieve'),
+  'query/transform': read('transform'),
+  graph: read('graph'),
+  'index/add': write('index', 'writes'),
+  'index/delete': write('index', 'writes'),
+  'catalog/list': read('catalog'),
+  feedback: read('feedback'),
+  'memory/build': write('memory', 'reads'),
+  'memory/recall': read('memory'),
+} as const satisfies Record<string, MethodDeclaration>;
+
+export type CoreMethod = keyof typeof METHODS;
 
 const VENDOR_METHOD = /^(x-[a-z0-9-]+)\/.+$/;
 
 export function isCoreMethod(method: string): method is CoreMethod {
-  return Object.hasOwn(CORE_METHODS, method);
+  return Object.hasOwn(METHODS, method);
 }
 
 /** The capability key that gates `method`, or undefined when the method is not gated (or not an RCP name). */
 export function capabilityFor(method: string): string | undefined {
-  if (isCoreMethod(method)) return CORE_METHODS[method] ?? undefined;
+  if (isCoreMethod(method)) return METHODS[method].capability ?? undefined;
   return VENDOR_METHOD.exec(method)?.[1];
 }
 
-/**
- * What a method asks of the caller's credentials (§15.3: writes are authorised apart from reads): the lifecycle
- * (§13) and notifications any caller may send; the methods that change what the server holds for everyone
- * (`index/*`, `memory/build`) are writes; everything else, vendor methods and unknown names included, is a read.
- */
-export type MethodAccess = 'lifecycle' | 'read' | 'write';
-
-const WRITE_METHODS: ReadonlySet<string> = new Set<CoreMethod>(['index/add', 'index/delete', 'memory/build']);
-
 export function accessFor(method: string): MethodAccess {
-  if (method.startsWith('notifications/') || (isCoreMethod(method) && CORE_METHODS[method] === null)) {
-    return 'lifecycle';
-  }
-  return WRITE_METHODS.has(method) ? 'write' : 'read';
+  if (method.startsWith('notifications/')) return 'lifecycle';
+  return isCoreMethod(method) ? METHODS[method].access : 'read';
+}
+
+/** The rate-limit bucket `method` draws from; undefined for the lifecycle and notifications (never limited). */
+export function rateClassOf(method: string): MethodClass | undefined {
+  if (method.startsWith('notifications/')) return undefined;
+  return isCoreMethod(method) ? (METHODS[method].rateClass ?? undefined) : 'reads';
 }
 
 export function isVendorMethod(method: string): boolean {

@@ -1,7 +1,8 @@
 import type { RpcError } from '../protocol/errors.js';
 import { isJsonObject } from '../protocol/messages.js';
 import type { LoadShedder } from './load-shedding.js';
-import { methodClass, type RateLimiter } from './rate-limit.js';
+import { rateClassOf } from '../protocol/method-table.js';
+import type { RateLimiter } from './rate-limit.js';
 
 export type RefusalReason = 'overload' | 'rate_limit';
 
@@ -27,12 +28,12 @@ export class Admission {
     if (!this.enabled) return false;
     const members: unknown[] = Array.isArray(value) ? value : [value];
     return members.some(
-      (member) => isJsonObject(member) && typeof member.method === 'string' && methodClass(member.method) !== undefined,
+      (member) => isJsonObject(member) && typeof member.method === 'string' && rateClassOf(member.method) !== undefined,
     );
   }
 
   async check(caller: string, method: unknown): Promise<RpcError | undefined> {
-    if (typeof method !== 'string' || methodClass(method) === undefined) return undefined;
+    if (typeof method !== 'string' || rateClassOf(method) === undefined) return undefined;
     const overloaded = this.shedder?.check();
     if (overloaded !== undefined) {
       this.onRefused('overload', method);

@@ -1,28 +1,18 @@
 import { RpcError } from '../protocol/errors.js';
+import { rateClassOf, type MethodClass } from '../protocol/method-table.js';
 import type { BucketStore } from './bucket-store.js';
 import { MemoryBucketStore } from './bucket-store.js';
 
 /**
- * Per-caller token buckets, one per method class (§12.2, §15.5): `reads` (retrieve and the rest),
- * `writes` (index/add, index/delete), `models` (embed, rerank). A bucket holds up to one second of its rate and
+ * Per-caller token buckets, one per method class (§12.2, §15.5; each method's class is in the method table):
+ * `reads` (retrieve and the rest), `writes` (index/add, index/delete), `models` (embed, rerank). A bucket holds up to one second of its rate and
  * refills continuously; an empty one answers -32011 with `retryAfterMs` = the time until the next token. The lifecycle
  * methods and notifications are never limited: health probes keep answering and a `notifications/cancel` is never
  * dropped. The JSON-RPC answer is what carries the refusal (§5.2), which is why this is not @fastify/rate-limit: that
  * answers HTTP 429 without a JSON-RPC frame, per HTTP request rather than per batch member and method class.
  * Where the buckets live is the store's business: this process's memory, or Redis shared by every replica.
  */
-export type MethodClass = 'reads' | 'writes' | 'models';
 export type Rates = Readonly<Record<MethodClass, number>>;
-
-const WRITES = new Set(['index/add', 'index/delete']);
-const MODELS = new Set(['embed', 'rerank', 'embed/sparse', 'embed/multi']);
-/** Always admitted: the lifecycle (§7.1, §7.2, §7.12, §7.15), so a limited caller can still probe and say goodbye. */
-export const EXEMPT = new Set(['initialize', 'info', 'ping', 'shutdown']);
-
-export function methodClass(method: string): MethodClass | undefined {
-  if (EXEMPT.has(method) || method.startsWith('notifications/')) return undefined;
-  return WRITES.has(method) ? 'writes' : MODELS.has(method) ? 'models' : 'reads';
-}
 
 export class RateLimiter {
   constructor(
@@ -36,7 +26,7 @@ export class RateLimiter {
 
   /** Takes one token for `caller` calling `method`; -32011 when the bucket is empty. */
   async take(caller: string, method: string): Promise<RpcError | undefined> {
-    const kind = methodClass(method);
+    const kind = rateClassOf(method);
     const rate = kind === undefined ? 0 : this.rates[kind];
     if (rate <= 0 || kind === undefined) return undefined;
     const waitMs = await this.store.take(`${kind}:${caller}`, rate, Math.max(1, rate));
