@@ -18,7 +18,7 @@ import type { FieldType } from './backend/ports.js';
 import { OPERATORS } from './retrieval/filter.js';
 import { Metrics } from './metrics.js';
 import { MethodRegistry } from './protocol/registry.js';
-import { Session, type SessionOptions } from './protocol/session.js';
+import { Session, type SessionLimits, type SessionOptions } from './protocol/session.js';
 import { lateInteractionScores } from './retrieval/late-interaction.js';
 import { ApiKeys } from './transport/auth.js';
 import { capConnections, serverOptions } from './transport/connections.js';
@@ -68,10 +68,6 @@ export interface App {
 }
 
 /**
- * The composition root (DESIGN §1): builds the method registry from configuration and hands out sessions
- * and the HTTP server. It listens on nothing itself: main.ts chooses a transport, tests build this.
- */
-/**
  * createApp failed after the models began loading. `closed` settles once they are shut down: the process must wait
  * for it before exiting (a model worker cut off mid-load aborts the process instead of exiting with its code).
  */
@@ -93,6 +89,10 @@ function contentFetcher(config: Config, configFile: string | undefined): PolicyU
   return new PolicyUriFetcher(config.content.fetch, protectedPaths);
 }
 
+/**
+ * The composition root (DESIGN §1): builds the method registry from configuration and hands out sessions
+ * and the HTTP server. It listens on nothing itself: main.ts chooses a transport, tests build this.
+ */
 export function createApp(config: Config, options: AppOptions = {}): App {
   const registry = new MethodRegistry();
   const content = new ContentReader(contentFetcher(config, options.configFile));
@@ -106,48 +106,9 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     throw new AppStartError(error as Error, models.close());
   }
   const metrics = new Metrics(config.server.version, models, corpus);
-  if (corpus !== undefined) {
-    const limits = { writable: config.index.writable, maxDocuments: config.index.maxDocumentsPerAdd };
-    const [add, remove] = indexMethods(corpus, limits);
-    registry.register(...add).register(...remove);
-    registerRetrieve(registry, config, models, corpus, rerankers, content);
-    // §7.8 without a language model: only the methods that run here are advertised.
-    registry.register(...transformMethod(corpus, config.limits.maxQueryChars));
-    // §7.16: advisory signals, bounded and expiring; flags go to the operator's log and metrics.
-    const feedback = new FeedbackStore(100_000, config.retrieve.sessionTtlSeconds * 1000);
-    registry.register(
-      ...feedbackMethod(corpus, {
-        store: feedback,
-        maxSignals: config.index.maxDocumentsPerAdd,
-        maxQueryChars: config.limits.maxQueryChars,
-        onSignal: metrics.feedbackSignal,
-        onFlag: (flag) => {
-          metrics.feedbackFlag(flag.kind);
-          logger.warn(flag, 'feedback flags a hit for review');
-        },
-      }),
-    );
-    // §7.4 from the lexical index: BM25 term weights, named as such (not SPLADE).
-    registry.register(
-      ...embedSparseMethod(corpus, {
-        batchLimit: config.models.embedBatchLimit,
-        content,
-        bm25: config.index.bm25,
-        maxTextBytes: config.index.maxDocumentBytes,
-      }),
-    );
-  }
-  const ownHealth = () => {
-    const state = models.health();
-    if (corpus === undefined) return state;
-    const corpusHealth = corpus.health();
-    return { ready: state.ready && corpusHealth.ready, models: { ...state.models, corpus: corpusHealth } };
-  };
-  const health = () => {
-    const own = ownHealth();
-    const extra = options.health?.();
-    return extra === undefined ? own : { ...own, ...extra, ready: own.ready && extra.ready };
-  };
+  if (corpus !== undefined)
+    registerCorpusMethods(registry, config, corpus, { models, rerankers, content, metrics, logger });
+  const health = healthOf(models, corpus, options.health);
   // §17.1: notifications/log to clients that advertise `log` (stdio, and SSE answers over HTTP).
   registry.advertise('log', { levels: ['debug', 'info', 'notice', 'warning', 'error'] });
   options.register?.(registry);
@@ -156,27 +117,12 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   // Loading models and the corpus lags the loop; that is start-up, not client overload (§15.5).
   void shedder.ownWork(Promise.all([models.loaded, corpus?.ready]));
   const admission = openAdmission(config, shedder, logger, metrics);
-  const limits = {
-    maxBatchSize: config.limits.maxBatchSize,
-    maxResponseBytes: config.limits.maxResponseBytes,
-    requestTimeoutMs: config.limits.requestTimeoutMs,
-    onInternalError: (error: unknown, method: string) => logger.error({ err: error, method }, 'method failed'),
-    onAnswered: (method: string, code: number, ms: number, params: Record<string, unknown>) => {
-      metrics.observe(method, code, ms);
-      // §15.6: the request log names the method and outcome; bodies only when the operator turned them on.
-      logger.debug(
-        { method, code, ms: Math.round(ms * 10) / 10, ...(config.log.bodies ? { params } : {}) },
-        'answered',
-      );
-    },
-    onStage: metrics.observeStage,
-  };
-  // Large frames are parsed and serialised in a worker thread (DESIGN §5b).
-  const codec = new WorkerCodec();
+  const limits = sessionLimits(config, logger, metrics);
   const createSession = (sessionOptions: SessionOptions = {}): Session =>
     new Session(registry, config.server, limits, sessionOptions);
-
-  const servers: { server: FastifyInstance; inFlight: () => number }[] = [];
+  // Large frames are parsed and serialised in a worker thread (DESIGN §5b).
+  const codec = new WorkerCodec();
+  const http = new HttpServers({ config, logger, createSession, codec, admission, health, metrics });
   return {
     config,
     registry,
@@ -195,12 +141,10 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         maxInFlight: config.limits.maxInFlightPerConnection,
         admission,
       }),
-    buildHttp: () => shedder.ownWork(buildHttp()),
-    buildOperatorHttp,
+    buildHttp: () => shedder.ownWork(http.build()),
+    buildOperatorHttp: () => http.buildOperator(),
     async close() {
-      await Promise.all(
-        servers.splice(0).map(({ server, inFlight }) => drain(server, inFlight, config.limits.requestTimeoutMs)),
-      );
+      await http.drain();
       await corpus?.close();
       await codec.close();
       await models.close();
@@ -208,25 +152,114 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       await options.onClose?.();
     },
   };
+}
 
-  function operatorOptions(auth?: ApiKeys): OperatorOptions {
-    if (config.metrics.path !== '') metrics.enableProcessMetrics();
-    return { health, metrics: metrics.registry, metricsPath: config.metrics.path, auth };
-  }
+/** The methods served from the corpus: index writes, retrieve, query/transform, feedback, embed/sparse. */
+function registerCorpusMethods(
+  registry: MethodRegistry,
+  config: Config,
+  corpus: Corpus,
+  {
+    models,
+    rerankers,
+    content,
+    metrics,
+    logger,
+  }: {
+    models: Models;
+    rerankers: Reranker[];
+    content: ContentReader;
+    metrics: Metrics;
+    logger: FastifyBaseLogger;
+  },
+): void {
+  const limits = { writable: config.index.writable, maxDocuments: config.index.maxDocumentsPerAdd };
+  const [add, remove] = indexMethods(corpus, limits);
+  registry.register(...add).register(...remove);
+  registerRetrieve(registry, config, models, corpus, rerankers, content);
+  // §7.8 without a language model: only the methods that run here are advertised.
+  registry.register(...transformMethod(corpus, config.limits.maxQueryChars));
+  // §7.16: advisory signals, bounded and expiring; flags go to the operator's log and metrics.
+  const feedback = new FeedbackStore(100_000, config.retrieve.sessionTtlSeconds * 1000);
+  registry.register(
+    ...feedbackMethod(corpus, {
+      store: feedback,
+      maxSignals: config.index.maxDocumentsPerAdd,
+      maxQueryChars: config.limits.maxQueryChars,
+      onSignal: metrics.feedbackSignal,
+      onFlag: (flag) => {
+        metrics.feedbackFlag(flag.kind);
+        logger.warn(flag, 'feedback flags a hit for review');
+      },
+    }),
+  );
+  // §7.4 from the lexical index: BM25 term weights, named as such (not SPLADE).
+  registry.register(
+    ...embedSparseMethod(corpus, {
+      batchLimit: config.models.embedBatchLimit,
+      content,
+      bm25: config.index.bm25,
+      maxTextBytes: config.index.maxDocumentBytes,
+    }),
+  );
+}
 
-  /** The operator listener: `/healthz`, `/readyz` and the metrics, without keys (see transport/operator.ts). */
-  async function buildOperatorHttp(): Promise<FastifyInstance> {
-    const app: FastifyInstance = Fastify({
-      loggerInstance: logger,
-      ...serverOptions(config.http, config.limits.requestTimeoutMs),
-    });
-    operatorRoutes(app, operatorOptions());
-    await app.ready();
-    servers.push({ server: app, inFlight: () => 0 });
-    return app;
-  }
+type Health = { ready: boolean; [detail: string]: unknown };
 
-  async function buildHttp(): Promise<FastifyInstance> {
+/** Readiness: the models, the corpus, and whatever else the caller's methods depend on (a gateway's engines). */
+function healthOf(models: Models, corpus: Corpus | undefined, extra?: () => Health): () => Health {
+  const own = (): Health => {
+    const state = models.health();
+    if (corpus === undefined) return state;
+    const corpusHealth = corpus.health();
+    return { ready: state.ready && corpusHealth.ready, models: { ...state.models, corpus: corpusHealth } };
+  };
+  return () => {
+    const mine = own();
+    const theirs = extra?.();
+    return theirs === undefined ? mine : { ...mine, ...theirs, ready: mine.ready && theirs.ready };
+  };
+}
+
+/** What every session is held to, and what it reports: batch and answer limits, deadlines, metrics and logs. */
+function sessionLimits(config: Config, logger: FastifyBaseLogger, metrics: Metrics): SessionLimits {
+  return {
+    maxBatchSize: config.limits.maxBatchSize,
+    maxResponseBytes: config.limits.maxResponseBytes,
+    requestTimeoutMs: config.limits.requestTimeoutMs,
+    onInternalError: (error: unknown, method: string) => logger.error({ err: error, method }, 'method failed'),
+    onAnswered: (method: string, code: number, ms: number, params: Record<string, unknown>) => {
+      metrics.observe(method, code, ms);
+      // §15.6: the request log names the method and outcome; bodies only when the operator turned them on.
+      logger.debug(
+        { method, code, ms: Math.round(ms * 10) / 10, ...(config.log.bodies ? { params } : {}) },
+        'answered',
+      );
+    },
+    onStage: metrics.observeStage,
+  };
+}
+
+/** What the HTTP listeners are built from. */
+interface HttpParts {
+  readonly config: Config;
+  readonly logger: FastifyBaseLogger;
+  readonly createSession: (options?: SessionOptions) => Session;
+  readonly codec: WorkerCodec;
+  readonly admission: Admission;
+  readonly health: () => Health;
+  readonly metrics: Metrics;
+}
+
+/** The HTTP listeners this app has built, and how to drain them all on close. */
+class HttpServers {
+  readonly #servers: { server: FastifyInstance; inFlight: () => number }[] = [];
+
+  constructor(private readonly parts: HttpParts) {}
+
+  /** The RCP transport (§5.2), with `/healthz`, `/readyz` and the metrics unless the operator listener has them. */
+  async build(): Promise<FastifyInstance> {
+    const { config, logger, createSession, codec, admission } = this.parts;
     const app: FastifyInstance = Fastify({
       loggerInstance: logger,
       // Only configured proxies may name the client (X-Forwarded-For); anyone else could choose their address.
@@ -246,7 +279,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     });
     const auth = new ApiKeys(config.auth.apiKeys);
     // With an operator listener, readiness and metrics are served there only.
-    operatorRoutes(app, config.http.operatorPort === 0 ? operatorOptions(auth) : { metricsPath: '' });
+    operatorRoutes(app, config.http.operatorPort === 0 ? this.#operatorOptions(auth) : { metricsPath: '' });
     await app.register(rcpHttp, {
       base: config.http.base,
       sessions,
@@ -261,14 +294,43 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       admission,
     });
     await app.ready();
-    // Responses in flight (SSE included: a hijacked response still closes), for a graceful close.
+    this.#track(app);
+    return app;
+  }
+
+  /** The operator listener: `/healthz`, `/readyz` and the metrics, without keys (see transport/operator.ts). */
+  async buildOperator(): Promise<FastifyInstance> {
+    const { config, logger } = this.parts;
+    const app: FastifyInstance = Fastify({
+      loggerInstance: logger,
+      ...serverOptions(config.http, config.limits.requestTimeoutMs),
+    });
+    operatorRoutes(app, this.#operatorOptions());
+    await app.ready();
+    this.#track(app);
+    return app;
+  }
+
+  /** Closes every listener built, each after its requests in flight (see `drain`). */
+  async drain(): Promise<void> {
+    const deadlineMs = this.parts.config.limits.requestTimeoutMs;
+    await Promise.all(this.#servers.splice(0).map(({ server, inFlight }) => drain(server, inFlight, deadlineMs)));
+  }
+
+  #operatorOptions(auth?: ApiKeys): OperatorOptions {
+    const { config, health, metrics } = this.parts;
+    if (config.metrics.path !== '') metrics.enableProcessMetrics();
+    return { health, metrics: metrics.registry, metricsPath: config.metrics.path, auth };
+  }
+
+  /** Responses in flight (SSE included: a hijacked response still closes), for a graceful close. */
+  #track(app: FastifyInstance): void {
     let inFlight = 0;
     app.server.on('request', (_request: unknown, response: { once(event: 'close', listener: () => void): void }) => {
       inFlight++;
       response.once('close', () => inFlight--);
     });
-    servers.push({ server: app, inFlight: () => inFlight });
-    return app;
+    this.#servers.push({ server: app, inFlight: () => inFlight });
   }
 }
 
