@@ -46,137 +46,162 @@ export interface StdioConnection {
  * stdout carries protocol frames only. EOF and `shutdown` stop reading, drain in-flight requests, then close.
  */
 export function serveStdio(options: StdioOptions): StdioConnection {
-  const { input, output, log, maxInFlight } = options;
-  const splitter = new LineSplitter(options.maxLineBytes, options.maxFrameValues);
-  const pending = new Set<Promise<void>>();
+  return new StdioServer(options);
+}
+
+class StdioServer implements StdioConnection {
+  readonly closed: Promise<void>;
+  readonly #options: StdioOptions;
+  readonly #splitter: LineSplitter;
+  readonly #session: Session;
+  readonly #codec: FrameCodec;
+  readonly #pending = new Set<Promise<void>>();
   /** Lines read but not yet dispatched: at most one chunk's worth, since reading pauses while any wait. */
-  const backlog: string[] = [];
-  let accepting = true;
-  let inputEnded = false;
-  let dead = false;
-  let draining = false;
-  const session = options.createSession({ onShutdown: () => stopReading() });
+  readonly #backlog: string[] = [];
+  #accepting = true;
+  #inputEnded = false;
+  #dead = false;
+  #draining = false;
+  #finish: () => void = () => undefined;
+  /** Admission may wait on Redis: the frame admitted last, and how many wait behind it (see `#admitInOrder`). */
+  #previous: Promise<unknown> = Promise.resolve();
+  #waiting = 0;
 
-  // Read only while there is room for more work and the reader keeps up with the answers: a client that pipelines
-  // thousands of requests, or stops reading, holds at most `maxInFlight` requests and their answers in memory.
-  const flowControl = (): void => {
-    if (!accepting || inputEnded) return;
-    if (draining || backlog.length > 0 || pending.size >= maxInFlight) input.pause();
+  constructor(options: StdioOptions) {
+    this.#options = options;
+    this.#splitter = new LineSplitter(options.maxLineBytes, options.maxFrameValues);
+    this.#session = options.createSession({ onShutdown: () => this.#stopReading() });
+    this.#codec = options.codec ?? inlineCodec;
+    this.closed = new Promise<void>((resolve) => (this.#finish = resolve));
+    this.#listen();
+  }
+
+  #listen(): void {
+    const { input, output, log } = this.#options;
+    input.on('data', this.#onData);
+    const ended = (): void => {
+      if (this.#inputEnded) return;
+      for (const event of this.#splitter.end()) if (event.kind === 'line') this.#backlog.push(event.text);
+      this.#inputEnded = true;
+      this.#pump();
+    };
+    input.once('end', ended);
+    // Destroyed rather than ended (the server's own SIGTERM, or a fatal start-up finding): no 'end' comes.
+    input.once('close', ended);
+    input.once('error', (error) => {
+      log.warn({ err: error }, 'stdin failed');
+      this.#stopReading();
+    });
+    output.on('error', (error) => {
+      // §13.1 transport death: in-flight requests are abandoned, not answered.
+      log.warn({ err: error }, 'stdout closed');
+      this.#dead = true;
+      this.#session.abortAll(RpcError.cancelled('transport closed'));
+      this.#stopReading();
+    });
+  }
+
+  /**
+   * Read only while there is room for more work and the reader keeps up with the answers: a client that pipelines
+   * thousands of requests, or stops reading, holds at most `maxInFlight` requests and their answers in memory.
+   */
+  #flowControl(): void {
+    if (!this.#accepting || this.#inputEnded) return;
+    const { input, maxInFlight } = this.#options;
+    if (this.#draining || this.#backlog.length > 0 || this.#pending.size >= maxInFlight) input.pause();
     else input.resume();
-  };
-  const pump = (): void => {
-    while (accepting && backlog.length > 0 && pending.size < maxInFlight) dispatch(backlog.shift()!);
-    if (inputEnded && backlog.length === 0) stopReading();
-    flowControl();
-  };
+  }
 
-  const writeText = (text: string): void => {
-    if (dead) return;
-    if (!output.write(`${text}\n`) && !draining) {
-      draining = true;
-      flowControl();
+  #pump(): void {
+    while (this.#accepting && this.#backlog.length > 0 && this.#pending.size < this.#options.maxInFlight) {
+      this.#dispatch(this.#backlog.shift()!);
+    }
+    if (this.#inputEnded && this.#backlog.length === 0) this.#stopReading();
+    this.#flowControl();
+  }
+
+  #writeText(text: string): void {
+    if (this.#dead) return;
+    const { output } = this.#options;
+    if (!output.write(`${text}\n`) && !this.#draining) {
+      this.#draining = true;
+      this.#flowControl();
       output.once('drain', () => {
-        draining = false;
-        pump();
+        this.#draining = false;
+        this.#pump();
       });
     }
-  };
-  const write = (frame: unknown): void => writeText(serialize(frame));
+  }
 
-  const admission = options.admission;
-  const codec = options.codec ?? inlineCodec;
-  const run = async ({ accepted, rejected }: Screened): Promise<void> => {
-    const handled = accepted === undefined ? undefined : await session.handle(accepted, write);
+  readonly #write = (frame: unknown): void => this.#writeText(serialize(frame));
+
+  async #run({ accepted, rejected }: Screened): Promise<void> {
+    const handled = accepted === undefined ? undefined : await this.#session.handle(accepted, this.#write);
     const reply = mergeReplies(handled, rejected);
-    if (reply !== undefined) writeText((await codec.serializeReply(reply, options.maxResponseBytes)).text);
-  };
+    if (reply !== undefined) {
+      this.#writeText((await this.#codec.serializeReply(reply, this.#options.maxResponseBytes)).text);
+    }
+  }
 
-  // Admission may wait on Redis, yet frames must reach the session in arrival order (a cancel after its request,
-  // nothing after shutdown, §7.14, §13.1): each frame waits for the frames before it, and while none is waiting a
-  // frame goes straight through, synchronously — so shutdown stops reading before the next line is dispatched.
-  let previous: Promise<unknown> = Promise.resolve();
-  let waiting = 0;
-  const admitInOrder = (value: unknown): Promise<void> => {
-    const guard = admission;
+  /**
+   * Admission may wait on Redis, yet frames must reach the session in arrival order (a cancel after its request,
+   * nothing after shutdown, §7.14, §13.1): each frame waits for the frames before it, and while none is waiting a
+   * frame goes straight through, synchronously — so shutdown stops reading before the next line is dispatched.
+   */
+  #admitInOrder(value: unknown): Promise<void> {
+    const guard = this.#options.admission;
     const applies = guard?.appliesTo(value) === true;
-    if (guard === undefined || (!applies && waiting === 0)) return run({ accepted: value, rejected: [] });
+    if (guard === undefined || (!applies && this.#waiting === 0)) return this.#run({ accepted: value, rejected: [] });
     const screened: Promise<Screened> = applies
       ? screen(value, (method) => guard.check('stdio', method))
       : Promise.resolve({ accepted: value, rejected: [] });
-    waiting++;
-    const ready = Promise.all([previous, screened]).then(([, result]) => result);
-    previous = ready.finally(() => waiting--);
-    return ready.then(run);
-  };
+    this.#waiting++;
+    const ready = Promise.all([this.#previous, screened]).then(([, result]) => result);
+    this.#previous = ready.finally(() => this.#waiting--);
+    return ready.then((result) => this.#run(result));
+  }
 
-  function dispatch(text: string): void {
+  #dispatch(text: string): void {
     const parsed = parseFrame(text);
-    if (!parsed.ok) return write(parsed.reply);
-    const work = admitInOrder(parsed.value);
-    const tracked = work.then(
+    if (!parsed.ok) return this.#write(parsed.reply);
+    const tracked = this.#admitInOrder(parsed.value).then(
       () => undefined,
-      (error: unknown) => log.error({ err: error }, 'stdio dispatch failed'),
+      (error: unknown) => this.#options.log.error({ err: error }, 'stdio dispatch failed'),
     );
-    pending.add(tracked);
+    this.#pending.add(tracked);
     void tracked.finally(() => {
-      pending.delete(tracked);
-      pump();
+      this.#pending.delete(tracked);
+      this.#pump();
     });
     // A shutdown waiting its turn still ends reading now: nothing after it is processed (§13.1).
-    if (isShutdown(parsed.value)) stopReading();
+    if (isShutdown(parsed.value)) this.#stopReading();
   }
 
-  const onData = (chunk: Buffer | string): void => {
+  readonly #onData = (chunk: Buffer | string): void => {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
-    for (const event of splitter.push(bytes)) {
-      if (event.kind === 'line') backlog.push(event.text);
-      else write(failure(null, RpcError.payloadTooLarge(refusal(event, options))));
+    for (const event of this.#splitter.push(bytes)) {
+      if (event.kind === 'line') this.#backlog.push(event.text);
+      else this.#write(failure(null, RpcError.payloadTooLarge(refusal(event, this.#options))));
     }
-    pump();
+    this.#pump();
   };
 
-  let finish: () => void = () => undefined;
-  const closed = new Promise<void>((resolve) => (finish = resolve));
-
-  const drainAndClose = async (): Promise<void> => {
-    await session.idle();
-    await Promise.all(pending);
-    if (dead) return finish();
-    output.write('', () => finish());
-  };
-
-  function stopReading(): void {
-    if (!accepting) return;
-    accepting = false;
-    backlog.length = 0;
-    input.off('data', onData);
-    input.pause();
-    // Let the line being dispatched (the shutdown itself) register before draining.
-    setImmediate(() => void drainAndClose());
+  async #drainAndClose(): Promise<void> {
+    await this.#session.idle();
+    await Promise.all(this.#pending);
+    if (this.#dead) return this.#finish();
+    this.#options.output.write('', () => this.#finish());
   }
 
-  input.on('data', onData);
-  const ended = (): void => {
-    if (inputEnded) return;
-    for (const event of splitter.end()) if (event.kind === 'line') backlog.push(event.text);
-    inputEnded = true;
-    pump();
-  };
-  input.once('end', ended);
-  // Destroyed rather than ended (the server's own SIGTERM, or a fatal start-up finding): no 'end' comes.
-  input.once('close', ended);
-  input.once('error', (error) => {
-    log.warn({ err: error }, 'stdin failed');
-    stopReading();
-  });
-  output.on('error', (error) => {
-    // §13.1 transport death: in-flight requests are abandoned, not answered.
-    log.warn({ err: error }, 'stdout closed');
-    dead = true;
-    session.abortAll(RpcError.cancelled('transport closed'));
-    stopReading();
-  });
-  return { closed };
+  #stopReading(): void {
+    if (!this.#accepting) return;
+    this.#accepting = false;
+    this.#backlog.length = 0;
+    this.#options.input.off('data', this.#onData);
+    this.#options.input.pause();
+    // Let the line being dispatched (the shutdown itself) register before draining.
+    setImmediate(() => void this.#drainAndClose());
+  }
 }
 
 /** Why a frame was discarded unparsed. */
