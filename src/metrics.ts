@@ -3,8 +3,9 @@ import type { Models } from './backend/models.js';
 import type { Corpus } from './backend/corpus/corpus.js';
 import { METHODS } from './protocol/method-table.js';
 
-/** Pipeline stage names (§9 progress stages); anything else is `other`, so the label set stays closed. */
+/** §7.16 feedback fields counted by name; anything else is `other`. */
 const FEEDBACK_FIELDS = new Set(['used', 'cited', 'helpful', 'reward', 'poisonSuspected', 'injectionSuspected']);
+/** Pipeline stage names (§9 progress stages); anything else is `other`, so the label set stays closed. */
 const STAGES = new Set(['recall', 'fuse', 'rerank', 'pack', 'embed', 'index']);
 
 /**
@@ -69,6 +70,18 @@ export class Metrics {
       labelNames: ['kind'],
       registers: [this.registry],
     });
+    this.#modelMetrics(models);
+    this.#corpusSize(corpus);
+    new Gauge({
+      name: 'rcp_build_info',
+      help: 'Build information.',
+      labelNames: ['version'],
+      registers: [this.registry],
+    }).set({ version }, 1);
+  }
+
+  /** Batch sizes and times of every model call, and the texts waiting in each model's queue. */
+  #modelMetrics(models: Models): void {
     const batchSize = new Histogram({
       name: 'rcp_model_batch_size',
       help: 'Texts per model call made by the batching queue, by model role.',
@@ -96,6 +109,9 @@ export class Metrics {
         for (const [model, depth] of Object.entries(models.queueDepths())) this.set({ model }, depth);
       },
     });
+  }
+
+  #corpusSize(corpus: Corpus | undefined): void {
     new Gauge({
       name: 'rcp_corpus_size',
       help: 'Corpus size by kind (documents, chunks, dense, lexical).',
@@ -107,12 +123,6 @@ export class Metrics {
         for (const kind of ['documents', 'chunks', 'dense', 'lexical'] as const) this.set({ kind }, stats[kind]);
       },
     });
-    new Gauge({
-      name: 'rcp_build_info',
-      help: 'Build information.',
-      labelNames: ['version'],
-      registers: [this.registry],
-    }).set({ version }, 1);
   }
 
   #processMetrics = false;

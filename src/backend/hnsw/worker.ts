@@ -56,43 +56,63 @@ function ensureCapacity(extra: number): void {
   index.resizeIndex(Math.max(needed, index.getMaxElements() * 2));
 }
 
+/** Opens a new index, empty or read from a saved file checked against its recorded size and digest. */
+function open(request: Extract<DenseRequest, { op: 'open' }>): DenseReply {
+  options = request.options;
+  live.clear();
+  index = new hnswlib.HierarchicalNSW(options.space, options.dimension);
+  if (request.file === undefined) {
+    index.initIndex({
+      maxElements: options.initialCapacity,
+      m: options.m,
+      efConstruction: options.efConstruction,
+      allowReplaceDeleted: true,
+    });
+    index.setEf(options.efSearch);
+    return { ok: true, loaded: false, count: 0 };
+  }
+  const found = digestFile(request.file);
+  const { expected } = request;
+  if (expected === undefined || found.bytes !== expected.bytes || found.sha256 !== expected.sha256)
+    throw new Error(`${request.file}: ${found.bytes} bytes, not the ${expected?.bytes ?? '?'} saved (or damaged)`);
+  // allowReplaceDeleted: fresh labels may reuse the slots of deleted ones.
+  index.readIndexSync(request.file, true);
+  // getIdsList includes labels marked deleted; getPoint throws for exactly those.
+  for (const label of index.getIdsList()) {
+    try {
+      index.getPoint(label);
+      live.add(label);
+    } catch {
+      // deleted before the save
+    }
+  }
+  index.setEf(options.efSearch);
+  return { ok: true, loaded: true, count: live.size };
+}
+
+const NO_HITS: DenseReply = { ok: true, labels: new Float64Array(0), distances: new Float32Array(0) };
+
+function search(request: Extract<DenseRequest, { op: 'search' }>): DenseReply {
+  if (index === undefined || options === undefined) throw new Error('index not open');
+  const k = Math.min(request.k, live.size);
+  if (k === 0) return NO_HITS;
+  index.setEf(Math.max(options.efSearch, request.ef, k));
+  const allow = request.allow === undefined ? undefined : new Set(request.allow);
+  if (allow?.size === 0) return NO_HITS;
+  // A selective filter: score the allowed points exactly, so k hits come back whenever k exist.
+  if (allow !== undefined && allow.size <= EXACT_BELOW) return exact(request.vector, allow, k);
+  const result = index.searchKnn(
+    toArray(request.vector, 0, options.dimension),
+    allow === undefined ? k : Math.min(k, allow.size),
+    allow === undefined ? undefined : (label: number) => allow.has(label),
+  );
+  return { ok: true, labels: Float64Array.from(result.neighbors), distances: Float32Array.from(result.distances) };
+}
+
 function handle(request: DenseRequest): DenseReply {
   switch (request.op) {
-    case 'open': {
-      options = request.options;
-      live.clear();
-      index = new hnswlib.HierarchicalNSW(options.space, options.dimension);
-      let loaded = false;
-      if (request.file !== undefined) {
-        const found = digestFile(request.file);
-        const { expected } = request;
-        if (expected === undefined || found.bytes !== expected.bytes || found.sha256 !== expected.sha256)
-          throw new Error(
-            `${request.file}: ${found.bytes} bytes, not the ${expected?.bytes ?? '?'} saved (or damaged)`,
-          );
-        // allowReplaceDeleted: fresh labels may reuse the slots of deleted ones.
-        index.readIndexSync(request.file, true);
-        loaded = true;
-        // getIdsList includes labels marked deleted; getPoint throws for exactly those.
-        for (const label of index.getIdsList()) {
-          try {
-            index.getPoint(label);
-            live.add(label);
-          } catch {
-            // deleted before the save
-          }
-        }
-      } else {
-        index.initIndex({
-          maxElements: options.initialCapacity,
-          m: options.m,
-          efConstruction: options.efConstruction,
-          allowReplaceDeleted: true,
-        });
-      }
-      index.setEf(options.efSearch);
-      return { ok: true, loaded, count: live.size };
-    }
+    case 'open':
+      return open(request);
     case 'add': {
       if (index === undefined || options === undefined) throw new Error('index not open');
       const { dimension } = options;
@@ -112,22 +132,8 @@ function handle(request: DenseRequest): DenseReply {
       }
       return { ok: true, count: live.size };
     }
-    case 'search': {
-      if (index === undefined || options === undefined) throw new Error('index not open');
-      const k = Math.min(request.k, live.size);
-      if (k === 0) return { ok: true, labels: new Float64Array(0), distances: new Float32Array(0) };
-      index.setEf(Math.max(options.efSearch, request.ef, k));
-      const allow = request.allow === undefined ? undefined : new Set(request.allow);
-      if (allow?.size === 0) return { ok: true, labels: new Float64Array(0), distances: new Float32Array(0) };
-      // A selective filter: score the allowed points exactly, so k hits come back whenever k exist.
-      if (allow !== undefined && allow.size <= EXACT_BELOW) return exact(request.vector, allow, k);
-      const result = index.searchKnn(
-        toArray(request.vector, 0, options.dimension),
-        allow === undefined ? k : Math.min(k, allow.size),
-        allow === undefined ? undefined : (label: number) => allow.has(label),
-      );
-      return { ok: true, labels: Float64Array.from(result.neighbors), distances: Float32Array.from(result.distances) };
-    }
+    case 'search':
+      return search(request);
     case 'save': {
       index?.writeIndexSync(request.file);
       syncPath(request.file);
