@@ -12,14 +12,80 @@ const NATIVE = {
   message: 'A native library belongs to its adapter under src/backend/<adapter>/.',
 };
 
-/** Files matching `files` may not import the sibling folders named in `forbidden` (nor the given packages). */
-function layer(files, forbidden, ...packages) {
-  const folders = forbidden.map((folder) => ({
-    group: [`../${folder}*`, `../../${folder}*`],
-    message: `DESIGN §1 layering: ${files} must not import src/${folder}`,
+/** The composition and process files at src/ top level: no layer below them may import one. */
+const TOP = ['app.js', 'main.js', 'cli.js', 'config.js', 'gateway.js', 'eval.js', 'metrics.js'];
+const IOREDIS = {
+  group: ['ioredis'],
+  message: 'Only the Redis bucket store (src/transport/redis-bucket-store.ts) uses ioredis.',
+};
+
+/**
+ * A zone: files matching `files` may not import the src/ paths in `forbid` (globs relative to src/, e.g.
+ * `backend/*`), except those in `allow`, nor the given packages. Paths are matched as written in the import, from
+ * src/ itself or one or two folders down.
+ */
+function zone(files, { forbid, allow = [] }, ...packages) {
+  const from = (path) => [`./${path}`, `../${path}`, `../../${path}`];
+  const folders = forbid.map((path) => ({
+    group: [...from(path), ...allow.flatMap(from).map((allowed) => `!${allowed}`)],
+    message: `DESIGN §1 layering: ${files} must not import src/${path}${allow.length > 0 ? ` (only ${allow.join(', ')})` : ''}`,
   }));
   return { files: [files], rules: { 'no-restricted-imports': ['error', { patterns: [...folders, ...packages] }] } };
 }
+
+/** DESIGN §1: the dependency direction, enforced folder by folder (test/unit/lint-zones.test.ts tries each hole). */
+export const ZONES = [
+  zone(
+    'src/protocol/**',
+    { forbid: ['transport*', 'methods*', 'retrieval*', 'backend*', 'client*', 'ingest*', ...TOP] },
+    FRAMEWORKS,
+    NATIVE,
+    IOREDIS,
+  ),
+  zone('src/transport/**', { forbid: ['methods*', 'retrieval*', 'backend*', 'client*', 'ingest*'] }, NATIVE),
+  // Methods reach the backend through its ports only: never a model adapter, queue or worker.
+  zone(
+    'src/methods/**',
+    { forbid: ['transport*', 'backend/**', 'client*', 'ingest*'], allow: ['backend/ports.js'] },
+    FRAMEWORKS,
+    NATIVE,
+    IOREDIS,
+  ),
+  zone(
+    'src/retrieval/**',
+    { forbid: ['transport*', 'methods*', 'backend/**', 'client*', 'ingest*'], allow: ['backend/ports.js'] },
+    FRAMEWORKS,
+    NATIVE,
+    IOREDIS,
+  ),
+  zone(
+    'src/backend/**',
+    { forbid: ['transport*', 'methods*', 'retrieval*', 'client*', 'ingest*'] },
+    FRAMEWORKS,
+    IOREDIS,
+  ),
+  // HTTP *clients* may use node:http, never Fastify: the Content uri fetcher (it pins the checked address, §15.5) and
+  // the federation links to other engines (§16).
+  zone(
+    'src/backend/{content,federation}/**',
+    { forbid: ['transport*', 'methods*', 'retrieval*', 'client*', 'ingest*'] },
+    {
+      ...FRAMEWORKS,
+      group: ['fastify', '@fastify/*'],
+    },
+    IOREDIS,
+  ),
+  // The typed client is a published entry point: the protocol's shared facts, nothing of the server.
+  zone(
+    'src/client/**',
+    { forbid: ['transport*', 'methods*', 'retrieval*', 'backend*', 'ingest*', ...TOP] },
+    FRAMEWORKS,
+    NATIVE,
+    IOREDIS,
+  ),
+  zone('src/ingest/**', { forbid: ['transport*', 'methods*', 'retrieval*', 'client*'] }, FRAMEWORKS, NATIVE, IOREDIS),
+  zone('src/{eval,metrics}.ts', { forbid: ['transport/**', 'client/**', 'ingest/**'] }, FRAMEWORKS, NATIVE, IOREDIS),
+];
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'indexes/**', 'models/**/*.onnx'] },
@@ -48,18 +114,7 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     rules: { 'no-console': 'error', '@typescript-eslint/no-explicit-any': 'error' },
   },
-  // DESIGN §1: the dependency direction, enforced folder by folder.
-  layer('src/protocol/**', ['transport', 'methods', 'retrieval', 'backend'], FRAMEWORKS, NATIVE),
-  layer('src/transport/**', ['methods', 'retrieval', 'backend'], NATIVE),
-  layer('src/methods/**', ['transport', 'backend/*/'], FRAMEWORKS, NATIVE),
-  layer('src/retrieval/**', ['transport', 'methods', 'backend/*/'], FRAMEWORKS, NATIVE),
-  layer('src/backend/**', ['transport', 'methods', 'retrieval'], FRAMEWORKS),
-  // HTTP *clients* may use node:http, never Fastify: the Content uri fetcher (it pins the checked address, §15.5) and
-  // the federation links to other engines (§16).
-  layer('src/backend/{content,federation}/**', ['transport', 'methods', 'retrieval'], {
-    ...FRAMEWORKS,
-    group: ['fastify', '@fastify/*'],
-  }),
+  ...ZONES,
   {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {
