@@ -36,87 +36,8 @@ export async function serveMcp(options: McpBridgeOptions): Promise<{ closed: Pro
   const mcp = new McpServer({ name: `${options.server.name}-mcp`, version: options.server.version });
   const capabilities = (await rcp(session, 'info', {})).result ?? {};
   const advertised = isJsonObject(capabilities.capabilities) ? capabilities.capabilities : {};
-  const retrieveCapability = isJsonObject(advertised.retrieve) ? advertised.retrieve : undefined;
-
-  if (retrieveCapability !== undefined) {
-    const maxK = typeof retrieveCapability.maxK === 'number' ? retrieveCapability.maxK : 100;
-    const modes = Array.isArray(retrieveCapability.modes) ? retrieveCapability.modes.map(String) : [];
-    mcp.registerTool(
-      'retrieve',
-      {
-        title: 'Retrieve passages',
-        description:
-          'Search the corpus for passages relevant to a query (RCP retrieve). Returns hits best first, each with its ' +
-          'id, score, text and a citation of where it comes from.',
-        inputSchema: {
-          query: z.string().min(1).describe('What to look for, in natural language.'),
-          k: z.number().int().min(1).max(maxK).default(5).describe(`How many hits (at most ${maxK}).`),
-          ...(modes.length > 0
-            ? {
-                mode: z
-                  .enum(modes as [string, ...string[]])
-                  .optional()
-                  .describe('dense, sparse or hybrid recall.'),
-              }
-            : {}),
-          filter: z
-            .record(z.unknown())
-            .optional()
-            .describe('An RCP metadata filter (§8), e.g. {"field":"year","op":"gte","value":2020}.'),
-          tokenBudget: z.number().int().min(1).optional().describe('Pack the best hits that fit this many tokens.'),
-        },
-        outputSchema: { hits: z.array(Hit), indexVersion: z.string().optional() },
-        annotations: { readOnlyHint: true, openWorldHint: false },
-      },
-      async (args) => {
-        const answer = await rcp(session, 'retrieve', args);
-        if (answer.error !== undefined) return toolError(answer.error);
-        const result = answer.result ?? {};
-        const hits = (Array.isArray(result.hits) ? result.hits : []).filter(isJsonObject).map(toHit);
-        const structured = {
-          hits,
-          ...(typeof result.indexVersion === 'string' ? { indexVersion: result.indexVersion } : {}),
-        };
-        return {
-          structuredContent: structured,
-          content: [
-            {
-              type: 'text' as const,
-              text:
-                hits.map((hit, i) => `[${i + 1}] ${hit.id} (${hit.score.toFixed(3)}) ${hit.text ?? ''}`).join('\n') ||
-                'no hits',
-            },
-          ],
-        };
-      },
-    );
-  }
-
-  if (isJsonObject(advertised.index) && advertised.index.writable === true) {
-    mcp.registerTool(
-      'index_add',
-      {
-        title: 'Add documents',
-        description:
-          'Add or replace documents in the corpus (RCP index/add). A document with an existing id is replaced.',
-        inputSchema: {
-          documents: z
-            .array(z.object({ id: z.string().optional(), text: z.string(), meta: z.record(z.unknown()).optional() }))
-            .min(1),
-        },
-        outputSchema: { ids: z.array(z.string()), chunks: z.number().int().optional() },
-        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
-      },
-      async (args) => {
-        const answer = await rcp(session, 'index/add', args);
-        if (answer.error !== undefined) return toolError(answer.error);
-        const result = answer.result ?? {};
-        const ids = (Array.isArray(result.ids) ? result.ids : []).map(String);
-        const structured = { ids, ...(typeof result.chunks === 'number' ? { chunks: result.chunks } : {}) };
-        return { structuredContent: structured, content: [{ type: 'text' as const, text: `added ${ids.join(', ')}` }] };
-      },
-    );
-  }
+  if (isJsonObject(advertised.retrieve)) registerRetrieveTool(mcp, session, advertised.retrieve);
+  if (isJsonObject(advertised.index) && advertised.index.writable === true) registerIndexAddTool(mcp, session);
 
   const transport = new StdioServerTransport(options.input, options.output);
   const closed = new Promise<void>((resolve) => {
@@ -125,6 +46,88 @@ export async function serveMcp(options: McpBridgeOptions): Promise<{ closed: Pro
   });
   await mcp.connect(transport);
   return { closed };
+}
+
+/** The `retrieve` tool, shaped by the server's advertised retrieve capability (its maxK and modes). */
+function registerRetrieveTool(mcp: McpServer, session: Session, retrieveCapability: JsonObject): void {
+  const maxK = typeof retrieveCapability.maxK === 'number' ? retrieveCapability.maxK : 100;
+  const modes = Array.isArray(retrieveCapability.modes) ? retrieveCapability.modes.map(String) : [];
+  mcp.registerTool(
+    'retrieve',
+    {
+      title: 'Retrieve passages',
+      description:
+        'Search the corpus for passages relevant to a query (RCP retrieve). Returns hits best first, each with its ' +
+        'id, score, text and a citation of where it comes from.',
+      inputSchema: {
+        query: z.string().min(1).describe('What to look for, in natural language.'),
+        k: z.number().int().min(1).max(maxK).default(5).describe(`How many hits (at most ${maxK}).`),
+        ...(modes.length > 0
+          ? {
+              mode: z
+                .enum(modes as [string, ...string[]])
+                .optional()
+                .describe('dense, sparse or hybrid recall.'),
+            }
+          : {}),
+        filter: z
+          .record(z.unknown())
+          .optional()
+          .describe('An RCP metadata filter (§8), e.g. {"field":"year","op":"gte","value":2020}.'),
+        tokenBudget: z.number().int().min(1).optional().describe('Pack the best hits that fit this many tokens.'),
+      },
+      outputSchema: { hits: z.array(Hit), indexVersion: z.string().optional() },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async (args) => {
+      const answer = await rcp(session, 'retrieve', args);
+      if (answer.error !== undefined) return toolError(answer.error);
+      const result = answer.result ?? {};
+      const hits = (Array.isArray(result.hits) ? result.hits : []).filter(isJsonObject).map(toHit);
+      const structured = {
+        hits,
+        ...(typeof result.indexVersion === 'string' ? { indexVersion: result.indexVersion } : {}),
+      };
+      return {
+        structuredContent: structured,
+        content: [
+          {
+            type: 'text' as const,
+            text:
+              hits.map((hit, i) => `[${i + 1}] ${hit.id} (${hit.score.toFixed(3)}) ${hit.text ?? ''}`).join('\n') ||
+              'no hits',
+          },
+        ],
+      };
+    },
+  );
+}
+
+/** The `index_add` tool, offered only when the index is advertised writable. */
+function registerIndexAddTool(mcp: McpServer, session: Session): void {
+  mcp.registerTool(
+    'index_add',
+    {
+      title: 'Add documents',
+      description:
+        'Add or replace documents in the corpus (RCP index/add). A document with an existing id is replaced.',
+      inputSchema: {
+        documents: z
+          .array(z.object({ id: z.string().optional(), text: z.string(), meta: z.record(z.unknown()).optional() }))
+          .min(1),
+      },
+      outputSchema: { ids: z.array(z.string()), chunks: z.number().int().optional() },
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+    },
+    async (args) => {
+      const answer = await rcp(session, 'index/add', args);
+      if (answer.error !== undefined) return toolError(answer.error);
+      const result = answer.result ?? {};
+      const ids = (Array.isArray(result.ids) ? result.ids : []).map(String);
+      const structured = { ids, ...(typeof result.chunks === 'number' ? { chunks: result.chunks } : {}) };
+      return { structuredContent: structured, content: [{ type: 'text' as const, text: `added ${ids.join(', ')}` }] };
+    },
+  );
 }
 
 let nextId = 0;
