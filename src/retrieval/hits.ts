@@ -1,0 +1,86 @@
+import type { ChunkBody, ChunkPlace, CorpusReader } from '../backend/ports.js';
+import type { JsonObject } from '../protocol/messages.js';
+import type { Unit } from './retrieve-options.js';
+import type { Scored } from './ranking.js';
+
+/** Hit ids, bodies and the §7.7 Hit object, built from a ranked chunk label. */
+export type TrustLevel = 'trusted' | 'community' | 'untrusted';
+
+/** A hit's id: the client's document id, and for a chunk its place in the document. */
+export function idAt(place: ChunkPlace, unit: Unit): string {
+  return unit === 'document' ? place.docId : `${place.docId}#${place.ordinal}`;
+}
+
+/** The id of a recalled label; '' only for a chunk deleted since (never emitted: such a hit is not built). */
+export function hitId(corpus: Pick<CorpusReader, 'placeOf'>, label: number, unit: Unit): string {
+  const place = corpus.placeOf(label);
+  return place === undefined ? '' : idAt(place, unit);
+}
+
+/** The client's id of the document a label's chunk belongs to; '' for a chunk deleted since. */
+export function documentIdOf(corpus: Pick<CorpusReader, 'placeOf'>, label: number): string {
+  return corpus.placeOf(label)?.docId ?? '';
+}
+
+/** A hit's body: the chunk's text, or its whole document's for `unit: "document"` (§7.7.2). */
+export function bodyOf(
+  corpus: Pick<CorpusReader, 'getChunk' | 'getDocument'>,
+  label: number,
+  unit: Unit,
+  chunk = corpus.getChunk(label),
+): string {
+  if (chunk === undefined) return '';
+  return unit === 'document' ? (corpus.getDocument(chunk.docId)?.text ?? chunk.text) : chunk.text;
+}
+
+/**
+ * §15.2: trust comes only from the operator's per-source configuration, and text a client wrote over the wire is
+ * never `trusted` (at most `community`), whatever its claimed source; only operator-ingested text can be.
+ */
+export function trustOf(
+  trust: Readonly<Record<string, TrustLevel>>,
+  source: string,
+  origin: 'client' | 'operator',
+): TrustLevel {
+  const level = (Object.hasOwn(trust, source) ? trust[source] : undefined) ?? 'untrusted';
+  return level === 'trusted' && origin === 'client' ? 'community' : level;
+}
+
+export type HitCorpus = Pick<CorpusReader, 'getChunk' | 'getDocument' | 'metaOf' | 'originOf' | 'vectorOf'>;
+
+/** What a request asks of each hit's shape. */
+export interface HitShape {
+  readonly unit: Unit;
+  readonly includeText?: boolean | undefined;
+  readonly includeVectors?: boolean | undefined;
+  readonly trust: Readonly<Record<string, TrustLevel>>;
+}
+
+/** The hit for a ranked chunk, or undefined when it has been deleted since recall. */
+export function buildHit(corpus: HitCorpus, hit: Scored, shape: HitShape): JsonObject | undefined {
+  const chunk = corpus.getChunk(hit.label);
+  if (chunk === undefined) return undefined;
+  const meta = corpus.metaOf(chunk.docId);
+  const source = typeof meta.source === 'string' ? meta.source : chunk.docId;
+  const body: JsonObject = {
+    id: idAt(chunk, shape.unit),
+    score: hit.score,
+    unit: shape.unit,
+    scores: hit.scores,
+    meta,
+    citation: citationOf(chunk, meta, source),
+    chunk: { docId: chunk.docId, index: chunk.ordinal, ...(chunk.context === '' ? {} : { context: chunk.context }) },
+    trust: { level: trustOf(shape.trust, source, corpus.originOf(chunk.docId)) },
+  };
+  if (shape.includeText !== false) body.text = bodyOf(corpus, hit.label, shape.unit, chunk);
+  if (shape.includeVectors === true) body.vector = Array.from(corpus.vectorOf(hit.label) ?? []);
+  return body;
+}
+
+/** §7.7 citation offsets: the chunk is a verbatim slice of its document. */
+function citationOf(chunk: ChunkBody, meta: Record<string, unknown>, source: string): JsonObject {
+  const citation: JsonObject = { source, start: chunk.start, end: chunk.end };
+  if (typeof meta.title === 'string') citation.title = meta.title;
+  if (typeof meta.uri === 'string') citation.uri = meta.uri;
+  return citation;
+}

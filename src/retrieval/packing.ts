@@ -1,0 +1,37 @@
+import type { CorpusReader, Encoder } from '../backend/ports.js';
+import type { TimeSlice } from '../protocol/time-slice.js';
+import { bodyOf } from './hits.js';
+import type { Scored } from './ranking.js';
+import type { Unit } from './retrieve-options.js';
+
+export interface Packed {
+  readonly page: Scored[];
+  /** Tokens of the packed bodies (`usage.tokens`); undefined without a budget. */
+  readonly tokens: number | undefined;
+}
+
+/**
+ * §7.7.2 token budget: best hits first while their bodies fit; the first that does not fit ends the page (k and
+ * tokenBudget: whichever binds first wins). Bodies are counted in the encoder's tokens, in the caller's time slices
+ * (each reads a stored text). Without a budget the page is returned whole.
+ */
+export async function packTokenBudget(
+  page: Scored[],
+  tokenBudget: number | undefined,
+  unit: Unit,
+  corpus: Pick<CorpusReader, 'getChunk' | 'getDocument'>,
+  encoder: Pick<Encoder, 'tokenCount'>,
+  slice: TimeSlice,
+): Promise<Packed> {
+  if (tokenBudget === undefined) return { page, tokens: undefined };
+  let tokens = 0;
+  const packed: Scored[] = [];
+  for (const hit of page) {
+    const size = await encoder.tokenCount(bodyOf(corpus, hit.label, unit), slice);
+    if (tokens + size > tokenBudget) break;
+    tokens += size;
+    packed.push(hit);
+    await slice.due();
+  }
+  return { page: packed, tokens };
+}

@@ -1,0 +1,38 @@
+import type { JsonObject } from '../protocol/messages.js';
+import type { IdOf } from './fusion.js';
+import type { Scored } from './ranking.js';
+import type { SeenIds, SessionDedup } from './session-dedup.js';
+
+/**
+ * §7.7.3 `sessionId` in the retrieve pipeline: hits the caller's session returned before this pagination's first
+ * page are skipped; its own pages are not (the cursor's offset skips those). Without a sessionId nothing is skipped
+ * and nothing remembered.
+ */
+export function seenBefore(
+  sessions: Pick<SessionDedup, 'seen'>,
+  caller: string,
+  sessionId: string | undefined,
+  mark: number | undefined,
+): SeenIds | undefined {
+  return sessionId === undefined ? undefined : sessions.seen(caller, sessionId, mark);
+}
+
+/** The ranking without the hits the session has seen, by hit id (the id the client was given). */
+export function skipSeen(ranked: Scored[], seen: SeenIds | undefined, idOf: IdOf): Scored[] {
+  return seen === undefined ? ranked : ranked.filter((hit) => !seen.has(idOf(hit.label)));
+}
+
+/** The session remembers the hits this answer returns, by id, so later retrieves skip them. */
+export function rememberReturned(
+  sessions: Pick<SessionDedup, 'remember'>,
+  caller: string,
+  sessionId: string | undefined,
+  hits: readonly JsonObject[],
+): void {
+  if (sessionId !== undefined)
+    sessions.remember(
+      caller,
+      sessionId,
+      hits.map((hit) => String(hit.id)),
+    );
+}
