@@ -42,25 +42,25 @@ export const ZONES = [
     NATIVE,
     IOREDIS,
   ),
-  zone('src/transport/**', { forbid: ['methods*', 'retrieval*', 'backend*', 'client*', 'ingest*'] }, NATIVE),
+  zone('src/transport/**', { forbid: ['methods*', 'retrieval*', 'backend*', 'client*', 'ingest*', ...TOP] }, NATIVE),
   // Methods reach the backend through its ports only: never a model adapter, queue or worker.
   zone(
     'src/methods/**',
-    { forbid: ['transport*', 'backend/**', 'client*', 'ingest*'], allow: ['backend/ports.js'] },
+    { forbid: ['transport*', 'backend/**', 'client*', 'ingest*', ...TOP], allow: ['backend/ports.js'] },
     FRAMEWORKS,
     NATIVE,
     IOREDIS,
   ),
   zone(
     'src/retrieval/**',
-    { forbid: ['transport*', 'methods*', 'backend/**', 'client*', 'ingest*'], allow: ['backend/ports.js'] },
+    { forbid: ['transport*', 'methods*', 'backend/**', 'client*', 'ingest*', ...TOP], allow: ['backend/ports.js'] },
     FRAMEWORKS,
     NATIVE,
     IOREDIS,
   ),
   zone(
     'src/backend/**',
-    { forbid: ['transport*', 'methods*', 'retrieval*', 'client*', 'ingest*'] },
+    { forbid: ['transport*', 'methods*', 'retrieval*', 'client*', 'ingest*', ...TOP] },
     FRAMEWORKS,
     IOREDIS,
   ),
@@ -68,7 +68,7 @@ export const ZONES = [
   // the federation links to other engines (§16).
   zone(
     'src/backend/{content,federation}/**',
-    { forbid: ['transport*', 'methods*', 'retrieval*', 'client*', 'ingest*'] },
+    { forbid: ['transport*', 'methods*', 'retrieval*', 'client*', 'ingest*', ...TOP] },
     {
       ...FRAMEWORKS,
       group: ['fastify', '@fastify/*'],

@@ -1,22 +1,25 @@
 import { fileURLToPath } from 'node:url';
 import type { CorpusSettings } from '../src/backend/corpus/corpus.js';
 import { readManifest } from '../src/backend/manifest.js';
+import { defaultConfig } from '../src/config.js';
 import { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
 
-/** The corpus settings every bench uses: the server's defaults, with saves left to close. */
+/** The corpus settings every bench uses: the server's defaults (`index.*`), with saves left to close. */
 export function benchCorpusSettings(dir: string): CorpusSettings {
+  const { space, m, efConstruction, efSearch, maxDocumentBytes, maxMetadataBytes, maxMetadataDepth, fields, bm25 } =
+    defaultConfig().index;
   return {
     dir,
-    space: 'cosine',
-    m: 16,
-    efConstruction: 200,
+    space,
+    m,
+    efConstruction,
     // RCP_BENCH_EF tries another efSearch without touching the server's default.
-    efSearch: Number(process.env.RCP_BENCH_EF ?? 100),
+    efSearch: Number(process.env.RCP_BENCH_EF ?? efSearch),
     saveIntervalMs: 3_600_000,
-    maxDocumentBytes: 1 << 20,
-    metadata: { maxBytes: 64 * 1024, maxDepth: 8 },
-    fields: {},
-    bm25: { k1: 1.2, b: 0.75, stem: true },
+    maxDocumentBytes,
+    metadata: { maxBytes: maxMetadataBytes, maxDepth: maxMetadataDepth },
+    fields,
+    bm25,
   };
 }
 

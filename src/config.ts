@@ -1,336 +1,602 @@
 import { isIP } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TProperties } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { parse as parseYaml } from 'yaml';
 import { StartupError } from './startup-error.js';
 
+const PACKAGE = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+/** Defaults computed at run time: they depend on where the package is installed and which version it is. */
+const RUNTIME_DEFAULTS = {
+  version: PACKAGE.version,
+  modelsDir: fileURLToPath(new URL('../models', import.meta.url)),
+};
+
+/**
+ * A group of settings; unknown keys in it are errors. Its `default: {}` lets Value.Default build the group from nothing
+ * before filling in each setting's own default.
+ */
+const Section = <T extends TProperties>(properties: T, options: { description?: string } = {}) =>
+  Type.Object(properties, { additionalProperties: false, default: {}, ...options });
+
 /**
  * Typed configuration, validated at start-up (DESIGN §1). Precedence: defaults < config file < RCP_* environment
  * variables < command-line flags. Unknown keys in a file are errors: a typo must not silently keep a default.
+ *
+ * Each setting is declared once, here: type, constraints, `default` and `description`. defaultConfig() and
+ * docs/configuration.md (`npm run docs:config`, checked by test/unit/config-docs.test.ts) are derived from it.
  */
-const Section = <T extends Parameters<typeof Type.Object>[0]>(properties: T) =>
-  Type.Object(properties, { additionalProperties: false });
-
 export const ConfigSchema = Section({
-  server: Section({
-    name: Type.String({ minLength: 1 }),
-    version: Type.String({ minLength: 1 }),
+  server: Section(
+    {
+      name: Type.String({
+        minLength: 1,
+        default: 'rcp-server',
+        description: 'The name this server gives in initialize.',
+      }),
+      version: Type.String({
+        minLength: 1,
+        default: RUNTIME_DEFAULTS.version,
+        description: "The version this server gives in initialize and its metrics; by default the package's own.",
+      }),
+    },
+    { description: 'How the server names itself to clients.' },
+  ),
+  dataDir: Type.String({
+    minLength: 1,
+    default: './indexes/default',
+    description: 'Where the corpus (documents and their indexes) is stored.',
   }),
-  dataDir: Type.String({ minLength: 1 }),
-  http: Section({
-    host: Type.String({ minLength: 1 }),
-    port: Type.Integer({ minimum: 0, maximum: 65535 }),
-    base: Type.String({ pattern: '^/' }),
-    /** §5.2 sessions (see transport/http-sessions.ts): idle expiry, and how many are kept, in all and per caller. */
-    sessionIdleMs: Type.Integer({ minimum: 1000 }),
-    maxSessions: Type.Integer({ minimum: 1 }),
-    maxSessionsPerCaller: Type.Integer({ minimum: 1 }),
-    corsOrigins: Type.Array(Type.String({ minLength: 1 })),
-    /** A listener of its own for `/healthz`, `/readyz` and the metrics, without keys; 0: they share the RCP port. */
-    operatorPort: Type.Integer({ minimum: 0, maximum: 65535 }),
-    operatorHost: Type.String({ minLength: 1 }),
-    /**
-     * The proxies whose `X-Forwarded-For` is believed: addresses, CIDR networks, or `loopback`, `linklocal`,
-     * `uniquelocal`. Empty: none, and a client is its socket's address (a header any client can send names nobody).
-     */
-    trustProxy: Type.Array(Type.String({ pattern: '^(loopback|linklocal|uniquelocal|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)$' })),
-    /** Time to receive a request's headers, and its whole body; a slower client is cut (§15.5). */
-    headersTimeoutMs: Type.Integer({ minimum: 100 }),
-    bodyTimeoutMs: Type.Integer({ minimum: 100 }),
-    /** An idle keep-alive connection is closed after this long. */
-    keepAliveTimeoutMs: Type.Integer({ minimum: 100 }),
-    /** A connection on which nothing moves this long (a client that stops reading its answer) is cut. */
-    idleTimeoutMs: Type.Integer({ minimum: 1000 }),
-    /** Open connections at most (and never more than the process's descriptor limit allows); more are refused. */
-    maxConnections: Type.Integer({ minimum: 1 }),
-    /** Open connections from one client address at most (behind a proxy, the proxy is that address). */
-    maxConnectionsPerAddress: Type.Integer({ minimum: 1 }),
-  }),
-  limits: Section({
-    maxBodyBytes: Type.Integer({ minimum: 1024 }),
-    /** Largest answer, in bytes: a larger one is -32013 saying how to shrink it (per batch member, §15.5). */
-    maxResponseBytes: Type.Integer({ minimum: 4096 }),
-    /**
-     * Bytes of answers not yet sent, all together: hits being assembled (retrieve), and HTTP answers written but not
-     * read by their clients; past it a request needing more is -32011 (§15.5).
-     */
-    maxUnsentBytes: Type.Integer({ minimum: 65536 }),
-    maxBatchSize: Type.Integer({ minimum: 1 }),
-    /** JSON values (keys, elements) per frame at most: parsing more would hold the event loop (§15.5). */
-    maxFrameValues: Type.Integer({ minimum: 1024 }),
-    /** HTTP bodies being received, all connections together, in bytes; past it a body is refused -32011. */
-    maxBufferedBodyBytes: Type.Integer({ minimum: 1024 * 1024 }),
-    /** Requests handled at once per stdio connection; past it the server stops reading stdin until one finishes. */
-    maxInFlightPerConnection: Type.Integer({ minimum: 1 }),
-    requestTimeoutMs: Type.Integer({ minimum: 1 }),
-    /** Longest query text (retrieve, rerank), in characters; longer is -32602 (§15.5). */
-    maxQueryChars: Type.Integer({ minimum: 1 }),
-    /** Deepest filter nesting and most filter nodes (leaves, combinators and `in`/`nin` members) (§8, §15.5). */
-    maxFilterDepth: Type.Integer({ minimum: 1, maximum: 64 }),
-    maxFilterNodes: Type.Integer({ minimum: 1 }),
-    /** Requests per second per caller (API key, else address; stdio is one caller), by method class; 0 = no limit. */
-    rateLimit: Section({
-      reads: Type.Number({ minimum: 0 }),
-      writes: Type.Number({ minimum: 0 }),
-      models: Type.Number({ minimum: 0 }),
-    }),
-    /** Refuse new work with -32011 while the process is overloaded; 0 turns a check off. */
-    shedding: Section({
-      maxEventLoopDelayMs: Type.Number({ minimum: 0 }),
-      maxHeapUsedRatio: Type.Number({ minimum: 0, maximum: 1 }),
-      /** 0: 90% of the container's memory limit when there is one, else half the machine's memory. */
-      maxRssBytes: Type.Integer({ minimum: 0 }),
-      sampleIntervalMs: Type.Integer({ minimum: 10, maximum: 60_000 }),
-    }),
-  }),
-  /** §15.5: whether and where Content `uri`s are dereferenced (an SSRF surface: off unless schemes are listed). */
-  content: Section({
-    fetch: Section({
-      /** e.g. ["https"]; `file` only when listed by name. Empty: no uri is ever dereferenced (-32602). */
-      schemes: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9+.-]*$' })),
-      /** Allowed hosts (`docs.example.com`, `*.example.com`); empty: any host the schemes reach. */
-      hosts: Type.Array(Type.String({ minLength: 1 })),
-      /**
-       * Directories `file` uris may read from (relative ones against the working directory); required when `file`
-       * is among the schemes. /proc, /sys, /dev, `dataDir` and the config file are never served, even under a root.
-       */
-      fileRoots: Type.Array(Type.String({ minLength: 1 })),
-      /** Allow hosts that resolve to private, loopback or link-local addresses. */
-      allowPrivate: Type.Boolean(),
-      maxBytes: Type.Integer({ minimum: 1 }),
-      timeoutMs: Type.Integer({ minimum: 1 }),
-    }),
-  }),
-  /** `rcp-server gateway` (§16): this gateway's identity on federation paths, hop budget, fusion and deadlines. */
-  federation: Section({
-    id: Type.String({ minLength: 1 }),
-    depth: Type.Integer({ minimum: 0, maximum: 16 }),
-    fusion: Section({
-      /** §16.3 rrf | weighted | convex, or `shards` for engines that are shards of one corpus (same encoder). */
-      method: Type.Union([
-        Type.Literal('rrf'),
-        Type.Literal('weighted'),
-        Type.Literal('convex'),
-        Type.Literal('shards'),
-      ]),
-      rrfK: Type.Integer({ minimum: 1 }),
-    }),
-    fusionReserveMs: Type.Integer({ minimum: 0 }),
-    attempts: Type.Integer({ minimum: 1, maximum: 10 }),
-    /** How long start-up waits for each engine's initialize before serving without it. */
-    connectTimeoutMs: Type.Integer({ minimum: 1 }),
-    /** Selector mode: how often each engine's liveness is probed with ping (§7.15). */
-    probeIntervalMs: Type.Integer({ minimum: 50 }),
-  }),
-  /** Shared rate-limit buckets for replicas behind one load balancer; an empty url keeps them in memory. */
-  redis: Section({
-    url: Type.String({ pattern: '^(rediss?://.*)?$' }),
-    prefix: Type.String(),
-    timeoutMs: Type.Integer({ minimum: 1 }),
-  }),
-  models: Section({
-    /** Where model directories live; a relative encoder/reranker name is looked up here. */
-    dir: Type.String({ minLength: 1 }),
-    /** The dense encoder: a model directory name under `dir`, or a path; `none` serves no embed. */
-    encoder: Type.String({ minLength: 1 }),
-    /** The cross-encoder for rerank: a directory name or path; `none` (the default) advertises no cross-encoder. */
-    reranker: Type.String({ minLength: 1 }),
-    /** Offer rerank method `colbert` (MaxSim over the encoder's token vectors). */
-    colbert: Type.Boolean(),
-    /** ONNX Runtime intra-op threads per model; 0 lets the runtime choose. */
-    intraOpThreads: Type.Integer({ minimum: 0, maximum: 256 }),
-    embedBatchLimit: Type.Integer({ minimum: 1 }),
-    rerankMaxCandidates: Type.Integer({ minimum: 1 }),
-    batching: Section({
-      /** How long to collect requests before running a batch; 0 runs at once. */
-      maxWaitMs: Type.Integer({ minimum: 0, maximum: 1000 }),
-      maxBatchTokens: Type.Integer({ minimum: 1 }),
-      maxBatchItems: Type.Integer({ minimum: 1 }),
-      /** Texts waiting per model before new work is refused with -32011. */
-      maxQueuedItems: Type.Integer({ minimum: 1 }),
-      /** Estimated milliseconds of queued work beyond which new work is refused with -32011; 0: no time bound. */
-      maxQueueWaitMs: Type.Integer({ minimum: 0 }),
-    }),
-  }),
-  index: Section({
-    /** false makes the corpus read-only: index/add and index/delete are refused (§15.3). */
-    writable: Type.Boolean(),
-    space: Type.Union([Type.Literal('cosine'), Type.Literal('ip')]),
-    m: Type.Integer({ minimum: 2, maximum: 128 }),
-    efConstruction: Type.Integer({ minimum: 8 }),
-    efSearch: Type.Integer({ minimum: 1 }),
-    /** How often a changed dense index is saved (also on shutdown). */
-    saveIntervalMs: Type.Integer({ minimum: 1000 }),
-    maxDocumentBytes: Type.Integer({ minimum: 1 }),
-    /** A document's metadata: bytes as JSON, and levels of nesting (§15.5); more is -32602 on its `meta`. */
-    maxMetadataBytes: Type.Integer({ minimum: 2 }),
-    maxMetadataDepth: Type.Integer({ minimum: 1, maximum: 64 }),
-    maxDocumentsPerAdd: Type.Integer({ minimum: 1 }),
-    /** Typed metadata fields, validated on write; undeclared fields are stored untyped. */
-    fields: Type.Record(
-      Type.String(),
-      Type.Union((['keyword', 'text', 'int', 'float', 'bool', 'date'] as const).map((type) => Type.Literal(type))),
-    ),
-    bm25: Section({
-      k1: Type.Number({ minimum: 0 }),
-      b: Type.Number({ minimum: 0, maximum: 1 }),
-      stem: Type.Boolean(),
-    }),
-  }),
-  retrieve: Section({
-    maxK: Type.Integer({ minimum: 1 }),
-    /** Most recall candidates per list (candidateK is clamped to it). */
-    maxCandidates: Type.Integer({ minimum: 1 }),
-    candidateK: Type.Integer({ minimum: 1 }),
-    defaultMode: Type.Union([Type.Literal('dense'), Type.Literal('sparse'), Type.Literal('hybrid')]),
-    fusion: Section({
-      method: Type.Union([Type.Literal('rrf'), Type.Literal('weighted'), Type.Literal('convex')]),
-      alpha: Type.Number({ minimum: 0, maximum: 1 }),
-      rrfK: Type.Integer({ minimum: 1 }),
-    }),
-    rerankTopN: Type.Integer({ minimum: 1 }),
-    sessionTtlSeconds: Type.Integer({ minimum: 1 }),
-    /** Trust level per `meta.source` (§15.2); anything unlisted is untrusted. */
-    trust: Type.Record(
-      Type.String(),
-      Type.Union([Type.Literal('trusted'), Type.Literal('community'), Type.Literal('untrusted')]),
-    ),
-  }),
-  auth: Section({
-    /** API keys for HTTP (`Authorization: Bearer`): a plain `key` or its `sha256`, with scopes. Empty: no auth. */
-    apiKeys: Type.Array(
-      Type.Object(
+  http: Section(
+    {
+      host: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address the HTTP transport listens on.' }),
+      port: Type.Integer({
+        minimum: 0,
+        maximum: 65535,
+        default: 8080,
+        description: 'Port the HTTP transport listens on.',
+      }),
+      base: Type.String({
+        pattern: '^/',
+        default: '/rcp',
+        description: 'Path prefix of the RCP endpoints: `POST <base>/<method>`.',
+      }),
+      /** §5.2 sessions (see transport/http-sessions.ts): idle expiry, and how many are kept, in all and per caller. */
+      sessionIdleMs: Type.Integer({
+        minimum: 1000,
+        default: 30 * 60_000,
+        description: 'An HTTP session unused this long expires (§5.2).',
+      }),
+      maxSessions: Type.Integer({ minimum: 1, default: 10_000, description: 'HTTP sessions kept at once, in all.' }),
+      maxSessionsPerCaller: Type.Integer({
+        minimum: 1,
+        default: 64,
+        description: 'HTTP sessions kept at once for one caller.',
+      }),
+      corsOrigins: Type.Array(Type.String({ minLength: 1 }), {
+        default: [],
+        description: 'Origins allowed to call from a browser (CORS); empty: none.',
+      }),
+      operatorPort: Type.Integer({
+        minimum: 0,
+        maximum: 65535,
+        default: 0,
+        description:
+          'A listener of its own for `/healthz`, `/readyz` and the metrics, without keys; 0: they share the RCP port.',
+      }),
+      operatorHost: Type.String({
+        minLength: 1,
+        default: '127.0.0.1',
+        description: 'Address the operator listener (`operatorPort`) binds.',
+      }),
+      trustProxy: Type.Array(
+        Type.String({ pattern: '^(loopback|linklocal|uniquelocal|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)$' }),
         {
-          key: Type.Optional(Type.String({ minLength: 16 })),
-          sha256: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{64}$' })),
-          scopes: Type.Array(
-            Type.Union([Type.Literal('read'), Type.Literal('write'), Type.Literal('monitor'), Type.Literal('admin')]),
+          default: [],
+          description:
+            'The proxies whose `X-Forwarded-For` is believed: addresses, CIDR networks, or `loopback`, `linklocal`, ' +
+            "`uniquelocal`. Empty: none, and a client is its socket's address (a header any client can send names nobody).",
+        },
+      ),
+      /** Time to receive a request's headers, and its whole body; a slower client is cut (§15.5). */
+      headersTimeoutMs: Type.Integer({
+        minimum: 100,
+        default: 10_000,
+        description: "Time to receive a request's headers; a slower client is cut (§15.5).",
+      }),
+      bodyTimeoutMs: Type.Integer({
+        minimum: 100,
+        default: 30_000,
+        description: "Time to receive a request's whole body; a slower client is cut (§15.5).",
+      }),
+      keepAliveTimeoutMs: Type.Integer({
+        minimum: 100,
+        default: 5_000,
+        description: 'An idle keep-alive connection is closed after this long.',
+      }),
+      idleTimeoutMs: Type.Integer({
+        minimum: 1000,
+        default: 60_000,
+        description: 'A connection on which nothing moves this long (a client that stops reading its answer) is cut.',
+      }),
+      maxConnections: Type.Integer({
+        minimum: 1,
+        default: 1024,
+        description:
+          "Open connections at most (and never more than the process's descriptor limit allows); more are refused.",
+      }),
+      maxConnectionsPerAddress: Type.Integer({
+        minimum: 1,
+        default: 256,
+        description: 'Open connections from one client address at most (behind a proxy, the proxy is that address).',
+      }),
+    },
+    { description: 'The HTTP transport (§5.2): where it listens, its sessions, the proxies it believes, its bounds.' },
+  ),
+  limits: Section(
+    {
+      maxBodyBytes: Type.Integer({
+        minimum: 1024,
+        default: 16 * 1024 * 1024,
+        description: 'Largest HTTP request body, in bytes.',
+      }),
+      maxResponseBytes: Type.Integer({
+        minimum: 4096,
+        default: 16 * 1024 * 1024,
+        description:
+          'Largest answer, in bytes: a larger one is -32013 saying how to shrink it (per batch member, §15.5).',
+      }),
+      maxUnsentBytes: Type.Integer({
+        minimum: 65536,
+        default: 64 * 1024 * 1024,
+        description:
+          'Bytes of answers not yet sent, all together: hits being assembled (retrieve), and HTTP answers written but ' +
+          'not read by their clients; past it a request needing more is -32011 (§15.5).',
+      }),
+      maxBatchSize: Type.Integer({ minimum: 1, default: 128, description: 'Requests in one JSON-RPC batch at most.' }),
+      maxFrameValues: Type.Integer({
+        minimum: 1024,
+        default: 131_072,
+        description: 'JSON values (keys, elements) per frame at most: parsing more would hold the event loop (§15.5).',
+      }),
+      maxBufferedBodyBytes: Type.Integer({
+        minimum: 1024 * 1024,
+        default: 256 * 1024 * 1024,
+        description:
+          'HTTP bodies being received, all connections together, in bytes; past it a body is refused -32011.',
+      }),
+      maxInFlightPerConnection: Type.Integer({
+        minimum: 1,
+        default: 16,
+        description:
+          'Requests handled at once per stdio connection; past it the server stops reading stdin until one finishes.',
+      }),
+      requestTimeoutMs: Type.Integer({
+        minimum: 1,
+        default: 30_000,
+        description: "A request's deadline, unless its own `deadlineMs` is shorter.",
+      }),
+      maxQueryChars: Type.Integer({
+        minimum: 1,
+        default: 16_384,
+        description: 'Longest query text (retrieve, rerank), in characters; longer is -32602 (§15.5).',
+      }),
+      /** Deepest filter nesting and most filter nodes (leaves, combinators and `in`/`nin` members) (§8, §15.5). */
+      maxFilterDepth: Type.Integer({
+        minimum: 1,
+        maximum: 64,
+        default: 16,
+        description: 'Deepest filter nesting (§8, §15.5).',
+      }),
+      maxFilterNodes: Type.Integer({
+        minimum: 1,
+        default: 1024,
+        description: 'Most filter nodes: leaves, combinators and `in`/`nin` members (§8, §15.5).',
+      }),
+      rateLimit: Section(
+        {
+          reads: Type.Number({ minimum: 0, default: 0, description: 'Reads (retrieve and the rest) per second.' }),
+          writes: Type.Number({ minimum: 0, default: 0, description: 'Writes (index/add, index/delete) per second.' }),
+          models: Type.Number({ minimum: 0, default: 0, description: 'Model calls (embed, rerank) per second.' }),
+        },
+        {
+          description:
+            'Requests per second per caller (API key, else address; stdio is one caller), by method class; 0 = no limit.',
+        },
+      ),
+      shedding: Section(
+        {
+          maxEventLoopDelayMs: Type.Number({
+            minimum: 0,
+            default: 1000,
+            description: 'Event loop delay beyond which new work is refused.',
+          }),
+          maxHeapUsedRatio: Type.Number({
+            minimum: 0,
+            maximum: 1,
+            default: 0.9,
+            description: "Heap used, as a share of V8's heap limit, beyond which new work is refused.",
+          }),
+          maxRssBytes: Type.Integer({
+            minimum: 0,
+            default: 0,
+            description:
+              "Resident memory beyond which new work is refused; 0: 90% of the container's memory limit when there " +
+              "is one, else half the machine's memory.",
+          }),
+          sampleIntervalMs: Type.Integer({
+            minimum: 10,
+            maximum: 60_000,
+            default: 500,
+            description: 'How often the load is sampled.',
+          }),
+        },
+        { description: 'Refuse new work with -32011 while the process is overloaded; 0 turns a check off.' },
+      ),
+    },
+    { description: 'Bounds on requests, answers and the work in progress (§15.5).' },
+  ),
+  content: Section(
+    {
+      fetch: Section(
+        {
+          schemes: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9+.-]*$' }), {
+            default: [],
+            description:
+              'The schemes fetched, e.g. ["https"]; `file` only when listed by name. Empty: no uri is ever ' +
+              'dereferenced (-32602).',
+          }),
+          hosts: Type.Array(Type.String({ minLength: 1 }), {
+            default: [],
+            description: 'Allowed hosts (`docs.example.com`, `*.example.com`); empty: any host the schemes reach.',
+          }),
+          fileRoots: Type.Array(Type.String({ minLength: 1 }), {
+            default: [],
+            description:
+              'Directories `file` uris may read from (relative ones against the working directory); required when ' +
+              '`file` is among the schemes. /proc, /sys, /dev, `dataDir` and the config file are never served, even ' +
+              'under a root.',
+          }),
+          allowPrivate: Type.Boolean({
+            default: false,
+            description: 'Allow hosts that resolve to private, loopback or link-local addresses.',
+          }),
+          maxBytes: Type.Integer({
+            minimum: 1,
+            default: 1024 * 1024,
+            description: 'Largest content fetched, in bytes.',
+          }),
+          timeoutMs: Type.Integer({ minimum: 1, default: 5000, description: 'Time one fetch may take.' }),
+        },
+        { description: 'Dereferencing Content `uri`s.' },
+      ),
+    },
+    {
+      description:
+        '§15.5: whether and where Content `uri`s are dereferenced (an SSRF surface: off unless schemes are listed).',
+    },
+  ),
+  federation: Section(
+    {
+      id: Type.String({
+        minLength: 1,
+        default: 'rcp-gateway',
+        description: "This gateway's identity on `_meta.federation.path` (§16.2).",
+      }),
+      depth: Type.Integer({
+        minimum: 0,
+        maximum: 16,
+        default: 3,
+        description: 'Hop budget of a request that does not give one (§16.2).',
+      }),
+      fusion: Section(
+        {
+          method: Type.Union(
+            [Type.Literal('rrf'), Type.Literal('weighted'), Type.Literal('convex'), Type.Literal('shards')],
             {
-              minItems: 1,
+              default: 'rrf',
+              description:
+                '§16.3 rrf | weighted | convex, or `shards` for engines that are shards of one corpus (same encoder).',
             },
           ),
+          rrfK: Type.Integer({ minimum: 1, default: 60, description: 'The k of RRF: 1 / (rrfK + rank).' }),
         },
-        { additionalProperties: false },
+        { description: "How the engines' answers are fused (§16.3)." },
       ),
-    ),
-    /** Serve HTTP on a non-loopback address without API keys. Off by default: such a start is refused. */
-    allowUnauthenticated: Type.Boolean(),
-  }),
-  /** Where Prometheus metrics are served on the HTTP port (`GET <path>`); empty turns them off. */
-  metrics: Section({ path: Type.String({ pattern: '^(/.*)?$' }) }),
-  log: Section({
-    level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
-    /** One debug line per answered request carries its params only when this is on (§15.6: off by default). */
-    bodies: Type.Boolean(),
-    /** Paths censored in every log line (pino redact syntax), e.g. `params.query`. */
-    redact: Type.Array(Type.String({ minLength: 1 })),
-  }),
+      fusionReserveMs: Type.Integer({
+        minimum: 0,
+        default: 50,
+        description: "Time kept back from the engines' deadline for fusing their answers (at least 10% of it).",
+      }),
+      attempts: Type.Integer({
+        minimum: 1,
+        maximum: 10,
+        default: 2,
+        description: 'Tries per engine call when a failure is retryable.',
+      }),
+      connectTimeoutMs: Type.Integer({
+        minimum: 1,
+        default: 30_000,
+        description: "How long start-up waits for each engine's initialize before serving without it.",
+      }),
+      probeIntervalMs: Type.Integer({
+        minimum: 50,
+        default: 2000,
+        description: "Selector mode: how often each engine's liveness is probed with ping (§7.15).",
+      }),
+    },
+    {
+      description:
+        "`rcp-server gateway` (§16): this gateway's identity on federation paths, hop budget, fusion and deadlines.",
+    },
+  ),
+  redis: Section(
+    {
+      url: Type.String({
+        pattern: '^(rediss?://.*)?$',
+        default: '',
+        description: 'A `redis://` or `rediss://` URL; empty: the buckets stay in memory.',
+      }),
+      prefix: Type.String({ default: 'rcp:rate:', description: 'Prefix of the bucket keys.' }),
+      timeoutMs: Type.Integer({
+        minimum: 1,
+        default: 250,
+        description: "Time a Redis call may take; past it the request is limited by this replica's own buckets.",
+      }),
+    },
+    {
+      description:
+        'Shared rate-limit buckets for replicas behind one load balancer; an empty url keeps them in memory.',
+    },
+  ),
+  models: Section(
+    {
+      dir: Type.String({
+        minLength: 1,
+        default: RUNTIME_DEFAULTS.modelsDir,
+        description: 'Where model directories live; a relative encoder/reranker name is looked up here.',
+      }),
+      encoder: Type.String({
+        minLength: 1,
+        default: 'use-lite',
+        description: 'The dense encoder: a model directory name under `dir`, or a path; `none` serves no embed.',
+      }),
+      reranker: Type.String({
+        minLength: 1,
+        default: 'none',
+        description:
+          'The cross-encoder for rerank: a directory name or path; `none` (the default) advertises no cross-encoder.',
+      }),
+      colbert: Type.Boolean({
+        default: true,
+        description: "Offer rerank method `colbert` (MaxSim over the encoder's token vectors).",
+      }),
+      intraOpThreads: Type.Integer({
+        minimum: 0,
+        maximum: 256,
+        default: 0,
+        description: 'ONNX Runtime intra-op threads per model; 0 lets the runtime choose.',
+      }),
+      embedBatchLimit: Type.Integer({ minimum: 1, default: 256, description: 'Inputs in one embed request at most.' }),
+      rerankMaxCandidates: Type.Integer({
+        minimum: 1,
+        default: 256,
+        description: 'Candidates in one rerank request at most.',
+      }),
+      batching: Section(
+        {
+          maxWaitMs: Type.Integer({
+            minimum: 0,
+            maximum: 1000,
+            default: 2,
+            description: 'How long to collect requests before running a batch; 0 runs at once.',
+          }),
+          maxBatchTokens: Type.Integer({
+            minimum: 1,
+            default: 16_384,
+            description: 'Tokens in one batch at most; a full batch runs at once.',
+          }),
+          maxBatchItems: Type.Integer({ minimum: 1, default: 64, description: 'Texts in one batch at most.' }),
+          maxQueuedItems: Type.Integer({
+            minimum: 1,
+            default: 4096,
+            description: 'Texts waiting per model before new work is refused with -32011.',
+          }),
+          maxQueueWaitMs: Type.Integer({
+            minimum: 0,
+            default: 2000,
+            description:
+              'Estimated milliseconds of queued work beyond which new work is refused with -32011; 0: no time bound.',
+          }),
+        },
+        { description: 'The inference queue of each model (DESIGN §5): batches, and how much may wait.' },
+      ),
+    },
+    { description: 'The models behind embed and rerank.' },
+  ),
+  index: Section(
+    {
+      writable: Type.Boolean({
+        default: true,
+        description: 'false makes the corpus read-only: index/add and index/delete are refused (§15.3).',
+      }),
+      space: Type.Union([Type.Literal('cosine'), Type.Literal('ip')], {
+        default: 'cosine',
+        description: "The dense index's similarity: cosine, or inner product.",
+      }),
+      m: Type.Integer({ minimum: 2, maximum: 128, default: 16, description: 'HNSW links per node.' }),
+      efConstruction: Type.Integer({
+        minimum: 8,
+        default: 200,
+        description: 'HNSW candidate list size while inserting.',
+      }),
+      efSearch: Type.Integer({ minimum: 1, default: 100, description: 'HNSW candidate list size while searching.' }),
+      saveIntervalMs: Type.Integer({
+        minimum: 1000,
+        default: 60_000,
+        description: 'How often a changed dense index is saved (also on shutdown).',
+      }),
+      maxDocumentBytes: Type.Integer({ minimum: 1, default: 1024 * 1024, description: 'Largest document, in bytes.' }),
+      /** A document's metadata: bytes as JSON, and levels of nesting (§15.5); more is -32602 on its `meta`. */
+      maxMetadataBytes: Type.Integer({
+        minimum: 2,
+        default: 64 * 1024,
+        description: "A document's metadata, in bytes as JSON, at most; more is -32602 on its `meta` (§15.5).",
+      }),
+      maxMetadataDepth: Type.Integer({
+        minimum: 1,
+        maximum: 64,
+        default: 8,
+        description: "A document's metadata, in levels of nesting, at most; more is -32602 on its `meta` (§15.5).",
+      }),
+      maxDocumentsPerAdd: Type.Integer({
+        minimum: 1,
+        default: 1000,
+        description: 'Documents in one index/add at most.',
+      }),
+      fields: Type.Record(
+        Type.String(),
+        Type.Union((['keyword', 'text', 'int', 'float', 'bool', 'date'] as const).map((type) => Type.Literal(type))),
+        {
+          default: {},
+          description: 'Typed metadata fields, validated on write; undeclared fields are stored untyped.',
+        },
+      ),
+      bm25: Section(
+        {
+          k1: Type.Number({ minimum: 0, default: 1.2, description: 'Term frequency saturation.' }),
+          b: Type.Number({
+            minimum: 0,
+            maximum: 1,
+            default: 0.75,
+            description: 'Document length normalisation: 0 none, 1 full.',
+          }),
+          stem: Type.Boolean({ default: true, description: 'Stem English words, in documents and queries.' }),
+        },
+        { description: 'Lexical (BM25) scoring.' },
+      ),
+    },
+    { description: 'The corpus: its dense (HNSW) index, documents, metadata and lexical index.' },
+  ),
+  retrieve: Section(
+    {
+      maxK: Type.Integer({ minimum: 1, default: 200, description: 'Largest k served; a larger k is clamped (§7.7).' }),
+      maxCandidates: Type.Integer({
+        minimum: 1,
+        default: 1000,
+        description: 'Most recall candidates per list (candidateK is clamped to it).',
+      }),
+      candidateK: Type.Integer({
+        minimum: 1,
+        default: 100,
+        description: 'Recall candidates per list when a request does not say.',
+      }),
+      defaultMode: Type.Union([Type.Literal('dense'), Type.Literal('sparse'), Type.Literal('hybrid')], {
+        default: 'hybrid',
+        description: 'Recall mode when a request does not say.',
+      }),
+      fusion: Section(
+        {
+          method: Type.Union([Type.Literal('rrf'), Type.Literal('weighted'), Type.Literal('convex')], {
+            default: 'convex',
+            description: 'Fusion method when a request does not say.',
+          }),
+          alpha: Type.Number({
+            minimum: 0,
+            maximum: 1,
+            default: 0.5,
+            description: "The dense list's weight in convex fusion (the sparse list's is 1 - alpha).",
+          }),
+          rrfK: Type.Integer({ minimum: 1, default: 60, description: 'The k of RRF: 1 / (rrfK + rank).' }),
+        },
+        { description: 'How hybrid retrieval fuses its dense and sparse lists.' },
+      ),
+      rerankTopN: Type.Integer({
+        minimum: 1,
+        default: 50,
+        description: 'Candidates reranked when a request does not say (at least k, at most candidateK).',
+      }),
+      sessionTtlSeconds: Type.Integer({
+        minimum: 1,
+        default: 1800,
+        description: 'How long a retrieve session (its dedup and feedback) is remembered.',
+      }),
+      trust: Type.Record(
+        Type.String(),
+        Type.Union([Type.Literal('trusted'), Type.Literal('community'), Type.Literal('untrusted')]),
+        {
+          default: {},
+          description: 'Trust level per `meta.source` (§15.2); anything unlisted is untrusted.',
+        },
+      ),
+    },
+    { description: 'retrieve (§7.7): its bounds, and what a request gets when it does not say.' },
+  ),
+  auth: Section(
+    {
+      apiKeys: Type.Array(
+        Type.Object(
+          {
+            key: Type.Optional(Type.String({ minLength: 16 })),
+            sha256: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{64}$' })),
+            scopes: Type.Array(
+              Type.Union([Type.Literal('read'), Type.Literal('write'), Type.Literal('monitor'), Type.Literal('admin')]),
+              { minItems: 1 },
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          default: [],
+          description:
+            'API keys for HTTP (`Authorization: Bearer`): a plain `key` or its `sha256`, with scopes. Empty: no auth.',
+        },
+      ),
+      allowUnauthenticated: Type.Boolean({
+        default: false,
+        description: 'Serve HTTP on a non-loopback address without API keys. Off by default: such a start is refused.',
+      }),
+    },
+    { description: 'Who may call over HTTP.' },
+  ),
+  metrics: Section(
+    {
+      path: Type.String({
+        pattern: '^(/.*)?$',
+        default: '/metrics',
+        description: 'Where Prometheus metrics are served on the HTTP port (`GET <path>`); empty turns them off.',
+      }),
+    },
+    { description: 'Prometheus metrics.' },
+  ),
+  log: Section(
+    {
+      level: Type.Union(
+        ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+        { default: 'info', description: 'The least severe level logged; `silent` logs nothing.' },
+      ),
+      bodies: Type.Boolean({
+        default: false,
+        description:
+          'One debug line per answered request carries its params only when this is on (§15.6: off by default).',
+      }),
+      redact: Type.Array(Type.String({ minLength: 1 }), {
+        default: ['req.headers.authorization', 'params._meta.authorization', '*.apiKey', '*.password', '*.token'],
+        description: 'Paths censored in every log line (pino redact syntax), e.g. `params.query`.',
+      }),
+    },
+    { description: 'Logging (to stderr; on stdio, stdout carries protocol frames only, §5.1).' },
+  ),
 });
 
 export type Config = Static<typeof ConfigSchema>;
 
-const PACKAGE = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
-
+/** Every setting at its default, each call a fresh copy (callers merge into it): derived from ConfigSchema. */
 export function defaultConfig(): Config {
-  return {
-    server: { name: 'rcp-server', version: PACKAGE.version },
-    dataDir: './indexes/default',
-    http: {
-      host: '127.0.0.1',
-      port: 8080,
-      base: '/rcp',
-      sessionIdleMs: 30 * 60_000,
-      maxSessions: 10_000,
-      maxSessionsPerCaller: 64,
-      corsOrigins: [],
-      trustProxy: [],
-      operatorPort: 0,
-      operatorHost: '127.0.0.1',
-      headersTimeoutMs: 10_000,
-      bodyTimeoutMs: 30_000,
-      keepAliveTimeoutMs: 5_000,
-      idleTimeoutMs: 60_000,
-      maxConnections: 1024,
-      maxConnectionsPerAddress: 256,
-    },
-    limits: {
-      maxBodyBytes: 16 * 1024 * 1024,
-      maxFrameValues: 131_072,
-      maxBufferedBodyBytes: 256 * 1024 * 1024,
-      maxResponseBytes: 16 * 1024 * 1024,
-      maxUnsentBytes: 64 * 1024 * 1024,
-      maxBatchSize: 128,
-      maxInFlightPerConnection: 16,
-      requestTimeoutMs: 30_000,
-      maxQueryChars: 16_384,
-      maxFilterDepth: 16,
-      maxFilterNodes: 1024,
-      rateLimit: { reads: 0, writes: 0, models: 0 },
-      shedding: { maxEventLoopDelayMs: 1000, maxHeapUsedRatio: 0.9, maxRssBytes: 0, sampleIntervalMs: 500 },
-    },
-    content: {
-      fetch: { schemes: [], hosts: [], fileRoots: [], allowPrivate: false, maxBytes: 1024 * 1024, timeoutMs: 5000 },
-    },
-    federation: {
-      id: 'rcp-gateway',
-      depth: 3,
-      fusion: { method: 'rrf', rrfK: 60 },
-      fusionReserveMs: 50,
-      attempts: 2,
-      connectTimeoutMs: 30_000,
-      probeIntervalMs: 2000,
-    },
-    redis: { url: '', prefix: 'rcp:rate:', timeoutMs: 250 },
-    models: {
-      dir: fileURLToPath(new URL('../models', import.meta.url)),
-      encoder: 'use-lite',
-      reranker: 'none',
-      colbert: true,
-      intraOpThreads: 0,
-      embedBatchLimit: 256,
-      rerankMaxCandidates: 256,
-      batching: {
-        maxWaitMs: 2,
-        maxBatchTokens: 16_384,
-        maxBatchItems: 64,
-        maxQueuedItems: 4096,
-        maxQueueWaitMs: 2000,
-      },
-    },
-    index: {
-      writable: true,
-      space: 'cosine',
-      m: 16,
-      efConstruction: 200,
-      efSearch: 100,
-      saveIntervalMs: 60_000,
-      maxDocumentBytes: 1024 * 1024,
-      maxMetadataBytes: 64 * 1024,
-      maxMetadataDepth: 8,
-      maxDocumentsPerAdd: 1000,
-      fields: {},
-      bm25: { k1: 1.2, b: 0.75, stem: true },
-    },
-    retrieve: {
-      maxK: 200,
-      maxCandidates: 1000,
-      candidateK: 100,
-      defaultMode: 'hybrid',
-      fusion: { method: 'convex', alpha: 0.5, rrfK: 60 },
-      rerankTopN: 50,
-      sessionTtlSeconds: 1800,
-      trust: {},
-    },
-    auth: { apiKeys: [], allowUnauthenticated: false },
-    metrics: { path: '/metrics' },
-    log: {
-      level: 'info',
-      bodies: false,
-      redact: ['req.headers.authorization', 'params._meta.authorization', '*.apiKey', '*.password', '*.token'],
-    },
-  };
+  return Value.Default(ConfigSchema, undefined) as Config;
 }
 
 type EnvironmentSetting = { path: string; parse: (raw: string) => unknown };

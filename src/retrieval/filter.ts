@@ -16,7 +16,6 @@ export interface FilterLimits {
   maxDepth: number;
   maxNodes: number;
 }
-export const DEFAULT_FILTER_LIMITS: FilterLimits = { maxDepth: 16, maxNodes: 1024 };
 
 export type Predicate = (meta: Readonly<Record<string, unknown>>) => boolean;
 
@@ -132,7 +131,7 @@ export function compileFilter(
   node: unknown,
   fields: Readonly<Record<string, FieldType>>,
   operators: readonly string[],
-  limits: FilterLimits = DEFAULT_FILTER_LIMITS,
+  limits: FilterLimits,
 ): Predicate {
   const budget = { nodes: 0 };
   const compile = (node: unknown, path: string, depth: number): Predicate => {

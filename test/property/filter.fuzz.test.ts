@@ -2,6 +2,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { RpcError } from '../../src/protocol/errors.js';
 import { compileFilter, OPERATORS } from '../../src/retrieval/filter.js';
+import { defaultConfig } from '../../src/config.js';
+
+/** The server's own filter bounds (§15.5). */
+const { maxFilterDepth, maxFilterNodes } = defaultConfig().limits;
+const LIMITS = { maxDepth: maxFilterDepth, maxNodes: maxFilterNodes };
 
 /** §8: whatever filter tree arrives, it compiles or fails with -32602/-32005, and a compiled one never throws. */
 const FIELDS = { lang: 'keyword', year: 'int', score: 'float', ok: 'bool', when: 'date', body: 'text' } as const;
@@ -33,7 +38,7 @@ describe('filter compiler (fuzzed)', () => {
       fc.property(tree, fc.array(meta, { maxLength: 5 }), (node, metas) => {
         let predicate;
         try {
-          predicate = compileFilter(node, FIELDS, OPERATORS);
+          predicate = compileFilter(node, FIELDS, OPERATORS, LIMITS);
         } catch (error) {
           expect(error).toBeInstanceOf(RpcError);
           expect([-32602, -32005]).toContain((error as RpcError).code);
@@ -47,15 +52,15 @@ describe('filter compiler (fuzzed)', () => {
 
   it('field names that are Object.prototype keys are just unknown fields (-32602), never a crash', () => {
     for (const field of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
-      expect(() => compileFilter({ field, op: 'eq', value: 'x' }, FIELDS, OPERATORS)).toThrow(
+      expect(() => compileFilter({ field, op: 'eq', value: 'x' }, FIELDS, OPERATORS, LIMITS)).toThrow(
         expect.objectContaining({ code: -32602 }),
       );
     }
   });
 
   it('not(p) is the complement of p on any metadata', () => {
-    const p = compileFilter({ field: 'year', op: 'gte', value: 2020 }, FIELDS, OPERATORS);
-    const notP = compileFilter({ not: { field: 'year', op: 'gte', value: 2020 } }, FIELDS, OPERATORS);
+    const p = compileFilter({ field: 'year', op: 'gte', value: 2020 }, FIELDS, OPERATORS, LIMITS);
+    const notP = compileFilter({ not: { field: 'year', op: 'gte', value: 2020 } }, FIELDS, OPERATORS, LIMITS);
     fc.assert(
       fc.property(meta, (m) => {
         expect(notP(m)).toBe(!p(m));

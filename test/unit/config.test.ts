@@ -1,9 +1,17 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseCommandLine, parseListen } from '../../src/cli.js';
-import { DERIVED_ENVIRONMENT, defaultConfig, loadConfig, unknownEnvironment } from '../../src/config.js';
+import {
+  ConfigSchema,
+  DERIVED_ENVIRONMENT,
+  defaultConfig,
+  loadConfig,
+  unknownEnvironment,
+  validateConfig,
+} from '../../src/config.js';
 
 const file = (content: string, name = 'config.json'): string => {
   const path = join(mkdtempSync(join(tmpdir(), 'rcp-config-')), name);
@@ -156,5 +164,47 @@ describe('command line', () => {
     expect(() => parseCommandLine(['serve', '--bogus'])).toThrow(/bogus/);
     expect(() => parseCommandLine(['launch'])).toThrow(/unknown command/);
     expect(() => parseListen('host:99999')).toThrow(/HOST:\]PORT/);
+  });
+});
+
+describe('defaults declared once, in ConfigSchema', () => {
+  const fixture = (): Record<string, unknown> => {
+    // Taken from defaultConfig() before the defaults moved into the schema; its $comment says how.
+    const text = readFileSync(new URL('../fixtures/config-defaults.json', import.meta.url), 'utf8');
+    const { $comment, ...defaults } = JSON.parse(text) as { $comment: string; server: object; models: object };
+    expect($comment).toMatch(/defaultConfig\(\)/);
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    // The two defaults computed at run time: the package's version, and its models directory (an absolute path).
+    defaults.server = { ...defaults.server, version };
+    defaults.models = { ...defaults.models, dir: fileURLToPath(new URL('../../models', import.meta.url)) };
+    return defaults;
+  };
+
+  it('defaultConfig() is exactly what it was when the defaults were written out by hand', () => {
+    expect(defaultConfig()).toStrictEqual(fixture());
+  });
+
+  it('each call is a fresh copy: a caller that changes one changes no other', () => {
+    const first = defaultConfig();
+    first.log.redact.push('changed');
+    first.http.port = 1;
+    first.index.fields.year = 'int';
+    expect(defaultConfig()).toStrictEqual(fixture());
+  });
+
+  it('every setting and section has a default and a description, and the defaults are valid', () => {
+    const missing: string[] = [];
+    const visit = (node: Record<string, unknown>, path: string): void => {
+      if (!('default' in node)) missing.push(`${path}: default`);
+      if (typeof node.description !== 'string' && path !== '(root)') missing.push(`${path}: description`);
+      const properties = node.properties as Record<string, Record<string, unknown>> | undefined;
+      if (node.type !== 'object' || properties === undefined) return;
+      for (const [key, child] of Object.entries(properties)) visit(child, path === '(root)' ? key : `${path}.${key}`);
+    };
+    visit(ConfigSchema, '(root)');
+    expect(missing).toEqual([]);
+    expect(validateConfig(defaultConfig())).toStrictEqual(defaultConfig());
   });
 });
