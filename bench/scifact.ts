@@ -45,4 +45,4 @@ export function trainQueries(): { id: string; text: string; relevant: Set<string
   return [...relevant].map(([id, docs]) => ({ id, text: texts.get(id) ?? '', relevant: docs }));
 }
 
-export { ndcg, recall } from '../src/retrieval/metrics.js';
+export { ndcg, recall } from '../src/retrieval/relevance-metrics.js';

@@ -9,7 +9,6 @@ import { ContentReader } from './methods/content.js';
 import { embedMethod } from './methods/embed.js';
 import { feedbackMethod } from './methods/feedback.js';
 import { transformMethod } from './methods/transform.js';
-import { FeedbackStore } from './retrieval/feedback-store.js';
 import { embedSparseMethod } from './methods/embed-sparse.js';
 import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
@@ -32,7 +31,7 @@ import { RedisBucketStore } from './transport/redis-bucket-store.js';
 import { HttpSessionStore } from './transport/http-sessions.js';
 import { operatorRoutes, type OperatorOptions } from './transport/operator.js';
 import { rcpHttp } from './transport/http.js';
-import type { Logger } from './transport/logger.js';
+import type { Logger } from './protocol/logger.js';
 import { serveStdio, type StdioConnection } from './transport/stdio.js';
 
 export interface AppOptions {
@@ -179,11 +178,9 @@ function registerCorpusMethods(
   registerRetrieve(registry, config, models, corpus, rerankers, content);
   // §7.8 without a language model: only the methods that run here are advertised.
   registry.register(...transformMethod(corpus, config.limits.maxQueryChars));
-  // §7.16: advisory signals, bounded and expiring; flags go to the operator's log and metrics.
-  const feedback = new FeedbackStore(100_000, config.retrieve.sessionTtlSeconds * 1000);
+  // §7.16: advisory signals, counted in metrics; flags go to the operator's log too.
   registry.register(
     ...feedbackMethod(corpus, {
-      store: feedback,
       maxSignals: config.index.maxDocumentsPerAdd,
       maxQueryChars: config.limits.maxQueryChars,
       onSignal: metrics.feedbackSignal,

@@ -6,6 +6,7 @@ import { Value } from '@sinclair/typebox/value';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { parse as parseYaml } from 'yaml';
 import { StartupError } from './startup-error.js';
+import { isJsonObject } from './protocol/messages.js';
 
 const PACKAGE = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -522,7 +523,7 @@ export const ConfigSchema = Section({
       sessionTtlSeconds: Type.Integer({
         minimum: 1,
         default: 1800,
-        description: 'How long a retrieve session (its dedup and feedback) is remembered.',
+        description: 'How long a retrieve session (what it has already been shown, §7.7.3) is remembered.',
       }),
       trust: Type.Record(
         Type.String(),
@@ -820,7 +821,7 @@ function readConfigFile(file: string): Record<string, unknown> {
   const yaml = /\.ya?ml$/i.test(file);
   try {
     const parsed = (yaml ? parseYaml(text) : JSON.parse(text)) as unknown;
-    if (!isPlainObject(parsed)) throw new Error(`not a ${yaml ? 'YAML mapping' : 'JSON object'}`);
+    if (!isJsonObject(parsed)) throw new Error(`not a ${yaml ? 'YAML mapping' : 'JSON object'}`);
     return parsed;
   } catch (error) {
     throw new ConfigError(`config file ${file} is not valid ${yaml ? 'YAML' : 'JSON'}: ${(error as Error).message}`);
@@ -830,7 +831,7 @@ function readConfigFile(file: string): Record<string, unknown> {
 function deepMerge(target: Record<string, unknown>, source: Record<string, unknown>): void {
   for (const [key, value] of Object.entries(source)) {
     const existing = target[key];
-    if (isPlainObject(existing) && isPlainObject(value)) deepMerge(existing, value);
+    if (isJsonObject(existing) && isJsonObject(value)) deepMerge(existing, value);
     else target[key] = value;
   }
 }
@@ -841,13 +842,9 @@ function setPath(target: Record<string, unknown>, path: string, value: unknown, 
   let node = target;
   for (const key of keys) {
     const next = node[key];
-    if (!isPlainObject(next)) throw new ConfigError(`${source}: no such setting '${path}'`);
+    if (!isJsonObject(next)) throw new ConfigError(`${source}: no such setting '${path}'`);
     node = next;
   }
   if (last === undefined) throw new ConfigError(`${source}: empty setting path`);
   node[last] = value;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

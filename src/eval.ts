@@ -3,14 +3,9 @@ import { writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { App } from './app.js';
 import type { JsonObject } from './protocol/messages.js';
-import { mrr, ndcg, recall } from './retrieval/metrics.js';
+import { mrr, ndcg, recall } from './retrieval/relevance-metrics.js';
 import { StartupError } from './startup-error.js';
 
-/**
- * `rcp-server eval`: runs every judged query through `retrieve` on an in-process session (the full method: params
- * validation, the pipeline, result shaping) and reports nDCG@10, Recall@100 and MRR@10 over documents. Queries are
- * BEIR JSON Lines (`{"_id", "text"}`), judgements BEIR TSV (`query-id corpus-id score`, header line).
- */
 /** A retrieve the eval could not run (bad params for this server): reported as text, exit 1. */
 export class EvalError extends StartupError {
   override name = 'EvalError';
@@ -33,6 +28,11 @@ async function lines(path: string): Promise<string[]> {
   return out;
 }
 
+/**
+ * `rcp-server eval`: runs every judged query through `retrieve` on an in-process session (the full method: params
+ * validation, the pipeline, result shaping) and reports nDCG@10, Recall@100 and MRR@10 over documents. Queries are
+ * BEIR JSON Lines (`{"_id", "text"}`), judgements BEIR TSV (`query-id corpus-id score`, header line).
+ */
 export async function evaluate(
   app: App,
   queriesPath: string,

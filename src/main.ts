@@ -4,7 +4,7 @@ import { pino, type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { AppStartError, createApp, type App } from './app.js';
 import type { EngineSpec } from './backend/federation/engine.js';
-import { readRegistry } from './backend/federation/registry.js';
+import { readRegistry } from './backend/federation/engine-registry.js';
 import { createGateway } from './gateway.js';
 import { serveMcp } from './transport/mcp.js';
 import { fetchModel, readCatalog } from './backend/model-fetch.js';

@@ -7,7 +7,8 @@ import { buildDefaultModel, USE_LITE } from './onnx/default-model.js';
 import type { RuntimeOptions } from './onnx/model-host.js';
 import { UseLiteEncoder } from './onnx/use-lite-encoder.js';
 import { OnnxMaxSim } from './onnx/maxsim.js';
-import type { BackendLogger, CrossEncoder, Encoder, LateInteractionKernel, ModelHealth } from './ports.js';
+import type { Logger } from '../protocol/logger.js';
+import type { CrossEncoder, Encoder, LateInteractionKernel, ModelHealth } from './ports.js';
 
 export interface ModelSettings {
   readonly dir: string;
@@ -56,7 +57,7 @@ export function modelDir(settings: Pick<ModelSettings, 'dir'>, name: string): st
  * Builds the default model if it is the configured encoder and its files are missing (first start from a clean
  * checkout). A failure is logged and left to the model host, which then answers -32010.
  */
-export async function prepareDefaultModel(settings: ModelSettings, log: BackendLogger): Promise<void> {
+export async function prepareDefaultModel(settings: ModelSettings, log: Logger): Promise<void> {
   if (settings.encoder !== DEFAULT_ENCODER) return;
   const dir = modelDir(settings, DEFAULT_ENCODER);
   if (existsSync(join(dir, 'manifest.json'))) return;
@@ -88,7 +89,7 @@ function manifestFor(settings: ModelSettings, name: string, dir: string): ModelM
   return readManifest(dir);
 }
 
-export function openModels(settings: ModelSettings, log: BackendLogger): Models {
+export function openModels(settings: ModelSettings, log: Logger): Models {
   const runtime: RuntimeOptions = {
     intraOpThreads: settings.intraOpThreads,
     log,

@@ -10,13 +10,6 @@ import type { TimeSlice } from '../protocol/time-slice.js';
 
 export type TextKind = 'query' | 'document';
 
-/** The slice of a pino logger the backend uses. */
-export interface BackendLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
 /** Whether a model can serve now; `reason` says why not (logged, and reported by readiness). */
 export interface ModelHealth {
   readonly ready: boolean;
@@ -75,13 +68,13 @@ export interface LateInteractionKernel {
   maxSim(query: TokenMatrix, documents: readonly TokenMatrix[], signal?: AbortSignal): Promise<Float32Array>;
 }
 
+/** A document as written (index/add over the wire, or `rcp-server ingest`): an id is made when none is given. */
 export interface CorpusDocument {
   readonly id?: string | undefined;
   readonly text: string;
   readonly meta?: Record<string, unknown> | undefined;
 }
 
-/** The write side of the corpus (§7.10, §7.11): durable when the promise resolves. */
 /**
  * A write's caller: `signal` abandons it before it commits (nothing applied); `commit` is called once, right before
  * the commit, and throws if the caller has already given up — after it, the write completes and is answered.
@@ -91,6 +84,7 @@ export interface WriteCaller {
   readonly commit?: (() => void) | undefined;
 }
 
+/** The write side of the corpus (§7.10, §7.11): durable when the promise resolves. */
 export interface CorpusWriter {
   add(
     documents: readonly CorpusDocument[],

@@ -6,7 +6,7 @@ import {
   HttpStatusError,
   RcpError,
   UnreadableFrameError,
-} from './errors.js';
+} from './client-errors.js';
 
 /** A JSON-RPC frame as the client sees it. */
 export type Frame = Record<string, unknown>;

@@ -1,6 +1,6 @@
 import { capabilityFor, isCoreMethod, METHODS } from '../protocol/method-table.js';
 import { HttpChannel, StdioChannel, type Channel, type Frame } from './channel.js';
-import { RcpError } from './errors.js';
+import { RcpError } from './client-errors.js';
 import { DEFAULT_RETRY, retryDelay, type RetryPolicy } from './retry.js';
 
 export {
@@ -9,7 +9,7 @@ export {
   HttpStatusError,
   RcpError,
   UnreadableFrameError,
-} from './errors.js';
+} from './client-errors.js';
 export type { RetryPolicy } from './retry.js';
 
 /**

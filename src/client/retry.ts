@@ -1,5 +1,5 @@
 import { retriesAutomatically } from '../protocol/codes.js';
-import { RcpError } from './errors.js';
+import { RcpError } from './client-errors.js';
 
 /** §12.2 retries: only retryable codes, `retryAfterMs` honoured, exponential backoff with full jitter and a cap. */
 export interface RetryPolicy {

@@ -3,13 +3,13 @@ import type { CorpusReader } from '../backend/ports.js';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
-import type { FeedbackStore } from '../retrieval/feedback-store.js';
 
 /**
- * `feedback` (§7.16): signals about how hits fared downstream, recorded per session and query in a bounded, expiring
- * store and counted in metrics. Untrusted advice (§15.2): nothing here changes retrieval. A hit flagged
- * `poisonSuspected` or `injectionSuspected` marks its document and source for review: one warning log line naming
- * them, and a counter by kind (§15.3). `accepted` counts every well-formed signal, acted on or not.
+ * `feedback` (§7.16): signals about how hits fared downstream, counted in metrics and otherwise not kept: nothing in
+ * this server reads them back, and §7.16 lets a server only log feedback. Untrusted advice (§15.2): nothing here
+ * changes retrieval. A hit flagged `poisonSuspected` or `injectionSuspected` marks its document and source for
+ * review: one warning log line naming them, and a counter by kind (§15.3). `accepted` counts every well-formed
+ * signal, acted on or not.
  */
 const Signal = Type.Object({
   hitId: Type.Union([Type.String({ maxLength: 1024 }), Type.Number()]),
@@ -27,7 +27,6 @@ const FeedbackParams = Type.Object({
 });
 
 export interface FeedbackSettings {
-  readonly store: FeedbackStore;
   readonly maxSignals: number;
   /** `limits.maxQueryChars`: a `query` is what a retrieve was asked, and no longer (§15.5). */
   readonly maxQueryChars: number;
@@ -82,7 +81,7 @@ export function feedbackMethod(
           }
         }
       }
-      return { accepted: settings.store.record(sessionId, query, recorded) };
+      return { accepted: recorded.length };
     },
   };
   return [definition, {}];

@@ -115,10 +115,6 @@ export class Session {
     return 'streaming' in (this.#capabilities ?? this.#registry.capabilities());
   }
 
-  get inFlightCount(): number {
-    return this.#inFlight.size;
-  }
-
   /**
    * Handles one parsed JSON value: a single message or a batch (§11). Resolves to the reply, or to
    * undefined when nothing must be sent (a notification, or a batch of notifications only).

@@ -1,4 +1,4 @@
-import type { JsonObject } from '../protocol/messages.js';
+import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 
 /**
  * §16.3 fusion of per-engine ranked lists into one. Identity is the stringified `Hit.id`; when engines return the same
@@ -36,8 +36,7 @@ interface Candidate {
 const scoreOf = (hit: JsonObject): number =>
   typeof hit.score === 'number' && Number.isFinite(hit.score) ? hit.score : 0;
 const textLength = (hit: JsonObject): number => (typeof hit.text === 'string' ? hit.text.length : 0);
-const metaOf = (hit: JsonObject): JsonObject =>
-  typeof hit.meta === 'object' && hit.meta !== null && !Array.isArray(hit.meta) ? (hit.meta as JsonObject) : {};
+const metaOf = (hit: JsonObject): JsonObject => (isJsonObject(hit.meta) ? hit.meta : {});
 
 /** The per-engine contribution of the hit at 0-based `rank` with raw `score` under `settings`. */
 function contribution(list: EngineHits, rank: number, score: number, settings: FusionSettings, bounds: Bounds): number {

@@ -1,5 +1,7 @@
 import type { FieldType } from '../backend/ports.js';
 import { RpcError } from '../protocol/errors.js';
+import { isJsonObject } from '../protocol/messages.js';
+import { isTimestamp } from '../protocol/timestamps.js';
 
 /**
  * §8 metadata filters: validated against the advertised field types and operators, then compiled to a predicate over
@@ -7,7 +9,7 @@ import { RpcError } from '../protocol/errors.js';
  * or operator, an empty `and`/`or`, an unknown node shape, or one larger than its
  * limits (depth, node count); -32005 (`data.option`)
  * for an operator outside `filter.operators`. String comparison is case-sensitive and code-unit ordered; dates are
- * RFC 3339 strings (or epoch ms) compared as instants.
+ * §4.6 timestamps (ISO 8601 strings or integer epoch ms, as metadata accepts them) compared as instants.
  */
 export const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'contains', 'exists'] as const;
 export type Operator = (typeof OPERATORS)[number];
@@ -18,9 +20,6 @@ export interface FilterLimits {
 }
 
 export type Predicate = (meta: Readonly<Record<string, unknown>>) => boolean;
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const ORDERED = new Set<FieldType>(['int', 'float', 'date']);
 
@@ -36,7 +35,7 @@ function scalarFits(type: FieldType, value: unknown): boolean {
     case 'bool':
       return typeof value === 'boolean';
     case 'date':
-      return (typeof value === 'string' && !Number.isNaN(Date.parse(value))) || Number.isFinite(value);
+      return isTimestamp(value);
   }
 }
 
@@ -136,11 +135,11 @@ export function compileFilter(
   const budget = { nodes: 0 };
   const compile = (node: unknown, path: string, depth: number): Predicate => {
     if (depth > limits.maxDepth) throw RpcError.invalidParams(path, `nested deeper than ${limits.maxDepth}`);
-    budget.nodes += 1 + (isObject(node) && Array.isArray(node.value) ? node.value.length : 0);
+    budget.nodes += 1 + (isJsonObject(node) && Array.isArray(node.value) ? node.value.length : 0);
     if (budget.nodes > limits.maxNodes) {
       throw RpcError.invalidParams('filter', `more than ${limits.maxNodes} nodes (conditions and in/nin values)`);
     }
-    if (!isObject(node)) throw RpcError.invalidParams(path, 'a filter node is an object');
+    if (!isJsonObject(node)) throw RpcError.invalidParams(path, 'a filter node is an object');
     const combinators = ['and', 'or', 'not'].filter((name) => name in node);
     if (combinators.length > 1 || (combinators.length === 1 && 'field' in node)) {
       throw RpcError.invalidParams(path, 'a node is one of and, or, not, or a field condition');

@@ -1,4 +1,5 @@
 import { TimeSlice } from '../protocol/time-slice.js';
+import { dotProduct } from '../protocol/vectors.js';
 
 /**
  * Maximal marginal relevance over candidate vectors: repeatedly pick the candidate maximising
@@ -21,13 +22,6 @@ function normalised(vector: Float32Array): Float32Array {
   const unit = new Float32Array(vector.length);
   for (let i = 0; i < vector.length; i++) unit[i] = vector[i]! * scale;
   return unit;
-}
-
-function dot(a: Float32Array, b: Float32Array): number {
-  const n = Math.min(a.length, b.length);
-  let sum = 0;
-  for (let i = 0; i < n; i++) sum += a[i]! * b[i]!;
-  return sum;
 }
 
 /** Indices of all candidates: the first `picks` in MMR order, then the rest in their given order. */
@@ -62,7 +56,7 @@ export async function mmr(
     taken[best] = 1;
     order.push(best);
     for (let i = 0; i < candidates.length; i++) {
-      if (taken[i] === 0) closest[i] = Math.max(closest[i]!, dot(unit[i]!, unit[best]!));
+      if (taken[i] === 0) closest[i] = Math.max(closest[i]!, dotProduct(unit[i]!, unit[best]!));
     }
     await slice.due();
   }

@@ -1,4 +1,5 @@
 import { callerScoped } from '../protocol/context.js';
+import { setMostRecent } from '../protocol/lru-map.js';
 
 /**
  * §7.7.3 `sessionId`: hits already returned in the same agentic trajectory are skipped by later retrieves. Memory is
@@ -75,14 +76,14 @@ export class SessionDedup {
       live !== undefined && live.expires >= now
         ? live
         : { caller, seen: new Map<string, number>(), expires: 0, bytes: 0 };
-    this.#forget(key); // re-inserted below: Map order is recency order
+    this.#forget(key); // its count and bytes are taken back, then added again as it is now
     for (const id of ids) {
       if (session.seen.size >= this.maxHits || session.seen.has(id)) continue;
       session.seen.set(id, this.#serial++);
       session.bytes += ENTRY_BYTES + 2 * id.length;
     }
     session.expires = now + this.ttlSeconds * 1000;
-    this.#sessions.set(key, session);
+    setMostRecent(this.#sessions, key, session);
     this.#account(caller, 1, session.bytes);
     for (;;) {
       const over =

@@ -1,3 +1,5 @@
+import { setMostRecent } from '../protocol/lru-map.js';
+
 /**
  * Where token buckets live. `take` spends one token from the bucket `key` (refilling at `rate` per second up to
  * `capacity`) and resolves to 0 when it was granted, else to the milliseconds until a token will be there.
@@ -26,10 +28,9 @@ export class MemoryBucketStore implements BucketStore {
   takeNow(key: string, rate: number, capacity: number): number {
     const now = this.clock();
     const bucket = this.#buckets.get(key) ?? { tokens: capacity, at: now };
-    this.#buckets.delete(key); // re-insert: Map order is recency order
     bucket.tokens = Math.min(capacity, bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * rate);
     bucket.at = now;
-    this.#buckets.set(key, bucket);
+    setMostRecent(this.#buckets, key, bucket);
     while (this.#buckets.size > this.maxKeys) {
       const oldest = this.#buckets.keys().next().value;
       if (oldest === undefined) break;

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { RpcError } from '../protocol/errors.js';
+import { setMostRecent } from '../protocol/lru-map.js';
 import type { Session, SessionOptions } from '../protocol/session.js';
 
 /**
@@ -108,12 +109,9 @@ export class HttpSessionStore {
 
   #touch(entry: Entry): Entry {
     entry.lastUsed = Date.now();
-    // Map order is recency order: re-inserting keeps the least recently used first.
-    this.#entries.delete(entry.key);
-    this.#entries.set(entry.key, entry);
+    setMostRecent(this.#entries, entry.key, entry);
     const own = this.#byCaller.get(entry.caller);
-    own?.delete(entry.key);
-    own?.set(entry.key, entry);
+    if (own !== undefined) setMostRecent(own, entry.key, entry);
     return entry;
   }
 

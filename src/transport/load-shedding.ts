@@ -29,7 +29,7 @@ export interface SheddingSettings {
   sampleIntervalMs: number;
 }
 
-export interface LoadState {
+interface LoadState {
   eventLoopDelayMs: number;
   heapUsedRatio: number;
   rssBytes: number;
@@ -62,10 +62,6 @@ export class LoadShedder {
     this.#timer = setInterval(() => this.#sample(), settings.sampleIntervalMs);
     this.#timer.unref();
     this.#sample();
-  }
-
-  get state(): LoadState {
-    return this.#state;
   }
 
   /** Marks `work` as the server's own (start-up, loading): event-loop lag while it runs is not client overload. */

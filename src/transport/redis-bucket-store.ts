@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { BucketStore } from './bucket-store.js';
 import { MemoryBucketStore } from './bucket-store.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../protocol/logger.js';
 
 /**
  * Token buckets in Redis, so N replicas behind a load balancer spend one budget. The whole

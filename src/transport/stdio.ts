@@ -7,7 +7,7 @@ import { LineSplitter, type LineEvent } from '../protocol/ndjson.js';
 import { mergeReplies, screen, type Screened } from '../protocol/screen.js';
 import type { Session, SessionOptions } from '../protocol/session.js';
 import type { Admission } from './admission.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../protocol/logger.js';
 
 export interface StdioOptions {
   input: Readable;

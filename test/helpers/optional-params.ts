@@ -2,6 +2,7 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createApp } from '../../src/app.js';
 import { InitializeParams, PingParams } from '../../src/protocol/lifecycle.js';
+import { isJsonObject } from '../../src/protocol/messages.js';
 import type { MethodRegistry } from '../../src/protocol/registry.js';
 import { ROOT, testConfig } from './wire.js';
 
@@ -77,8 +78,6 @@ export function servedMethods(registry: MethodRegistry): string[] {
 
 const ajv = new Ajv2020({ strict: false, allowUnionTypes: true });
 const admitsNull = (schema: TSchema): boolean => ajv.validate(schema, null);
-const isObject = (value: unknown): value is Params =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export type Path = (string | number)[];
 
@@ -97,7 +96,7 @@ export function* optionalPaths(schema: TSchema, value: unknown, at: Path = []): 
   if (Array.isArray(value) && schema.items !== undefined) {
     for (const [i, item] of value.entries()) yield* optionalPaths(schema.items as TSchema, item, [...at, i]);
   }
-  if (!isObject(value)) return;
+  if (!isJsonObject(value)) return;
   const properties = (schema.properties ?? {}) as Record<string, TSchema>;
   const required = (schema.required ?? []) as string[];
   for (const [key, member] of Object.entries(properties)) {

@@ -6,11 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js';
 
-/**
- * §15.5 memory under clients that ask for much and read nothing: answers not yet read by their clients are bounded
- * across all connections (`limits.maxUnsentBytes`; past it a large answer is -32011), and stdio stops reading a
- * client that pipelines thousands of requests. RSS stays within a bound of idle and a polite client is served.
- */
 /** The process's resident set, or 0 once it has exited. */
 function rss(pid: number): number {
   try {
@@ -21,6 +16,11 @@ function rss(pid: number): number {
 }
 const MB = 1024 * 1024;
 
+/**
+ * §15.5 memory under clients that ask for much and read nothing: answers not yet read by their clients are bounded
+ * across all connections (`limits.maxUnsentBytes`; past it a large answer is -32011), and stdio stops reading a
+ * client that pipelines thousands of requests. RSS stays within a bound of idle and a polite client is served.
+ */
 describe('clients that never read their answers (HTTP)', () => {
   let server: ServerProcess;
   const sockets: Socket[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RcpError } from '../../src/client/errors.js';
+import { RcpError } from '../../src/client/client-errors.js';
 import { DEFAULT_RETRY, retryDelay } from '../../src/client/retry.js';
 
 /** §12.2 as the client applies it: which failures are retried, and how long it waits. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseRegistry, RegistryError } from '../../src/backend/federation/registry.js';
+import { parseRegistry, RegistryError } from '../../src/backend/federation/engine-registry.js';
 import { fuseEngines } from '../../src/retrieval/federated-fusion.js';
 
 const hits = (...specs: [string, number, string?][]) =>

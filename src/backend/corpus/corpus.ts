@@ -1,15 +1,17 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { RpcErrorCode } from '../../protocol/codes.js';
 import { RpcError } from '../../protocol/errors.js';
+import type { Logger } from '../../protocol/logger.js';
 import { TimeSlice } from '../../protocol/time-slice.js';
+import { cosineSimilarity, dotProduct } from '../../protocol/vectors.js';
 import { requireWellFormed } from '../../protocol/validation.js';
 import { DenseIndex, type DenseIndexOptions } from '../hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
 import { multiQuery, rewriteQuery } from '../lexical/query-transform.js';
 import type {
-  BackendLogger,
   ChunkBody,
   ChunkPlace,
+  CorpusDocument,
   CorpusReader,
   CorpusWriter,
   Encoder,
@@ -43,12 +45,6 @@ export interface CorpusSettings {
   readonly writable?: boolean | undefined;
 }
 
-export interface InputDocument {
-  readonly id?: string | undefined;
-  readonly text: string;
-  readonly meta?: Record<string, unknown> | undefined;
-}
-
 export interface AddOptions extends WriteCaller {
   /** `operator` for `rcp-server ingest`; everything over the wire is `client` (§15.2). */
   readonly origin?: DocumentOrigin | undefined;
@@ -76,6 +72,11 @@ const EMBED_SLICE = 64;
 /** Chunks per dense-index message while rebuilding or replaying. */
 const REPLAY_BATCH = 1024;
 
+/** A data dir that cannot serve this configuration: a start-up error with clear text, never a wire code. */
+export class CorpusError extends StartupError {
+  override name = 'CorpusError';
+}
+
 /**
  * The corpus: the durable store of record plus the two derived indexes, kept in step. A write is validated whole,
  * chunked and embedded outside the write lock, then committed in one SQLite transaction (durable on return) and
@@ -86,11 +87,6 @@ const REPLAY_BATCH = 1024;
  * rebuild from the store, logged. The lexical index is rebuilt from the store's text every start: it is derived,
  * cheap to rebuild (~0.5 s per 5k SciFact abstracts), and one persisted structure fewer to keep crash-consistent.
  */
-/** A data dir that cannot serve this configuration: a start-up error with clear text, never a wire code. */
-export class CorpusError extends StartupError {
-  override name = 'CorpusError';
-}
-
 export class Corpus implements CorpusWriter, CorpusReader {
   readonly store: CorpusStore;
   readonly #dense = new DenseIndex();
@@ -110,7 +106,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
   constructor(
     private readonly settings: CorpusSettings,
     private readonly encoder: Encoder,
-    private readonly log: BackendLogger,
+    private readonly log: Logger,
   ) {
     this.store = openStore(settings.dir, !this.#writable);
     const built = this.store.getMeta('encoder');
@@ -250,7 +246,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return next;
   }
 
-  async add(documents: readonly InputDocument[], options: AddOptions): Promise<AddResult> {
+  async add(documents: readonly CorpusDocument[], options: AddOptions): Promise<AddResult> {
     await this.#whenReady();
     const key = options.idempotencyKey;
     const previous = key === undefined ? undefined : this.store.idempotentResult(key);
@@ -279,7 +275,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
   }
 
   /** Validates every document (all or nothing), chunks and embeds them; nothing is written here. */
-  async #prepare(documents: readonly InputDocument[], options: AddOptions): Promise<NewDocument[]> {
+  async #prepare(documents: readonly CorpusDocument[], options: AddOptions): Promise<NewDocument[]> {
     documents.forEach((document, i) => this.#validate(document, `documents.${i}`));
     const count = options.chunk ? await this.encoder.tokenCounter() : undefined;
     const slice = new TimeSlice(8, options.signal);
@@ -321,7 +317,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
   }
 
   /** -32602 naming the field unless `document` can be stored. */
-  #validate(document: InputDocument, field: string): void {
+  #validate(document: CorpusDocument, field: string): void {
     if (document.text.trim() === '') throw RpcError.invalidParams(`${field}.text`, 'a document needs text');
     // The store keeps UTF-8: a lone surrogate would come back as U+FFFD, and the id or the citation offsets with it.
     if (document.id !== undefined) requireWellFormed(document.id, `${field}.id`);
@@ -433,20 +429,12 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   /** Each label's similarity to `vector`, from its stored vector (a read and a dot product each: in time slices). */
   async denseScores(vector: Float32Array, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
-    const cosineSpace = this.settings.space === 'cosine';
-    let queryNorm = 0;
-    for (const v of vector) queryNorm += v * v;
+    const similarity = this.settings.space === 'cosine' ? cosineSimilarity : dotProduct;
     const slice = new TimeSlice(8, signal);
     const scores: number[] = [];
     for (const label of labels) {
       const stored = this.store.vectorOf(label);
-      let dot = 0;
-      let norm = 0;
-      for (let i = 0; i < (stored?.length ?? 0); i++) {
-        dot += stored![i]! * (vector[i] ?? 0);
-        norm += stored![i]! * stored![i]!;
-      }
-      scores.push(stored === undefined ? -1 : cosineSpace ? dot / (Math.sqrt(norm * queryNorm) || 1) : dot);
+      scores.push(stored === undefined ? -1 : similarity(stored, vector));
       await slice.due();
     }
     return scores;

@@ -1,5 +1,6 @@
 import { deeperThan } from '../../protocol/frames.js';
 import { RpcError } from '../../protocol/errors.js';
+import { isTimestamp } from '../../protocol/timestamps.js';
 
 import type { FieldType } from '../ports.js';
 
@@ -12,14 +13,10 @@ const CHECKS: Record<FieldType, (value: unknown) => boolean> = {
   int: (v) => Number.isSafeInteger(v),
   float: (v) => typeof v === 'number' && Number.isFinite(v),
   bool: (v) => typeof v === 'boolean',
-  // ISO 8601 date or date-time.
-  date: (v) =>
-    typeof v === 'string' &&
-    /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) &&
-    !Number.isNaN(Date.parse(v)),
+  date: isTimestamp,
 };
 
-/** -32602 with `data.field` (`documents.3.meta.year`) for a declared field of the wrong type. */
+/** §15.5 bounds on one document's metadata (`index.maxMetadataBytes`, `index.maxMetadataDepth`). */
 export interface MetadataLimits {
   /** Bytes of the metadata object as JSON. */
   readonly maxBytes: number;
@@ -27,6 +24,7 @@ export interface MetadataLimits {
   readonly maxDepth: number;
 }
 
+/** -32602 with `data.field` (`documents.3.meta.year`) for a declared field of the wrong type. */
 export function validateMetadata(
   meta: Record<string, unknown>,
   fields: Readonly<Record<string, FieldType>>,

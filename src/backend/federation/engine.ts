@@ -1,7 +1,8 @@
 import { retriesAutomatically, RpcErrorCode } from '../../protocol/codes.js';
 import { RpcError } from '../../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../../protocol/messages.js';
-import type { BackendLogger, EngineCallOptions, EngineInfo, RemoteEngine } from '../ports.js';
+import type { Logger } from '../../protocol/logger.js';
+import type { EngineCallOptions, EngineInfo, RemoteEngine } from '../ports.js';
 import { HttpLink } from './http-link.js';
 import { LinkError, type Link } from './link.js';
 import { StdioLink } from './stdio-link.js';
@@ -39,7 +40,7 @@ export class Engine implements RemoteEngine {
   constructor(
     readonly spec: EngineSpec,
     private readonly client: { name: string; version: string },
-    private readonly log: BackendLogger,
+    private readonly log: Logger,
     link?: Link,
   ) {
     this.#link = link ?? openLink(spec, log);
@@ -183,7 +184,7 @@ function asObject(value: unknown): JsonObject {
   return isJsonObject(value) ? value : {};
 }
 
-function openLink(spec: EngineSpec, log: BackendLogger): Link {
+function openLink(spec: EngineSpec, log: Logger): Link {
   if (spec.transport === 'stdio') {
     if (spec.command === undefined || spec.command.length === 0)
       throw new Error(`engine ${spec.id}: stdio needs a command`);

@@ -3,6 +3,9 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { JsonObject } from '../../protocol/messages.js';
 import { LinkError, type Link, type ResponseFrame } from './link.js';
 
+/** The largest engine answer read (characters of JSON): four times this server's own default answer cap. */
+const MAX_ANSWER_CHARS = 64 * 1024 * 1024;
+
 /**
  * An engine over HTTP (§5.2): `POST <url>/<method>` on pooled keep-alive connections, with the registry's extra
  * headers (credentials belong there, never in params, §15.6). The link keeps a session of its own on the engine:
@@ -11,9 +14,6 @@ import { LinkError, type Link, type ResponseFrame } from './link.js';
  * -32001, and the engine is initialized again. A body that is not a JSON-RPC response (an HTTP error page, a 429
  * without a frame) is a `LinkError`, not a guess.
  */
-/** The largest engine answer read (characters of JSON): four times this server's own default answer cap. */
-const MAX_ANSWER_CHARS = 64 * 1024 * 1024;
-
 export class HttpLink implements Link {
   readonly generation = 1;
   readonly #agent: Agent;

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { JsonObject } from '../../protocol/messages.js';
-import type { BackendLogger } from '../ports.js';
+import type { Logger } from '../../protocol/logger.js';
 import { LinkError, type Link, type ResponseFrame } from './link.js';
 
 interface Waiting {
@@ -27,7 +27,7 @@ export class StdioLink implements Link {
   constructor(
     private readonly name: string,
     private readonly command: readonly string[],
-    private readonly log: BackendLogger,
+    private readonly log: Logger,
     private readonly env: Readonly<Record<string, string>> = {},
   ) {
     this.#spawn();

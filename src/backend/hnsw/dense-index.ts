@@ -2,10 +2,10 @@ import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from
 import { join } from 'node:path';
 import { isFile, removeFile, syncPath } from '../files.js';
 import { WorkerChannel } from '../worker-thread.js';
-import type { DenseIndexOptions, DenseReply, DenseRequest } from './protocol.js';
+import type { DenseIndexOptions, DenseReply, DenseRequest } from './worker-protocol.js';
 import type { SavedIndexSum } from './saved-file.js';
 
-export type { DenseIndexOptions } from './protocol.js';
+export type { DenseIndexOptions } from './worker-protocol.js';
 
 export interface Neighbour {
   readonly label: number;

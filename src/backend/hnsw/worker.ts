@@ -4,7 +4,8 @@
  */
 import { parentPort } from 'node:worker_threads';
 import hnswlib from 'hnswlib-node';
-import type { DenseIndexOptions, DenseReply, DenseRequest } from './protocol.js';
+import type { DenseIndexOptions, DenseReply, DenseRequest } from './worker-protocol.js';
+import { cosineSimilarity, dotProduct } from '../../protocol/vectors.js';
 import { syncPath } from '../files.js';
 import { digestFile } from './saved-file.js';
 
@@ -24,21 +25,12 @@ const EXACT_BELOW = 4096;
 
 function exact(query: Float32Array, allow: ReadonlySet<number>, k: number): DenseReply {
   if (index === undefined || options === undefined) throw new Error('index not open');
-  const dimension = options.dimension;
-  let queryNorm = 0;
-  for (let i = 0; i < dimension; i++) queryNorm += (query[i] ?? 0) ** 2;
+  const similarity = options.space === 'cosine' ? cosineSimilarity : dotProduct;
+  const within = query.subarray(0, options.dimension); // as the graph search reads it
   const scored: { label: number; distance: number }[] = [];
   for (const label of allow) {
     if (!live.has(label)) continue;
-    const point = index.getPoint(label);
-    let dot = 0;
-    let norm = 0;
-    for (let i = 0; i < dimension; i++) {
-      dot += (point[i] ?? 0) * (query[i] ?? 0);
-      norm += (point[i] ?? 0) ** 2;
-    }
-    const similarity = options.space === 'cosine' ? dot / (Math.sqrt(norm * queryNorm) || 1) : dot;
-    scored.push({ label, distance: 1 - similarity });
+    scored.push({ label, distance: 1 - similarity(index.getPoint(label), within) });
   }
   scored.sort((a, b) => a.distance - b.distance || a.label - b.label);
   const top = scored.slice(0, k);

@@ -2,13 +2,14 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { RpcError } from '../../protocol/errors.js';
 import { verifyFiles, type ModelManifest } from '../manifest.js';
-import type { BackendLogger, ModelHealth } from '../ports.js';
+import type { Logger } from '../../protocol/logger.js';
+import type { ModelHealth } from '../ports.js';
 import { WorkerSession } from './worker-session.js';
 
 export interface RuntimeOptions {
   /** ONNX Runtime intra-op threads; 0 lets the runtime choose. */
   readonly intraOpThreads: number;
-  readonly log: BackendLogger;
+  readonly log: Logger;
 }
 
 export interface Loaded<T> {

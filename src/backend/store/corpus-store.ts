@@ -21,16 +21,6 @@ import {
   type Written,
 } from './writes.js';
 
-/**
- * The corpus of record (DESIGN §1: the only importer of the database driver): documents, their chunks with the
- * chunks' vectors, and a tombstone per removed chunk. SQLite in WAL mode with `synchronous = FULL`: a write
- * transaction is on disk when `commit` returns, and only then is a write acknowledged. The dense and lexical indexes
- * are derived from this store and can always be rebuilt from it.
- *
- * Every committed write gets the next sequence number (`seq`), which is the corpus `indexVersion` (§7.7.1) and lets
- * a saved index replay exactly the writes it has not seen: chunks with a higher `seq` are added, tombstones with a
- * higher `seq` are removed. Chunk labels come from AUTOINCREMENT, so a label is never reused.
- */
 /** A chunk as stored: the port's record (text, context, offsets, vector) with its label and document. */
 export type StoredChunk = ChunkRecord;
 
@@ -178,6 +168,16 @@ function checked(file: string, open: () => Database.Database): Database.Database
   }
 }
 
+/**
+ * The corpus of record (DESIGN §1: the only importer of the database driver): documents, their chunks with the
+ * chunks' vectors, and a tombstone per removed chunk. SQLite in WAL mode with `synchronous = FULL`: a write
+ * transaction is on disk when `commit` returns, and only then is a write acknowledged. The dense and lexical indexes
+ * are derived from this store and can always be rebuilt from it.
+ *
+ * Every committed write gets the next sequence number (`seq`), which is the corpus `indexVersion` (§7.7.1) and lets
+ * a saved index replay exactly the writes it has not seen: chunks with a higher `seq` are added, tombstones with a
+ * higher `seq` are removed. Chunk labels come from AUTOINCREMENT, so a label is never reused.
+ */
 export class CorpusStore {
   /** Reads, and the few small writes made outside a client's write (the encoder's name at start, pruning on save). */
   readonly #db: Connection;

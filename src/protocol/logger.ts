@@ -1,4 +1,4 @@
-/** The slice of a pino logger the transports use; tests pass a silent one. */
+/** The slice of a pino logger the transports and the backend use; tests pass a silent one. */
 export interface Logger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
