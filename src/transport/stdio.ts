@@ -112,8 +112,10 @@ class StdioServer implements StdioConnection {
     else input.resume();
   }
 
+  /** Dispatches what was read while there is room, and never while stdout is not taking answers (§15.5). */
   #pump(): void {
-    while (this.#accepting && this.#backlog.length > 0 && this.#pending.size < this.#options.maxInFlight) {
+    const room = () => this.#pending.size < this.#options.maxInFlight && !this.#draining;
+    while (this.#accepting && this.#backlog.length > 0 && room()) {
       this.#dispatch(this.#backlog.shift()!);
     }
     if (this.#inputEnded && this.#backlog.length === 0) this.#stopReading();

@@ -116,6 +116,42 @@ describe('a stdio client pipelining thousands of requests', () => {
   }, 180_000);
 });
 
+describe('a stdio client that stops reading its answers', () => {
+  it('gets no more work done than it reads: 400 vector-laden retrieves in one write keep RSS under 2× idle', async () => {
+    const config = { 'models.encoder': 'use-lite', 'limits.maxInFlightPerConnection': 16 };
+    const dir = mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
+    const { child, exited } = spawnStdio({ config }, ['bin/rcp-server.js', 'serve', '--stdio', '--data', dir]);
+    const frames: Frame[] = [];
+    readFrames(child, (frame) => frames.push(frame as Frame));
+    const send = (id: number | string, method: string, params: object) =>
+      child.stdin.write(`${JSON.stringify(request(id, method, params))}\n`);
+    send(0, 'initialize', { protocolVersion: 1, capabilities: {} });
+    const documents = Array.from({ length: 200 }, (_, i) => ({ id: `d${i}`, text: `document ${i} about proteins` }));
+    send('add', 'index/add', { documents });
+    send('warm', 'retrieve', { query: 'protein', k: 200, includeVectors: true });
+    while (frames.length < 3) await new Promise((resolve) => setTimeout(resolve, 50));
+    const idle = rss(child.pid!);
+    // Each answer holds 200 vectors of 512 numbers (about 2 MB of JSON): 400 of them held at once would be 800 MB.
+    child.stdout.pause();
+    const lines = Array.from({ length: 400 }, (_, i) =>
+      JSON.stringify(request(i + 1, 'retrieve', { query: 'protein', k: 200, includeVectors: true })),
+    );
+    child.stdin.write(`${lines.join('\n')}\n`);
+    let peak = idle;
+    for (let i = 0; i < 50; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      peak = Math.max(peak, rss(child.pid!));
+    }
+    expect(peak).toBeLessThan(2 * idle);
+    child.stdout.resume();
+    child.stdin.end();
+    expect(await exited).toBe(0);
+    // Read at last, every request is answered with its hits.
+    const answered = frames.filter((frame) => typeof frame.id === 'number' && frame.id > 0);
+    expect(answered.map((frame) => (frame.result as { hits: unknown[] }).hits.length)).toEqual(Array(400).fill(200));
+  }, 180_000);
+});
+
 describe('what a session or a feedback signal keeps is bounded (§15.5)', () => {
   let server: ServerProcess;
   beforeAll(async () => {
