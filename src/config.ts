@@ -824,7 +824,9 @@ function readConfigFile(file: string): Record<string, unknown> {
     if (!isJsonObject(parsed)) throw new Error(`not a ${yaml ? 'YAML mapping' : 'JSON object'}`);
     return parsed;
   } catch (error) {
-    throw new ConfigError(`config file ${file} is not valid ${yaml ? 'YAML' : 'JSON'}: ${(error as Error).message}`);
+    // The parser's first line names the problem and its line and column; the code frame after it is not one line.
+    const reason = (error as Error).message.split('\n')[0]?.replace(/:$/, '');
+    throw new ConfigError(`config file ${file} is not valid ${yaml ? 'YAML' : 'JSON'}: ${reason}`);
   }
 }
 

@@ -148,6 +148,43 @@ describe('configuration mistakes stop start-up with clear text (DESIGN §2: not 
     expect(stderr).toMatch(/cannot read model manifest .*no-such-model/);
   });
 
+  it.each([
+    [
+      'a data dir that is a file',
+      ['--data', join(MODELS, 'a-file')],
+      /^rcp-server: data dir .*a-file cannot be used: .*a-file is not a directory$/,
+    ],
+    [
+      'a data dir under a file',
+      ['--data', join(MODELS, 'a-file', 'sub')],
+      /^rcp-server: data dir .*sub cannot be used: .*a-file is not a directory$/,
+    ],
+    // Node's recursive mkdir never returns for a path under /proc.
+    [
+      'a data dir that cannot be created',
+      ['--data', '/proc/self/rcp-data'],
+      /^rcp-server: data dir \/proc\/self\/rcp-data cannot be created \(ENOENT at \/proc\/self\/rcp-data\)$/,
+    ],
+    [
+      'a config file that is not YAML',
+      ['--config', join(MODELS, 'bad.yaml')],
+      /^rcp-server: config file .*bad.yaml is not valid YAML: .* at line 3, column \d+$/,
+    ],
+  ])('%s: exit 2 and one line saying why', async (_what, args, line) => {
+    writeFileSync(join(MODELS, 'a-file'), 'not a directory');
+    writeFileSync(join(MODELS, 'bad.yaml'), 'http:\n  port: [1,\n  host: x\n');
+    const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio', ...args], { cwd: ROOT });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdin.end();
+    const code = await new Promise((resolve) => child.once('close', resolve));
+    expect(code).toBe(2);
+    // Besides the JSON log lines, exactly one line of text: the reason.
+    const said = stderr.split('\n').filter((text) => text !== '' && !text.startsWith('{'));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(line);
+  });
+
   it('a cross-encoder configured as the encoder: exit 2, one line naming it, no stack trace', async () => {
     const reranker = fixture('a-reranker', { kind: 'cross-encoder' });
     const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio'], {

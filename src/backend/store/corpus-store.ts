@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { RpcError } from '../../protocol/errors.js';
 import type { ChunkBody, ChunkRecord } from '../ports.js';
@@ -152,6 +152,31 @@ function requireConsistentSeq(db: Database.Database): void {
 const damaged = (row: string) =>
   new StoreError(`${STORE_FILE}: ${row} is damaged (its contents do not match their sum): restore it from a backup`);
 
+const notADirectory = (dir: string, path: string) =>
+  new StoreError(`data dir ${dir} cannot be used: ${path} is not a directory`);
+
+/**
+ * Creates the data dir and its missing parents one level at a time — Node's recursive mkdir never returns for a
+ * path under /proc — or says in one line why it cannot (a StoreError: a start-up error, exit 2).
+ */
+function makeDataDir(dir: string): void {
+  const missing: string[] = [];
+  let existing = resolve(dir);
+  while (!existsSync(existing) && dirname(existing) !== existing) {
+    missing.unshift(existing);
+    existing = dirname(existing);
+  }
+  if (!statSync(existing).isDirectory()) throw notADirectory(dir, existing);
+  for (const path of missing) {
+    try {
+      mkdirSync(path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'error';
+      throw new StoreError(`data dir ${dir} cannot be created (${code} at ${path})`);
+    }
+  }
+}
+
 /** Whether `dir` has been served before: its lock file, or saved index files, are there. */
 function hasServed(dir: string): boolean {
   return readdirSync(dir).some((name) => name === LOCK_FILE || /^dense-\d+\.hnsw$/.test(name));
@@ -197,7 +222,8 @@ export class CorpusStore {
    * `index.writable: false`) writes nothing at all, so a read-only filesystem can be served.
    */
   constructor(dir: string, { readOnly = false }: { readOnly?: boolean } = {}) {
-    if (!readOnly) mkdirSync(dir, { recursive: true });
+    if (!readOnly) makeDataDir(dir);
+    else if (existsSync(dir) && !statSync(dir).isDirectory()) throw notADirectory(dir, dir);
     const served = existsSync(dir) && hasServed(dir);
     this.#lock = DirLock.acquire(dir, { shared: readOnly });
     try {
