@@ -25,17 +25,20 @@ import { rememberReturned, seenBefore, skipSeen } from '../retrieval/session-ski
 import { ContentBlock, type ContentReader } from './content.js';
 import type { Reranker } from './rerank.js';
 
+/** §15.5 option names and versions are short: a longer one is -32602 naming it (and is never echoed in a note). */
+const OPTION = 64;
+
 /** Option values are plain strings here, not enums: unsupported ones must reach the handler for §7.7's strict rule. */
 const RetrieveParams = Type.Object({
   query: Type.Union([Type.String(), ContentBlock, Type.Array(ContentBlock)]),
   k: Type.Integer({ minimum: 1 }),
-  mode: Type.Optional(Type.String()),
-  modality: Type.Optional(Type.String()),
+  mode: Type.Optional(Type.String({ maxLength: OPTION })),
+  modality: Type.Optional(Type.String({ maxLength: OPTION })),
   candidateK: Type.Optional(Type.Integer({ minimum: 1 })),
   fusion: Type.Optional(
     Type.Object({
-      method: Type.Optional(Type.String()),
-      weights: Type.Optional(Type.Record(Type.String(), Type.Number({ minimum: 0 }))),
+      method: Type.Optional(Type.String({ maxLength: OPTION })),
+      weights: Type.Optional(Type.Record(Type.String(), Type.Number({ minimum: 0 }), { maxProperties: 16 })),
       rrfK: Type.Optional(Type.Integer({ minimum: 1 })),
       alpha: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     }),
@@ -43,32 +46,42 @@ const RetrieveParams = Type.Object({
   rerank: Type.Optional(
     Type.Union([
       Type.Object({
-        method: Type.Optional(Type.String()),
-        model: Type.Optional(Type.String()),
+        method: Type.Optional(Type.String({ maxLength: OPTION })),
+        model: Type.Optional(Type.String({ maxLength: 1024 })),
         topN: Type.Optional(Type.Integer({ minimum: 1 })),
       }),
       Type.Literal(false),
     ]),
   ),
   mmr: Type.Optional(Type.Object({ lambda: Type.Number({ minimum: 0, maximum: 1 }) })),
-  rewrite: Type.Optional(Type.Union([Type.String(), Type.Literal(false)])),
+  rewrite: Type.Optional(Type.Union([Type.String({ maxLength: OPTION }), Type.Literal(false)])),
   // §8 a filter is an object, compiled by compileFilter; declared so, `filter: null` is absent (§4.6).
   filter: Type.Optional(Type.Object({})),
   minScore: Type.Optional(Type.Number()),
-  recency: Type.Optional(Type.Object({ field: Type.String(), halfLifeDays: Type.Number({ exclusiveMinimum: 0 }) })),
-  unit: Type.Optional(Type.String()),
+  recency: Type.Optional(
+    Type.Object({ field: Type.String({ maxLength: 1024 }), halfLifeDays: Type.Number({ exclusiveMinimum: 0 }) }),
+  ),
+  unit: Type.Optional(Type.String({ maxLength: OPTION })),
   level: Type.Optional(Type.Integer({ minimum: 0 })),
   tokenBudget: Type.Optional(Type.Integer({ minimum: 1 })),
   sessionId: Type.Optional(Type.String({ maxLength: 256 })),
   includeText: Type.Optional(Type.Boolean()),
   includeVectors: Type.Optional(Type.Boolean()),
-  encoding: Type.Optional(Type.String()),
+  encoding: Type.Optional(Type.String({ maxLength: OPTION })),
   seed: Type.Optional(Type.Integer()),
-  indexVersion: Type.Optional(Type.String()),
+  indexVersion: Type.Optional(Type.String({ maxLength: OPTION })),
   strict: Type.Optional(Type.Boolean()),
   cursor: Type.Optional(Type.String({ maxLength: 4096 })),
 });
 type Params = Static<typeof RetrieveParams>;
+
+const DECLARED = Object.keys(RetrieveParams.properties) as (keyof Params)[];
+/**
+ * The params this method declares: what a cursor's digest covers (§10). Unknown fields are ignored (§7.7), so they
+ * neither change the ranking nor get hashed — a 16 MB one held the event loop 80-290 ms in the digest.
+ */
+const declaredOf = (params: Params) =>
+  Object.fromEntries(DECLARED.filter((key) => key in params).map((key) => [key, params[key]]));
 
 export interface RetrieveSettings {
   readonly maxK: number;
@@ -169,7 +182,7 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   ranked = groupUnits(atLeast(funnel.ranked, params.minScore), unit, corpus);
 
   // The page: where the cursor left off, without what the session has seen, diversified, packed.
-  const start = openPage(cursors, params, indexVersion);
+  const start = openPage(cursors, declaredOf(params), indexVersion);
   const seen = seenBefore(sessions, ctx.caller, params.sessionId, start.seenMark);
   ranked = skipSeen(ranked, seen, idOf);
   if (params.mmr !== undefined)

@@ -365,6 +365,27 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
     });
   });
 
+  it('§10 a cursor continues its request whatever unknown fields ride along (§7.7: ignored, so not part of it)', async () => {
+    const first = await ok({ query: 'blood', k: 2, mode: 'sparse', 'x-unknown': 'a'.repeat(100_000) });
+    const next = await ok({ query: 'blood', k: 2, mode: 'sparse', 'x-other': [1, 2, 3], cursor: first.nextCursor });
+    const plain = await ok({ query: 'blood', k: 4, mode: 'sparse' });
+    expect([...first.hits, ...next.hits].map((hit) => hit.id)).toEqual(plain.hits.map((hit) => hit.id));
+  });
+
+  it('§15.5 option names are short: one of 65 characters is -32602 naming it', async () => {
+    for (const [params, field] of [
+      [{ mode: 'm'.repeat(65) }, 'mode'],
+      [{ fusion: { method: 'f'.repeat(65) } }, 'fusion.method'],
+      [{ indexVersion: '9'.repeat(65) }, 'indexVersion'],
+      [
+        { fusion: { weights: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`w${i}`, 1])) } },
+        'fusion.weights',
+      ],
+    ] as const) {
+      expect(await fails({ query: 'blood', k: 2, ...params })).toMatchObject({ code: -32602, data: { field } });
+    }
+  });
+
   it('§7.7.3 sessionId: hits already returned in the session are not returned again', async () => {
     const first = await ok({ query: 'blood', k: 3, sessionId: `s-${transport}` });
     const second = await ok({ query: 'blood', k: 3, sessionId: `s-${transport}` });
