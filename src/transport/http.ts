@@ -155,14 +155,14 @@ async function sendReplies(
   caller: string,
 ): Promise<void> {
   if (replies === undefined) return void reply.code(204).send();
-  const text = await outgoing(replies, options, caller);
-  reply.code(200).header('content-type', 'application/json; charset=utf-8').send(text);
+  const body = await outgoing(replies, options, caller);
+  reply.code(200).header('content-type', 'application/json; charset=utf-8').send(body);
 }
 
 /** The answer's text, capped in size; -32011 for each member while unread answers fill the outbox (§15.5). */
-async function outgoing(replies: Reply, options: HttpTransportOptions, caller: string): Promise<string> {
-  const { text, bytes } = await options.codec.serializeReply(replies, options.maxResponseBytes, caller);
-  if (options.outbox === undefined || options.outbox.admits(bytes)) return text;
+async function outgoing(replies: Reply, options: HttpTransportOptions, caller: string): Promise<string | Buffer> {
+  const { body, bytes } = await options.codec.serializeReply(replies, options.maxResponseBytes, caller);
+  if (options.outbox === undefined || options.outbox.admits(bytes)) return body;
   const busy = RpcError.rateLimited(1000, `answers of ${options.outbox.held} bytes wait for clients to read them`);
   return serialize(Array.isArray(replies) ? replies.map((r) => failure(r.id, busy)) : failure(replies.id, busy));
 }
@@ -242,7 +242,13 @@ async function stream(
     'cache-control': 'no-cache',
     'x-accel-buffering': 'no',
   });
-  const sendText = (text: string): void => void (raw.writable && raw.write(`data: ${text}\n\n`));
+  const sendText = (text: string | Buffer): void => {
+    if (!raw.writable) return;
+    if (typeof text === 'string') return void raw.write(`data: ${text}\n\n`);
+    raw.write('data: ');
+    raw.write(text);
+    raw.write('\n\n');
+  };
   try {
     const final = await run((frame) => sendText(serialize(frame)));
     if (final !== undefined) sendText(await outgoing(final, options, options.caller));

@@ -122,10 +122,16 @@ class StdioServer implements StdioConnection {
     this.#flowControl();
   }
 
-  #writeText(text: string): void {
+  #writeText(text: string | Buffer): void {
     if (this.#dead) return;
     const { output } = this.#options;
-    if (!output.write(`${text}\n`) && !this.#draining) {
+    let written: boolean;
+    if (typeof text === 'string') written = output.write(`${text}\n`);
+    else {
+      output.write(text);
+      written = output.write('\n'); // the last write says whether the stream is past its mark
+    }
+    if (!written && !this.#draining) {
       this.#draining = true;
       this.#flowControl();
       output.once('drain', () => {
@@ -141,7 +147,7 @@ class StdioServer implements StdioConnection {
     const handled = accepted === undefined ? undefined : await this.#session.handle(accepted, this.#write);
     const reply = mergeReplies(handled, rejected);
     if (reply !== undefined) {
-      this.#writeText((await this.#codec.serializeReply(reply, this.#options.maxResponseBytes)).text);
+      this.#writeText((await this.#codec.serializeReply(reply, this.#options.maxResponseBytes)).body);
     }
   }
 

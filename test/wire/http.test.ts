@@ -125,6 +125,19 @@ describe('§5.2 HTTP transport', () => {
     expect(buffered.json).toMatchObject({ id: 2, result: { steps: 3 } });
   });
 
+  it('§5.2 an answer past 256 KiB (serialised off the event loop, sent as bytes) arrives whole, as JSON and as SSE', async () => {
+    await start();
+    await post('/rcp/initialize', INITIALIZE(0));
+    const text = `${'é'.repeat(200_000)}🙂${'x'.repeat(100_000)}`;
+    const plain = await post('/rcp/x-test/echo', request(1, 'x-test/echo', { text }));
+    expect(plain.json).toMatchObject({ id: 1, result: { text } });
+    const streamed = await post('/rcp/x-test/echo', request(2, 'x-test/echo', { text }), {
+      accept: 'text/event-stream',
+    });
+    const events = streamed.text.split('\n\n').filter(Boolean);
+    expect(JSON.parse(events.at(-1)!.slice('data: '.length))).toMatchObject({ id: 2, result: { text } });
+  });
+
   it('§13.1 a client that hangs up cancels its request', async () => {
     await start();
     const aborter = new AbortController();

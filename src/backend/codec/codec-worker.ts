@@ -10,18 +10,21 @@ const port = parentPort!;
 
 port.on('message', (request: CodecRequest) => {
   let reply: CodecReply;
+  const transfer: ArrayBuffer[] = [];
   try {
-    reply =
-      request.op === 'parse'
-        ? {
-            ok: true,
-            parsed: parseFrame(
-              Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength).toString('utf8'),
-            ),
-          }
-        : { ok: true, serialized: serializeReply(request.reply, request.maxBytes) };
+    if (request.op === 'parse') {
+      const { buffer, byteOffset, byteLength } = request.body;
+      reply = { ok: true, parsed: parseFrame(Buffer.from(buffer, byteOffset, byteLength).toString('utf8')) };
+    } else {
+      // Encoded here, and handed over rather than copied: the transport writes the bytes as they are.
+      const { text, bytes } = serializeReply(request.reply, request.maxBytes);
+      const body = new Uint8Array(bytes);
+      Buffer.from(body.buffer).write(text, 'utf8');
+      reply = { ok: true, serialized: { body, bytes } };
+      transfer.push(body.buffer);
+    }
   } catch (error) {
     reply = { ok: false, error: (error as Error).message };
   }
-  port.postMessage(reply);
+  port.postMessage(reply, transfer);
 });

@@ -28,7 +28,8 @@ export class WorkerCodec implements FrameCodec {
       return inlineCodec.serializeReply(reply, maxBytes);
     }
     const answer = await this.#channel().call({ op: 'serialize', reply, maxBytes }, [], undefined, caller);
-    return answer.serialized!;
+    const { body, bytes } = answer.serialized!;
+    return { body: Buffer.from(body.buffer, body.byteOffset, body.byteLength), bytes };
   }
 
   async close(): Promise<void> {
