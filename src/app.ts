@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { Corpus } from './backend/corpus/corpus.js';
 import { openModels, type Models } from './backend/models.js';
@@ -65,6 +65,9 @@ export interface App {
   buildOperatorHttp(): Promise<FastifyInstance>;
   close(): Promise<void>;
 }
+
+/** No per-request log lines from Fastify: the request log is the session's own (see `sessionLimits`). */
+const QUIET_REQUESTS = new LogController({ disableRequestLogging: true });
 
 /**
  * createApp failed after the models began loading. `closed` settles once they are shut down: the process must wait
@@ -259,6 +262,9 @@ class HttpServers {
     const { config, logger, createSession, codec, admission } = this.parts;
     const app: FastifyInstance = Fastify({
       loggerInstance: logger,
+      // The request log is the session's `answered` line (debug, §15.6): Fastify's own two lines per request, written
+      // synchronously at info, cost more than a ping and stalled the loop under a burst of them.
+      logController: QUIET_REQUESTS,
       // Only configured proxies may name the client (X-Forwarded-For); anyone else could choose their address.
       trustProxy: config.http.trustProxy.length > 0 ? [...config.http.trustProxy] : false,
       bodyLimit: config.limits.maxBodyBytes,
@@ -300,6 +306,9 @@ class HttpServers {
     const { config, logger } = this.parts;
     const app: FastifyInstance = Fastify({
       loggerInstance: logger,
+      // The request log is the session's `answered` line (debug, §15.6): Fastify's own two lines per request, written
+      // synchronously at info, cost more than a ping and stalled the loop under a burst of them.
+      logController: QUIET_REQUESTS,
       ...serverOptions(config.http, config.limits.requestTimeoutMs),
     });
     operatorRoutes(app, this.#operatorOptions());

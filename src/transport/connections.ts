@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { IncomingMessage, Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /**
@@ -22,18 +22,77 @@ export interface ConnectionLimits {
 /** Descriptors kept for the process's own use (store, indexes, logs, workers, model files) below the limit. */
 const RESERVED_DESCRIPTORS = 64;
 
-/** Fastify's server options for these limits; the longest answer (`requestTimeoutMs`) never counts as idle. */
+/** Requests of one connection in the handler at once; more wait their turn (see `pipelineGate`). */
+export const PIPELINE_IN_FLIGHT = 4;
+/** Requests of one connection waiting their turn at most; a client with more is cut. */
+export const PIPELINE_WAITING = 1024;
+
+/**
+ * Fastify's server options for these limits; the longest answer (`requestTimeoutMs`) never counts as idle. The
+ * server is made here (Fastify's `serverFactory`) so that every request passes the pipelining gate first.
+ */
 export function serverOptions(limits: ConnectionLimits, requestTimeoutMs: number) {
-  return {
+  const timeouts = {
     // Node's requestTimeout bounds receiving the request (headers and body), not producing the answer.
     requestTimeout: limits.bodyTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     connectionTimeout: Math.max(limits.idleTimeoutMs, requestTimeoutMs + 1000),
-    // Timeouts are checked this often (Node's default, 30 s, would let a slow client overstay by that much).
-    http: {
-      headersTimeout: limits.headersTimeoutMs,
-      connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+  };
+  // Timeouts are checked this often (Node's default, 30 s, would let a slow client overstay by that much).
+  const http = {
+    headersTimeout: limits.headersTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+  };
+  return {
+    ...timeouts,
+    http,
+    serverFactory: (handler: RequestListener): Server => {
+      const server = createServer({ ...http, requestTimeout: timeouts.requestTimeout }, pipelineGate(handler));
+      server.keepAliveTimeout = timeouts.keepAliveTimeout;
+      server.setTimeout(timeouts.connectionTimeout);
+      return server;
     },
+  };
+}
+
+interface Pipeline {
+  active: number;
+  readonly waiting: [IncomingMessage, ServerResponse][];
+  scheduled: boolean;
+}
+
+/**
+ * Each request starts on a turn of the event loop of its own (§15.5). Node parses the next request pipelined on a
+ * connection as soon as the previous answer is written, inside the same chain of callbacks, so a burst of pipelined
+ * requests ran back to back without the loop ever serving anyone else: 500 pipelined pings held it 150-290 ms,
+ * unauthenticated ones included. Here every request waits for a later turn (a millisecond's fraction), at most
+ * `PIPELINE_IN_FLIGHT` of a connection are in the handler at once, and a connection with more than
+ * `PIPELINE_WAITING` waiting is cut. Answers keep their order: Node writes them in request order regardless.
+ */
+export function pipelineGate(handler: RequestListener): RequestListener {
+  const pipelines = new WeakMap<Socket, Pipeline>();
+  const schedule = (pipeline: Pipeline) => {
+    if (pipeline.scheduled || pipeline.waiting.length === 0 || pipeline.active >= PIPELINE_IN_FLIGHT) return;
+    pipeline.scheduled = true;
+    setImmediate(() => {
+      pipeline.scheduled = false;
+      const [request, response] = pipeline.waiting.shift()!;
+      pipeline.active++;
+      response.once('close', () => {
+        pipeline.active--;
+        schedule(pipeline);
+      });
+      void handler(request, response);
+      schedule(pipeline);
+    });
+  };
+  return (request, response) => {
+    let pipeline = pipelines.get(request.socket);
+    if (pipeline === undefined)
+      pipelines.set(request.socket, (pipeline = { active: 0, waiting: [], scheduled: false }));
+    if (pipeline.waiting.length >= PIPELINE_WAITING) return void request.socket.destroy();
+    pipeline.waiting.push([request, response]);
+    schedule(pipeline);
   };
 }
 

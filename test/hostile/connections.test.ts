@@ -163,6 +163,68 @@ describe('slow clients (§15.5)', () => {
   });
 });
 
+describe('HTTP/1.1 pipelining (§15.5)', () => {
+  /** Writes `count` pings on one connection at once; resolves with the times their answers arrived. */
+  function pipeline(origin: string, count: number, headers = ''): { answered: Promise<number[]>; socket: Socket } {
+    const { hostname, port } = new URL(origin);
+    const body = JSON.stringify(request(1, 'ping'));
+    const one = `POST /rcp/ping HTTP/1.1\r\nHost: x\r\n${headers}Content-Length: ${body.length}\r\n\r\n${body}`;
+    const socket = tcp({ host: hostname, port: Number(port) }, () => socket.write(one.repeat(count)));
+    sockets.push(socket);
+    const times: number[] = [];
+    const answered = new Promise<number[]>((resolve) => {
+      socket.on('data', (chunk: Buffer) => {
+        for (const _ of chunk.toString('latin1').matchAll(/HTTP\/1\.1 200/g)) times.push(performance.now());
+        if (times.length === count) resolve(times);
+      });
+      socket.on('close', () => resolve(times));
+      socket.on('error', () => undefined);
+    });
+    return { answered, socket };
+  }
+
+  it('a burst of 1,000 pipelined requests takes turns with other clients, with or without a key', async () => {
+    const key = 'a-key-of-at-least-16-chars';
+    const monitor = 'a-monitor-key-of-16-chars';
+    const keys = JSON.stringify([
+      { key, scopes: ['read'] },
+      { key: monitor, scopes: ['monitor'] },
+    ]);
+    // With keys on, the burst is unauthenticated: each of its requests is one small -32012.
+    for (const keyed of [false, true]) {
+      const server = keyed ? await serve({ RCP_API_KEYS: keys }, monitor) : await serve();
+      const { answered } = pipeline(server.origin, 1000);
+      // Another client pings all along; its answers are counted while the burst's answers arrive.
+      const pings: number[] = [];
+      let done = false;
+      const pinger = (async () => {
+        while (!done) {
+          await post(server.origin, request('p', 'ping'), keyed ? { authorization: `Bearer ${key}` } : {});
+          pings.push(performance.now());
+        }
+      })();
+      const times = await answered;
+      done = true;
+      await pinger;
+      expect(times).toHaveLength(1000);
+      // Before, Node handed each next pipelined request over inside the previous answer's callbacks, so the whole
+      // burst ran in one stretch and the other client waited it out (0 or 1 answers meanwhile).
+      const during = pings.filter((at) => at > times[0]! && at < times.at(-1)!);
+      expect(during.length).toBeGreaterThanOrEqual(10);
+      await server.stop();
+      running.splice(running.indexOf(server), 1);
+    }
+  });
+
+  it('a client with more than 1,024 requests waiting on one connection is cut; the server serves on', async () => {
+    const server = await serve();
+    const { answered, socket } = pipeline(server.origin, 3000);
+    await answered;
+    expect(socket.destroyed || socket.readableEnded).toBe(true);
+    await pingWithin(server.origin, 5000);
+  });
+});
+
 describe('authentication before work (§15.6)', () => {
   it('answers an unauthenticated batch of 400,000 members with one small -32012, and serves a keyed client', async () => {
     const key = 'a-key-of-at-least-16-chars';
