@@ -12,8 +12,8 @@ const NATIVE = {
   message: 'A native library belongs to its adapter under src/backend/<adapter>/.',
 };
 
-/** The composition and process files at src/ top level: no layer below them may import one. */
-const TOP = ['app.js', 'main.js', 'cli.js', 'config.js', 'gateway.js', 'eval.js', 'metrics.js'];
+/** The composition and process files at src/ top level, and the gateway's composition: no layer below may import one. */
+const TOP = ['app.js', 'main.js', 'cli.js', 'config.js', 'eval.js', 'metrics.js', 'gateway*'];
 const IOREDIS = {
   group: ['ioredis'],
   message: 'Only the Redis bucket store (src/transport/redis-bucket-store.ts) uses ioredis.',
@@ -64,10 +64,9 @@ export const ZONES = [
     FRAMEWORKS,
     IOREDIS,
   ),
-  // HTTP *clients* may use node:http, never Fastify: the Content uri fetcher (it pins the checked address, §15.5) and
-  // the federation links to other engines (§16).
+  // An HTTP *client* may use node:http, never Fastify: the Content uri fetcher (it pins the checked address, §15.5).
   zone(
-    'src/backend/{content,federation}/**',
+    'src/backend/content/**',
     { forbid: ['transport*', 'methods*', 'retrieval*', 'client*', 'ingest*', ...TOP] },
     {
       ...FRAMEWORKS,
@@ -79,6 +78,19 @@ export const ZONES = [
   zone(
     'src/client/**',
     { forbid: ['transport*', 'methods*', 'retrieval*', 'backend*', 'ingest*', ...TOP] },
+    FRAMEWORKS,
+    NATIVE,
+    IOREDIS,
+  ),
+  // The gateway (§16) is a composition of its own: an RCP server to its clients (protocol, the app it builds) and an
+  // RCP client to its engines through the typed client's transports. Never a
+  // transport's internals, a backend adapter or a native library; its engine links are the client's, not node:http.
+  zone(
+    'src/gateway/**',
+    {
+      forbid: ['transport*', 'backend/**', 'methods/**', 'ingest*', 'main.js', 'cli.js', 'eval.js', 'metrics.js'],
+      allow: ['backend/ports.js'],
+    },
     FRAMEWORKS,
     NATIVE,
     IOREDIS,

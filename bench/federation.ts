@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { shardOf } from '../src/methods/federation.js';
+import { shardOf } from '../src/gateway/federation.js';
 import { startHttpProcess, type ServerProcess } from '../test/helpers/processes.js';
 import { corpus, ndcg, trainQueries } from './scifact.js';
 

@@ -35,6 +35,11 @@ import type { Logger } from './protocol/logger.js';
 import { serveStdio, type StdioConnection } from './transport/stdio.js';
 
 export interface AppOptions {
+  /**
+   * The methods a composition of its own serves beyond the models' and the corpus' (the gateway's federated methods,
+   * src/gateway/): registered like the built-in ones, from what that composition reached at start.
+   */
+  methods?: (registry: MethodRegistry) => void;
   /** Extra registrations (tests register test-only methods here). */
   register?: (registry: MethodRegistry) => void;
   /** The logger for HTTP request logs (a pino instance); none when absent. */
@@ -113,6 +118,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   const health = healthOf(models, corpus, options.health);
   // §17.1: notifications/log to clients that advertise `log` (stdio, and SSE answers over HTTP).
   registry.advertise('log', { levels: ['debug', 'info', 'notice', 'warning', 'error'] });
+  options.methods?.(registry);
   options.register?.(registry);
 
   const shedder = new LoadShedder(config.limits.shedding);

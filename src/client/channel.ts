@@ -7,6 +7,7 @@ import {
   RcpError,
   UnreadableFrameError,
 } from './client-errors.js';
+import { LineSplitter, type LineEvent } from '../protocol/ndjson.js';
 
 /** A JSON-RPC frame as the client sees it. */
 export type Frame = Record<string, unknown>;
@@ -28,21 +29,27 @@ export interface Channel {
   close(): Promise<void>;
   /** Called with notifications not tied to a request in flight. */
   onStray?: (frame: Frame) => void;
+  /** Connections made so far: a restarted server is a new one, to initialize again (§13). HTTP keeps one: 1. */
+  readonly generation?: number;
 }
 
 const cancelled = () => new RcpError(-32006, 'cancelled by the client');
 
-/** Rejects when `signal` aborts or `timeoutMs` passes, calling `onGiveUp` first; cleaned up by the returned function. */
-function guard(options: SendOptions, reject: (error: Error) => void, onGiveUp: () => void): () => void {
+/**
+ * Rejects when `signal` aborts or `timeoutMs` passes, calling `onGiveUp` (with the reason) first; cleaned up by the
+ * returned function.
+ */
+function guard(options: SendOptions, reject: (error: Error) => void, onGiveUp: (reason: string) => void): () => void {
   const timer =
     options.timeoutMs === undefined
       ? undefined
       : setTimeout(() => {
-          onGiveUp();
-          reject(new ClientTimeoutError(options.timeoutMs ?? 0));
+          const error = new ClientTimeoutError(options.timeoutMs ?? 0);
+          onGiveUp(error.message);
+          reject(error);
         }, options.timeoutMs);
   const onAbort = () => {
-    onGiveUp();
+    onGiveUp('cancelled by the client');
     reject(cancelled());
   };
   options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -52,72 +59,156 @@ function guard(options: SendOptions, reject: (error: Error) => void, onGiveUp: (
   };
 }
 
-/** §5.1 stdio: a child process speaking NDJSON; answers matched by id, notifications routed by progress token. */
+/** The most one answer may take, in bytes (a stdio line, an HTTP body): anything larger is unreadable, not buffered. */
+export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Supervision of a stdio server (a gateway's engine, §16): when the process exits it is started again after a delay
+ * that doubles from `firstMs` to `maxMs` and falls back to `firstMs` once a process has run `healthyMs`. A supervised
+ * process's stderr is kept (its tail goes to `onExit`) instead of inherited.
+ */
+export interface Supervision {
+  readonly firstMs: number;
+  readonly maxMs: number;
+  readonly healthyMs: number;
+  readonly onExit: (exit: { code: number | null; signal: string | null; stderr: string; restartInMs: number }) => void;
+  /** The command could not be started at all (it is not retried). */
+  readonly onSpawnError: (error: Error) => void;
+}
+
+export interface StdioOptions {
+  readonly cwd?: string | undefined;
+  readonly env?: NodeJS.ProcessEnv | undefined;
+  readonly supervise?: Supervision | undefined;
+  /** A line that is not a frame: by default it fails the connection (UnreadableFrameError); with this, it is skipped. */
+  readonly onUnreadable?: ((line: string) => void) | undefined;
+  readonly maxLineBytes?: number | undefined;
+}
+
+type Child = ChildProcessByStdio<Writable, Readable, Readable | null>;
+interface Waiting {
+  resolve: (frame: Frame) => void;
+  reject: (error: Error) => void;
+  options: SendOptions;
+}
+
+/**
+ * §5.1 stdio: a child process speaking NDJSON (read with the protocol's LineSplitter); answers matched by id,
+ * notifications routed by progress token. Unsupervised, the connection ends with the process; supervised, requests
+ * in flight fail with ConnectionClosedError and a new process is started (`generation` counts them: each must be
+ * initialized again, §13).
+ */
 export class StdioChannel implements Channel {
-  readonly #child: ChildProcessByStdio<Writable, Readable, null>;
-  readonly #waiting = new Map<
-    unknown,
-    { resolve: (frame: Frame) => void; reject: (error: Error) => void; options: SendOptions }
-  >();
-  readonly #exited: Promise<void>;
+  #child: Child | undefined;
+  readonly #waiting = new Map<unknown, Waiting>();
+  #exited: Promise<void> = Promise.resolve();
   #closed = false;
+  #restart: NodeJS.Timeout | undefined;
+  #backoffMs: number;
+  #startedAt = 0;
+  generation = 0;
   onStray?: (frame: Frame) => void;
 
   constructor(
-    command: readonly string[],
-    options: { cwd?: string | undefined; env?: NodeJS.ProcessEnv | undefined } = {},
+    private readonly command: readonly string[],
+    private readonly options: StdioOptions = {},
   ) {
-    const [file, ...args] = command;
-    if (file === undefined) throw new Error('connect: empty command');
-    this.#child = spawn(file, args, { cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'inherit'] });
-    this.#child.stdin.on('error', () => undefined);
-    let buffered = '';
-    this.#child.stdout.setEncoding('utf8');
-    this.#child.stdout.on('data', (chunk: string) => {
-      buffered += chunk;
-      let newline;
-      while ((newline = buffered.indexOf('\n')) !== -1) {
-        this.#onLine(buffered.slice(0, newline));
-        buffered = buffered.slice(newline + 1);
-      }
-    });
-    this.#exited = new Promise((resolve) => this.#child.once('close', () => resolve()));
-    void this.#exited.then(() => this.#fail(new ConnectionClosedError('the server process exited')));
-    this.#child.once('error', (error) =>
-      this.#fail(new ConnectionClosedError(`cannot start the server: ${error.message}`)),
-    );
+    if (command[0] === undefined) throw new Error('connect: empty command');
+    this.#backoffMs = options.supervise?.firstMs ?? 0;
+    this.#start();
   }
 
   send(frame: Frame, options: SendOptions): Promise<Frame> {
     if (this.#closed) return Promise.reject(new ConnectionClosedError('the connection is closed'));
+    const child = this.#child;
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null || !child.stdin.writable) {
+      return Promise.reject(new ConnectionClosedError('the server process is not running'));
+    }
     return new Promise<Frame>((resolve, reject) => {
-      const done = guard(options, reject, () => {
+      const done = guard(options, reject, (reason) => {
         this.#waiting.delete(frame.id);
-        this.notify({ jsonrpc: '2.0', method: 'notifications/cancel', params: { id: frame.id } });
+        // §7.14: tell the server to stop working on it.
+        this.notify({ jsonrpc: '2.0', method: 'notifications/cancel', params: { id: frame.id, reason } });
       });
       this.#waiting.set(frame.id, {
         resolve: (answer) => (done(), resolve(answer)),
         reject: (error) => (done(), reject(error)),
         options,
       });
-      this.#child.stdin.write(`${JSON.stringify(frame)}\n`);
+      child.stdin.write(`${JSON.stringify(frame)}\n`);
     });
   }
 
   notify(frame: Frame): void {
-    if (!this.#closed && this.#child.stdin.writable) this.#child.stdin.write(`${JSON.stringify(frame)}\n`);
+    const child = this.#child;
+    if (!this.#closed && child !== undefined && child.stdin.writable) child.stdin.write(`${JSON.stringify(frame)}\n`);
   }
 
-  /** Ends stdin (the server drains and exits, §5.1) and waits for the process. */
+  /** Ends stdin (the server drains and exits, §5.1) and waits for the process; a supervised one is not restarted. */
   async close(): Promise<void> {
-    this.#child.stdin.end();
-    const kill = setTimeout(() => this.#child.kill('SIGKILL'), 5000);
+    this.#closed = true;
+    clearTimeout(this.#restart);
+    const child = this.#child;
+    if (child === undefined) return;
+    child.stdin.end();
+    const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
     await this.#exited;
     clearTimeout(kill);
   }
 
+  #start(): void {
+    const [file, ...args] = this.command as [string, ...string[]];
+    const supervise = this.options.supervise;
+    const child = spawn(file, args, {
+      cwd: this.options.cwd,
+      env: this.options.env,
+      stdio: ['pipe', 'pipe', supervise === undefined ? 'inherit' : 'pipe'],
+    }) as Child;
+    this.#child = child;
+    this.#startedAt = Date.now();
+    this.generation++;
+    child.stdin.on('error', () => undefined); // a dead child's pipe; the close handler does the rest
+    const splitter = new LineSplitter(this.options.maxLineBytes ?? MAX_ANSWER_BYTES);
+    child.stdout.on('data', (chunk: Buffer) => this.#onEvents(splitter.push(chunk)));
+    child.stdout.once('end', () => this.#onEvents(splitter.end()));
+    let stderr = '';
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4096)));
+    let spawned = false;
+    child.once('spawn', () => (spawned = true));
+    this.#exited = new Promise((resolve) =>
+      child.once('close', (code: number | null, signal: string | null) => {
+        this.#ended(code, signal, spawned, stderr);
+        resolve();
+      }),
+    );
+    child.once('error', (error) => {
+      supervise?.onSpawnError(error);
+      this.#rejectAll(new ConnectionClosedError(`cannot start the server: ${error.message}`));
+      if (supervise === undefined) this.#closed = true;
+    });
+  }
+
+  /** The process is gone: its requests fail; a supervised one that had started is started again after the backoff. */
+  #ended(code: number | null, signal: string | null, spawned: boolean, stderr: string): void {
+    const supervise = this.options.supervise;
+    if (supervise === undefined || this.#closed)
+      return this.#fail(new ConnectionClosedError('the server process exited'));
+    this.#rejectAll(new ConnectionClosedError(`the server process exited (${signal ?? code})`));
+    if (!spawned) return; // reported through onSpawnError
+    if (Date.now() - this.#startedAt > supervise.healthyMs) this.#backoffMs = supervise.firstMs;
+    supervise.onExit({ code, signal, stderr: stderr.slice(-500), restartInMs: this.#backoffMs });
+    this.#restart = setTimeout(() => this.#start(), this.#backoffMs);
+    this.#restart.unref();
+    this.#backoffMs = Math.min(supervise.maxMs, this.#backoffMs * 2);
+  }
+
   #fail(error: Error): void {
     this.#closed = true;
+    this.#rejectAll(error);
+  }
+
+  #rejectAll(error: Error): void {
     for (const waiting of [...this.#waiting.values()]) waiting.reject(error);
     this.#waiting.clear();
   }
@@ -134,17 +225,32 @@ export class StdioChannel implements Channel {
     this.onStray?.(frame);
   }
 
+  #onEvents(events: Iterable<LineEvent>): void {
+    for (const event of events) {
+      if (event.kind === 'line') this.#onLine(event.text);
+      else
+        this.#unreadable(
+          event.kind === 'oversized' ? `a line of over ${event.bytes} bytes` : 'a line of too many values',
+        );
+    }
+  }
+
+  #unreadable(line: string): void {
+    if (this.options.onUnreadable !== undefined) return this.options.onUnreadable(line);
+    this.#fail(new UnreadableFrameError(line));
+  }
+
   #onLine(line: string): void {
-    if (line.trim() === '') return;
     let frame: unknown;
     try {
       frame = JSON.parse(line);
     } catch {
-      return this.#fail(new UnreadableFrameError(line));
+      return this.#unreadable(line);
     }
-    if (typeof frame !== 'object' || frame === null) return this.#fail(new UnreadableFrameError(line));
+    if (typeof frame !== 'object' || frame === null) return this.#unreadable(line);
     const answers = Array.isArray(frame) ? (frame as Frame[]) : [frame as Frame];
     for (const answer of answers) {
+      if (typeof answer !== 'object' || answer === null) continue;
       if (!('id' in answer)) {
         this.#route(answer);
         continue;
@@ -157,14 +263,20 @@ export class StdioChannel implements Channel {
   }
 }
 
-/** §5.2 HTTP: POST <base>/<method>; SSE when notifications are wanted; the session token carried once issued. */
+/**
+ * §5.2 HTTP: POST <base>/<method> on fetch's pooled keep-alive connections; SSE when notifications are wanted; the
+ * session token carried once issued. An answer is read whole, up to `maxAnswerBytes` (§15.5: a broken server costs
+ * one call, not the client's memory).
+ */
 export class HttpChannel implements Channel {
+  readonly generation = 1;
   #session: string | undefined;
   onStray?: (frame: Frame) => void;
 
   constructor(
     private readonly base: string,
     private readonly headers: Readonly<Record<string, string>>,
+    private readonly maxAnswerBytes = MAX_ANSWER_BYTES,
   ) {}
 
   async send(frame: Frame, options: SendOptions): Promise<Frame> {
@@ -202,7 +314,7 @@ export class HttpChannel implements Channel {
     }
     const session = response.headers.get('rcp-session');
     if (session !== null) this.#session = session;
-    const text = await response.text();
+    const text = await readBounded(response, this.maxAnswerBytes);
     if ((response.headers.get('content-type') ?? '').includes('text/event-stream')) {
       let final: Frame | undefined;
       for (const event of text.split('\n\n')) {
@@ -250,14 +362,38 @@ export class HttpChannel implements Channel {
         'content-type': 'application/json',
         ...this.headers,
         // §5.2 sessions: until the server issues a token (`initialize.result._meta.session`), ask for a fresh one, so
-        // two clients on one host never share a session; a server without tokens ignores the header.
-        'rcp-session': this.#session ?? 'new',
+        // two clients on one host never share a session; a server without tokens ignores the header. `initialize`
+        // always asks for a fresh one: a client initializing again (its server restarted) never reuses a dead token.
+        'rcp-session': method === 'initialize' ? 'new' : (this.#session ?? 'new'),
         ...extra,
       },
       body,
       signal: signal ?? null,
     });
   }
+}
+
+/** The body as text, refused (UnreadableFrameError) once it passes `limit` bytes, declared or read. */
+async function readBounded(response: Response, limit: number): Promise<string> {
+  const over = (bytes: number) => new UnreadableFrameError(`an answer of over ${bytes} bytes (the limit is ${limit})`);
+  const declared = Number(response.headers.get('content-length') ?? 0);
+  if (declared > limit) {
+    await response.body?.cancel();
+    throw over(declared);
+  }
+  if (response.body === null) return '';
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    bytes += read.value.byteLength;
+    if (bytes > limit) {
+      await reader.cancel();
+      throw over(bytes);
+    }
+    chunks.push(read.value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function parse(text: string): Frame {

@@ -1,7 +1,7 @@
 import { capabilityFor, isCoreMethod, METHODS } from '../protocol/method-table.js';
 import { HttpChannel, StdioChannel, type Channel, type Frame } from './channel.js';
 import { RcpError } from './client-errors.js';
-import { DEFAULT_RETRY, retryDelay, type RetryPolicy } from './retry.js';
+import { DEFAULT_RETRY, retrying, type RetryPolicy } from './retry.js';
 
 export {
   ClientTimeoutError,
@@ -94,18 +94,6 @@ export async function connect(options: ConnectOptions): Promise<RcpClient> {
   return client;
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => (clearTimeout(timer), reject(new RcpError(-32006, 'cancelled by the client'))),
-      {
-        once: true,
-      },
-    );
-  });
-
 export class RcpClient {
   #nextId = 0;
   #info: Record<string, unknown> = {};
@@ -150,15 +138,7 @@ export class RcpClient {
   ): Promise<T> {
     this.#gate(method);
     const policy = options.retry === false ? { ...this.retry, attempts: 1 } : (options.retry ?? this.retry);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return (await this.#call(method, params, options)) as T;
-      } catch (error) {
-        const wait = retryDelay(error, attempt, policy);
-        if (wait === undefined) throw error;
-        await sleep(wait, options.signal);
-      }
-    }
+    return retrying(async () => (await this.#call(method, params, options)) as T, policy, { signal: options.signal });
   }
 
   /** A request's progress (and log) notifications, then its result, as an async iterator (§9; SSE over HTTP). */

@@ -1,7 +1,10 @@
 import { retriesAutomatically } from '../protocol/codes.js';
 import { RcpError } from './client-errors.js';
 
-/** §12.2 retries: only retryable codes, `retryAfterMs` honoured, exponential backoff with full jitter and a cap. */
+/**
+ * §12.2 retries, one policy for every outgoing call (the typed client's, the gateway's to its engines): only
+ * retryable codes, `retryAfterMs` honoured, exponential backoff with full jitter and a cap.
+ */
 export interface RetryPolicy {
   /** Attempts in all (1 = no retry). */
   readonly attempts: number;
@@ -11,6 +14,16 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseMs: 100, capMs: 5000 };
 
+/**
+ * An error answer, as either side of the protocol holds one: the client's `RcpError` or the server's `RpcError`
+ * (both carry the numeric code and the data of the answer). Anything else never reached an answer.
+ */
+function answered(error: unknown): { code: number; data: Readonly<Record<string, unknown>> } | undefined {
+  if (!(error instanceof Error) || !('code' in error) || typeof error.code !== 'number') return undefined;
+  const data = 'data' in error && typeof error.data === 'object' && error.data !== null ? error.data : {};
+  return { code: error.code, data: data as Record<string, unknown> };
+}
+
 /** Whether and how long to wait before attempt `attempt + 1`; undefined means give up and rethrow. */
 export function retryDelay(
   error: unknown,
@@ -18,10 +31,50 @@ export function retryDelay(
   policy: RetryPolicy,
   random = Math.random,
 ): number | undefined {
-  if (!(error instanceof RcpError)) return undefined;
-  if (!retriesAutomatically(error.code, error.data) || attempt >= policy.attempts) return undefined;
-  if (error.code === -32603 && attempt > 1) return undefined; // "retry once"
+  const answer = answered(error);
+  if (answer === undefined) return undefined;
+  if (!retriesAutomatically(answer.code, answer.data) || attempt >= policy.attempts) return undefined;
+  if (answer.code === -32603 && attempt > 1) return undefined; // "retry once"
 
+  const hinted = answer.data.retryAfterMs;
+  const hint = typeof hinted === 'number' && Number.isFinite(hinted) && hinted >= 0 ? hinted : 0;
   const backoff = random() * Math.min(policy.capMs, policy.baseMs * 2 ** (attempt - 1));
-  return Math.min(policy.capMs, Math.max(error.retryAfterMs() ?? 0, backoff));
+  return Math.min(policy.capMs, Math.max(hint, backoff));
+}
+
+/** Waits `ms`; an abort ends the wait with -32006 (the caller gave up, §7.14). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => (clearTimeout(timer), reject(new RcpError(-32006, 'cancelled by the client')));
+    const timer = setTimeout(() => (signal?.removeEventListener('abort', onAbort), resolve()), ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export interface RetryLimits {
+  readonly signal?: AbortSignal | undefined;
+  /** Milliseconds for every attempt and wait together: a wait that would pass it gives up at once. */
+  readonly budgetMs?: number | undefined;
+}
+
+/**
+ * The one §12.2 retry loop: `attempt(n)` is run again while `retryDelay` allows, after its wait, never after an abort
+ * and never past the budget. The last failure is rethrown as it is.
+ */
+export async function retrying<T>(
+  attempt: (n: number) => Promise<T>,
+  policy: RetryPolicy,
+  limits: RetryLimits = {},
+): Promise<T> {
+  const started = Date.now();
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt(n);
+    } catch (error) {
+      const wait = limits.signal?.aborted === true ? undefined : retryDelay(error, n, policy);
+      if (wait === undefined) throw error;
+      if (limits.budgetMs !== undefined && Date.now() - started + wait >= limits.budgetMs) throw error;
+      await sleep(wait, limits.signal);
+    }
+  }
 }

@@ -174,7 +174,8 @@ describe('HTTP/1.1 pipelining (§15.5)', () => {
     const times: number[] = [];
     const answered = new Promise<number[]>((resolve) => {
       socket.on('data', (chunk: Buffer) => {
-        for (const _ of chunk.toString('latin1').matchAll(/HTTP\/1\.1 200/g)) times.push(performance.now());
+        const arrived = chunk.toString('latin1').match(/HTTP\/1\.1 200/g)?.length ?? 0;
+        for (let i = 0; i < arrived; i++) times.push(performance.now());
         if (times.length === count) resolve(times);
       });
       socket.on('close', () => resolve(times));

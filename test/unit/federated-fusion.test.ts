@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseRegistry, RegistryError } from '../../src/backend/federation/engine-registry.js';
-import { fuseEngines } from '../../src/retrieval/federated-fusion.js';
+import { parseRegistry, RegistryError } from '../../src/gateway/engine-registry.js';
+import { fuseEngines } from '../../src/gateway/federated-fusion.js';
 
 const hits = (...specs: [string, number, string?][]) =>
   specs.map(([id, score, text]) => ({ id, score, ...(text === undefined ? {} : { text }), meta: { from: id } }));

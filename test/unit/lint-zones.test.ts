@@ -41,7 +41,7 @@ const FORBIDDEN: [string, string][] = [
   ['src/backend/store/corpus-store.ts', '../../transport/http.js'],
   ['src/backend/models.ts', '../retrieval/fusion.js'],
   ['src/backend/models.ts', 'fastify'],
-  ['src/backend/federation/http-link.ts', 'fastify'],
+  ['src/backend/content/uri-fetcher.ts', 'fastify'],
   ['src/client/index.ts', '../app.js'],
   ['src/client/index.ts', '../config.js'],
   ['src/client/index.ts', '../transport/http.js'],
@@ -56,18 +56,33 @@ const FORBIDDEN: [string, string][] = [
   ['src/metrics.ts', 'fastify'],
   ['src/methods/retrieve.ts', 'ioredis'],
   ['src/backend/models.ts', 'ioredis'],
+  ['src/gateway/engine.ts', '../transport/stdio.js'],
+  ['src/gateway/engine.ts', '../backend/models.js'],
+  ['src/gateway/engine.ts', 'node:http'],
+  ['src/gateway/federation.ts', '../methods/retrieve.js'],
+  ['src/gateway/gateway.ts', 'fastify'],
+  ['src/gateway/gateway.ts', '../main.js'],
+  ['src/methods/retrieve.ts', '../gateway/engine.js'],
+  ['src/transport/http.ts', '../gateway/gateway.js'],
+  ['src/client/index.ts', '../gateway/engine.js'],
 ];
 
 const ALLOWED: [string, string][] = [
+  ['src/gateway/federation.ts', './forwarding.js'],
   ['src/methods/retrieve.ts', '../backend/ports.js'],
   ['src/methods/retrieve.ts', '../protocol/errors.js'],
   ['src/retrieval/fusion.ts', '../backend/ports.js'],
   ['src/protocol/schemas/results.ts', '../method-table.js'],
-  ['src/backend/federation/http-link.ts', 'node:http'],
+  ['src/backend/content/uri-fetcher.ts', 'node:http'],
   ['src/backend/store/corpus-store.ts', 'better-sqlite3'],
   ['src/transport/redis-bucket-store.ts', 'ioredis'],
   ['src/client/index.ts', '../protocol/codes.js'],
   ['src/ingest/ingest.ts', '../backend/corpus/corpus.js'],
+  ['src/gateway/engine.ts', '../client/channel.js'],
+  ['src/gateway/engine.ts', '../backend/ports.js'],
+  ['src/gateway/federated-fusion.ts', '../protocol/messages.js'],
+  ['src/gateway/gateway.ts', '../app.js'],
+  ['src/gateway/gateway.ts', '../config.js'],
 ];
 
 describe('lint zones (DESIGN §1)', () => {

@@ -4,7 +4,7 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shardOf } from '../../src/methods/federation.js';
+import { shardOf } from '../../src/gateway/federation.js';
 import { assertValidFrame } from '../helpers/schema.js';
 import { freePort, startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { federatedAnswer } from '../../../src/methods/federated-answers.js';
+import { federatedAnswer } from '../../../src/gateway/federated-answers.js';
 
 const HITS = [{ id: '1', score: 1 }];
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { askedK, engineBudget, engineK } from '../../../src/methods/federated-hops.js';
+import { askedK, engineBudget, engineK } from '../../../src/gateway/federated-hops.js';
 import { fakeEngine } from './fake-engine.js';
 
 describe('§16.2 the deadline forwarded to the engines keeps a fusion reserve', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { retrieveCapability } from '../../../src/methods/federated-retrieve.js';
+import { retrieveCapability } from '../../../src/gateway/federated-retrieve.js';
 import { fakeEngine } from './fake-engine.js';
 
 const engine = (id: string, retrieve?: unknown) =>

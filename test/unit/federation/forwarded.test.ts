@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { forwardedRetrieve, type Hop } from '../../../src/methods/federated-hops.js';
+import { forwardedRetrieve, type Hop } from '../../../src/gateway/federated-hops.js';
 
 const HOP: Hop = { gateway: 'g1', federation: { depth: 3, path: ['g0'] }, budget: 800, caller: 'alice' };
 

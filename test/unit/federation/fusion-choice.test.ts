@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { alphaOf, fusionFor, sameEncoder } from '../../../src/methods/federated-answers.js';
-import type { EngineHits } from '../../../src/retrieval/federated-fusion.js';
+import { alphaOf, fusionFor, sameEncoder } from '../../../src/gateway/federated-answers.js';
+import type { EngineHits } from '../../../src/gateway/federated-fusion.js';
 import { fakeEngine } from './fake-engine.js';
 
 const list = (engine: string, scoreFloor?: number): EngineHits => ({ engine, weight: 1, hits: [], scoreFloor });

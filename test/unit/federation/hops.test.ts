@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { federationOf, loopStop, offPath } from '../../../src/methods/federated-hops.js';
+import { federationOf, loopStop, offPath } from '../../../src/gateway/federated-hops.js';
 import { fakeEngine } from './fake-engine.js';
 
 describe('§16.2 the federation a query arrives with', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mergeAnswers, noAnswerError } from '../../../src/methods/federated-answers.js';
+import { mergeAnswers, noAnswerError } from '../../../src/gateway/federated-answers.js';
 import { RpcError } from '../../../src/protocol/errors.js';
 import { fakeEngine } from './fake-engine.js';
 

@@ -1,7 +1,7 @@
 import type { RemoteEngine } from '../backend/ports.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
-import type { EngineHits, FederatedFusion } from '../retrieval/federated-fusion.js';
+import type { EngineHits, FederatedFusion } from './federated-fusion.js';
 
 /**
  * The gateway's `retrieve` after the fan-out (§16.2, §16.3): the engines' answers merged into ranked lists with the

@@ -4,7 +4,7 @@ import type { RequestContext } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition, MethodRegistry } from '../protocol/registry.js';
-import { fuseEngines } from '../retrieval/federated-fusion.js';
+import { fuseEngines } from './federated-fusion.js';
 import {
   alphaOf,
   federatedAnswer,

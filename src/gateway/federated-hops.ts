@@ -1,7 +1,7 @@
 import type { RemoteEngine } from '../backend/ports.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
-import type { FederatedFusion } from '../retrieval/federated-fusion.js';
+import type { FederatedFusion } from './federated-fusion.js';
 import { scopedForCaller } from './forwarding.js';
 
 /**

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Type, type Static } from '@sinclair/typebox';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { EngineSpec } from './engine.js';
-import { StartupError } from '../../startup-error.js';
+import { StartupError } from '../startup-error.js';
 
 /**
  * The §16.1 static registry (`rcp.json`): the engines a gateway federates. Validated at start-up: an unknown key,

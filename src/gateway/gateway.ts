@@ -1,9 +1,8 @@
-import type { FastifyBaseLogger } from 'fastify';
-import { createApp, type App } from './app.js';
-import { Engine, type EngineSpec } from './backend/federation/engine.js';
-import type { Config } from './config.js';
-import { registerFederation } from './methods/federation.js';
-import { Selector } from './methods/selector.js';
+import { createApp, type App, type AppOptions } from '../app.js';
+import { Engine, type EngineSpec } from './engine.js';
+import type { Config } from '../config.js';
+import { registerFederation } from './federation.js';
+import { Selector } from './selector.js';
 
 /**
  * The gateway's composition root (§16): engines from the registry, initialized once at start (each waited for up to
@@ -14,7 +13,7 @@ import { Selector } from './methods/selector.js';
 export async function createGateway(
   config: Config,
   specs: readonly EngineSpec[],
-  logger: FastifyBaseLogger,
+  logger: NonNullable<AppOptions['logger']>,
   mode: 'federate' | 'select' = 'federate',
 ): Promise<App> {
   const { federation } = config;
@@ -52,7 +51,7 @@ export async function createGateway(
   };
   return createApp(gatewayConfig, {
     logger,
-    register: (registry) =>
+    methods: (registry) =>
       selector === undefined ? registerFederation(registry, engines, settings) : selector.register(registry),
     health: () => {
       const reached = engines.filter((engine) => engine.info !== undefined).map((engine) => engine.id);
