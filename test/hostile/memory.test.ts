@@ -117,7 +117,7 @@ describe('a stdio client pipelining thousands of requests', () => {
 });
 
 describe('a stdio client that stops reading its answers', () => {
-  it('gets no more work done than it reads: 400 vector-laden retrieves in one write keep RSS under 2× idle', async () => {
+  it('gets no more work done than it reads: 250 vector-laden retrieves in one write keep RSS under 2× idle', async () => {
     const config = { 'models.encoder': 'use-lite', 'limits.maxInFlightPerConnection': 16 };
     const dir = mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
     const { child, exited } = spawnStdio({ config }, ['bin/rcp-server.js', 'serve', '--stdio', '--data', dir]);
@@ -131,9 +131,9 @@ describe('a stdio client that stops reading its answers', () => {
     send('warm', 'retrieve', { query: 'protein', k: 200, includeVectors: true });
     while (frames.length < 3) await new Promise((resolve) => setTimeout(resolve, 50));
     const idle = rss(child.pid!);
-    // Each answer holds 200 vectors of 512 numbers (about 2 MB of JSON): 400 of them held at once would be 800 MB.
+    // Each answer holds 200 vectors of 512 numbers (about 2 MB of JSON): 250 of them held at once would be 500 MB.
     child.stdout.pause();
-    const lines = Array.from({ length: 400 }, (_, i) =>
+    const lines = Array.from({ length: 250 }, (_, i) =>
       JSON.stringify(request(i + 1, 'retrieve', { query: 'protein', k: 200, includeVectors: true })),
     );
     child.stdin.write(`${lines.join('\n')}\n`);
@@ -148,7 +148,7 @@ describe('a stdio client that stops reading its answers', () => {
     expect(await exited).toBe(0);
     // Read at last, every request is answered with its hits.
     const answered = frames.filter((frame) => typeof frame.id === 'number' && frame.id > 0);
-    expect(answered.map((frame) => (frame.result as { hits: unknown[] }).hits.length)).toEqual(Array(400).fill(200));
+    expect(answered.map((frame) => (frame.result as { hits: unknown[] }).hits.length)).toEqual(Array(250).fill(200));
   }, 180_000);
 });
 
