@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { CorpusReader, Encoder, FieldType } from '../backend/ports.js';
+import type { CorpusReader, Encoder } from '../backend/ports.js';
 import type { RequestContext } from '../protocol/context.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
@@ -8,8 +8,6 @@ import { AnswerBudget } from '../retrieval/answer-budget.js';
 import { buildHits, reportUsage } from '../retrieval/answer.js';
 import { CursorCodec } from '../retrieval/cursor.js';
 import { diversify } from '../retrieval/diversify.js';
-import type { FilterLimits } from '../retrieval/filter.js';
-import type { FusionMethod } from '../retrieval/fusion.js';
 import { rerankFunnel } from '../retrieval/funnel.js';
 import { groupUnits } from '../retrieval/grouping.js';
 import { buildHit, hitId, type TrustLevel } from '../retrieval/hits.js';
@@ -19,7 +17,7 @@ import { planQueries } from '../retrieval/query-plan.js';
 import { atLeast, rankLists } from '../retrieval/ranking.js';
 import { recall } from '../retrieval/recall.js';
 import { applyRecency } from '../retrieval/recency.js';
-import { FUSIONS, MODES, resolveOptions, UNITS, type Mode } from '../retrieval/retrieve-options.js';
+import { FUSIONS, MODES, resolveOptions, UNITS, type OptionSettings } from '../retrieval/retrieve-options.js';
 import { SessionDedup } from '../retrieval/session-dedup.js';
 import { rememberReturned, seenBefore, skipSeen } from '../retrieval/session-skip.js';
 import { ContentBlock, type ContentReader } from './content.js';
@@ -83,19 +81,12 @@ const DECLARED = Object.keys(RetrieveParams.properties) as (keyof Params)[];
 const declaredOf = (params: Params) =>
   Object.fromEntries(DECLARED.filter((key) => key in params).map((key) => [key, params[key]]));
 
-export interface RetrieveSettings {
-  readonly maxK: number;
-  readonly maxCandidates: number;
-  readonly candidateK: number;
-  readonly defaultMode: Mode;
-  readonly fusion: { readonly method: FusionMethod; readonly alpha: number; readonly rrfK: number };
-  readonly rerankTopN: number;
+/** Option resolution's defaults and bounds (OptionSettings), and what the rest of the pipeline needs. */
+export interface RetrieveSettings extends OptionSettings {
   readonly sessionTtlSeconds: number;
-  readonly fields: Readonly<Record<string, FieldType>>;
   readonly trust: Readonly<Record<string, TrustLevel>>;
-  /** §15.5 bounds on the query and the filter. */
+  /** §15.5 the longest query (the filter's bounds are OptionSettings'). */
   readonly maxQueryChars: number;
-  readonly filterLimits: FilterLimits;
   /** §15.5 the largest answer: hits are built only while they fit. */
   readonly maxResponseBytes: number;
   /** §15.5 hit bytes being built across all requests at once; past it a request is -32011. */
