@@ -266,6 +266,8 @@ class HttpServers {
   /** The RCP transport (§5.2), with `/healthz`, `/readyz` and the metrics unless the operator listener has them. */
   async build(): Promise<FastifyInstance> {
     const { config, logger, createSession, codec, admission } = this.parts;
+    // Bodies being received, all connections together: those of requests still waiting their turn included.
+    const bodies = new BodyBudget(config.limits.maxBufferedBodyBytes);
     const app: FastifyInstance = Fastify({
       loggerInstance: logger,
       // The request log is the session's `answered` line (debug, §15.6): Fastify's own two lines per request, written
@@ -276,7 +278,10 @@ class HttpServers {
       bodyLimit: config.limits.maxBodyBytes,
       // A session name longer than the router's default (100) must reach its own -32600, not another route.
       routerOptions: { maxParamLength: 1024 },
-      ...serverOptions(config.http, config.limits.requestTimeoutMs),
+      ...serverOptions(config.http, config.limits.requestTimeoutMs, {
+        budget: bodies,
+        maxBodyBytes: config.limits.maxBodyBytes,
+      }),
     });
     capConnections(app.server, config.http);
     const outbox = new Outbox(config.limits.maxUnsentBytes);
@@ -294,7 +299,7 @@ class HttpServers {
       sessions,
       bodyLimit: config.limits.maxBodyBytes,
       maxFrameValues: config.limits.maxFrameValues,
-      bodies: new BodyBudget(config.limits.maxBufferedBodyBytes),
+      bodies,
       maxResponseBytes: config.limits.maxResponseBytes,
       codec,
       outbox,

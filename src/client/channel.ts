@@ -61,6 +61,16 @@ function guard(options: SendOptions, reject: (error: Error) => void, onGiveUp: (
 
 /** The most one answer may take, in bytes (a stdio line, an HTTP body): anything larger is unreadable, not buffered. */
 export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+/**
+ * JSON values one stdio answer may hold (§15.5): parsing is on the caller's event loop, and a line of 60 MB of small
+ * values held it for a second. A million values is a k of 200 with vectors several times over.
+ */
+export const MAX_ANSWER_VALUES = 1 << 20;
+/**
+ * Bytes of frames written to a stdio server and not yet read by it: past this the server is not keeping up (stopped,
+ * deadlocked) and a request fails at once as if the connection were gone, rather than queueing in memory.
+ */
+export const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
 
 /**
  * Supervision of a stdio server (a gateway's engine, §16): when the process exits it is started again after a delay
@@ -124,6 +134,9 @@ export class StdioChannel implements Channel {
     if (child === undefined || child.exitCode !== null || child.signalCode !== null || !child.stdin.writable) {
       return Promise.reject(new ConnectionClosedError('the server process is not running'));
     }
+    if (child.stdin.writableLength > MAX_UNREAD_BYTES) {
+      return Promise.reject(new ConnectionClosedError('the server process is not reading its input'));
+    }
     return new Promise<Frame>((resolve, reject) => {
       const done = guard(options, reject, (reason) => {
         this.#waiting.delete(frame.id);
@@ -141,7 +154,9 @@ export class StdioChannel implements Channel {
 
   notify(frame: Frame): void {
     const child = this.#child;
-    if (!this.#closed && child !== undefined && child.stdin.writable) child.stdin.write(`${JSON.stringify(frame)}\n`);
+    if (this.#closed || child === undefined || !child.stdin.writable) return;
+    // A notification to a server that is not reading is dropped: cancels are advisory (§7.14).
+    if (child.stdin.writableLength <= MAX_UNREAD_BYTES) child.stdin.write(`${JSON.stringify(frame)}\n`);
   }
 
   /** Ends stdin (the server drains and exits, §5.1) and waits for the process; a supervised one is not restarted. */
@@ -168,7 +183,7 @@ export class StdioChannel implements Channel {
     this.#startedAt = Date.now();
     this.generation++;
     child.stdin.on('error', () => undefined); // a dead child's pipe; the close handler does the rest
-    const splitter = new LineSplitter(this.options.maxLineBytes ?? MAX_ANSWER_BYTES);
+    const splitter = new LineSplitter(this.options.maxLineBytes ?? MAX_ANSWER_BYTES, MAX_ANSWER_VALUES);
     child.stdout.on('data', (chunk: Buffer) => this.#onEvents(splitter.push(chunk)));
     child.stdout.once('end', () => this.#onEvents(splitter.end()));
     let stderr = '';

@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { RpcError } from '../protocol/errors.js';
+import { failure } from '../protocol/messages.js';
+import type { BodyBudget } from './body.js';
 
 /**
  * Connection hygiene for the HTTP listener (§15.5): how long a client may take to send its headers and its body,
@@ -31,7 +34,7 @@ export const PIPELINE_WAITING = 1024;
  * Fastify's server options for these limits; the longest answer (`requestTimeoutMs`) never counts as idle. The
  * server is made here (Fastify's `serverFactory`) so that every request passes the pipelining gate first.
  */
-export function serverOptions(limits: ConnectionLimits, requestTimeoutMs: number) {
+export function serverOptions(limits: ConnectionLimits, requestTimeoutMs: number, bodies?: WaitingBodies) {
   const timeouts = {
     // Node's requestTimeout bounds receiving the request (headers and body), not producing the answer.
     requestTimeout: limits.bodyTimeoutMs,
@@ -47,7 +50,7 @@ export function serverOptions(limits: ConnectionLimits, requestTimeoutMs: number
     ...timeouts,
     http,
     serverFactory: (handler: RequestListener): Server => {
-      const server = createServer({ ...http, requestTimeout: timeouts.requestTimeout }, pipelineGate(handler));
+      const server = createServer({ ...http, requestTimeout: timeouts.requestTimeout }, pipelineGate(handler, bodies));
       server.keepAliveTimeout = timeouts.keepAliveTimeout;
       server.setTimeout(timeouts.connectionTimeout);
       return server;
@@ -55,28 +58,40 @@ export function serverOptions(limits: ConnectionLimits, requestTimeoutMs: number
   };
 }
 
+/** The budget of bodies being received, and the largest body a request may have. */
+export interface WaitingBodies {
+  readonly budget: BodyBudget;
+  readonly maxBodyBytes: number;
+}
+
 interface Pipeline {
   active: number;
-  readonly waiting: [IncomingMessage, ServerResponse][];
+  /** Requests waiting their turn, with the body bytes each declared (held against the body budget meanwhile). */
+  readonly waiting: [IncomingMessage, ServerResponse, number][];
   scheduled: boolean;
 }
 
 /**
  * Each request starts on a turn of the event loop of its own (§15.5). Node parses the next request pipelined on a
  * connection as soon as the previous answer is written, inside the same chain of callbacks, so a burst of pipelined
- * requests ran back to back without the loop ever serving anyone else: 500 pipelined pings held it 150-290 ms,
+ * requests ran back to back without the loop ever serving anyone else: 500 pipelined pings held it 150-600 ms,
  * unauthenticated ones included. Here every request waits for a later turn (a millisecond's fraction), at most
- * `PIPELINE_IN_FLIGHT` of a connection are in the handler at once, and a connection with more than
- * `PIPELINE_WAITING` waiting is cut. Answers keep their order: Node writes them in request order regardless.
+ * `PIPELINE_IN_FLIGHT` of a connection are in the handler at once, and a connection is cut when more than
+ * `PIPELINE_WAITING` wait or their declared bodies do not fit the budget of bodies being received (Node reads a
+ * waiting request's body all the same). Answers keep their order: Node writes them in request order regardless.
  */
-export function pipelineGate(handler: RequestListener): RequestListener {
+export function pipelineGate(handler: RequestListener, waitingBodies?: WaitingBodies): RequestListener {
+  const bodies = waitingBodies?.budget;
   const pipelines = new WeakMap<Socket, Pipeline>();
   const schedule = (pipeline: Pipeline) => {
     if (pipeline.scheduled || pipeline.waiting.length === 0 || pipeline.active >= PIPELINE_IN_FLIGHT) return;
     pipeline.scheduled = true;
     setImmediate(() => {
       pipeline.scheduled = false;
-      const [request, response] = pipeline.waiting.shift()!;
+      const next = pipeline.waiting.shift();
+      if (next === undefined) return;
+      const [request, response, declared] = next;
+      bodies?.give(declared);
       pipeline.active++;
       response.once('close', () => {
         pipeline.active--;
@@ -86,14 +101,32 @@ export function pipelineGate(handler: RequestListener): RequestListener {
       schedule(pipeline);
     });
   };
+  const open = (socket: Socket): Pipeline => {
+    const pipeline: Pipeline = { active: 0, waiting: [], scheduled: false };
+    pipelines.set(socket, pipeline);
+    // A connection cut with requests still waiting gives their bodies' share back.
+    socket.once('close', () => {
+      for (const [, , declared] of pipeline.waiting.splice(0)) bodies?.give(declared);
+    });
+    return pipeline;
+  };
   return (request, response) => {
-    let pipeline = pipelines.get(request.socket);
-    if (pipeline === undefined)
-      pipelines.set(request.socket, (pipeline = { active: 0, waiting: [], scheduled: false }));
+    const pipeline = pipelines.get(request.socket) ?? open(request.socket);
+    // A body over the limit is refused unread when its request starts (-32013): it holds nothing meanwhile.
+    const length = Math.max(0, Number(request.headers['content-length'] ?? 0) || 0);
+    const declared = length > (waitingBodies?.maxBodyBytes ?? Infinity) ? 0 : length;
     if (pipeline.waiting.length >= PIPELINE_WAITING) return void request.socket.destroy();
-    pipeline.waiting.push([request, response]);
+    if (!(bodies?.take(declared) ?? true)) return busy(response, bodies!);
+    pipeline.waiting.push([request, response, declared]);
     schedule(pipeline);
   };
+}
+
+/** §15.5 the body would not fit the budget of bodies being received: -32011, retry later; the connection closes. */
+function busy(response: ServerResponse, bodies: BodyBudget): void {
+  const error = RpcError.rateLimited(1000, `request bodies being received exceed ${bodies.maxBytes} bytes; retry`);
+  response.writeHead(200, { 'content-type': 'application/json; charset=utf-8', connection: 'close' });
+  response.end(JSON.stringify(failure(null, error)));
 }
 
 /** Caps open connections on `server` below the descriptor limit, and per client address; returns the cap applied. */
