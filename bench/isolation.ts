@@ -199,6 +199,8 @@ export async function benchIsolation(): Promise<void> {
       );
     }
 
+    // The 15 × 1 MB documents added above would make every polite retrieve below carry megabytes of text.
+    await call(origin, 'index/delete', { ids: Array.from({ length: 15 }, (_, i) => `big${i}`) });
     const SECONDS = 20;
     const polite = async (until: number) => {
       let ok = 0;
