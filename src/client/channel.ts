@@ -8,6 +8,7 @@ import {
   UnreadableFrameError,
 } from './client-errors.js';
 import { LineSplitter, type LineEvent } from '../protocol/ndjson.js';
+import { RpcErrorCode } from '../protocol/codes.js';
 
 /** A JSON-RPC frame as the client sees it. */
 export type Frame = Record<string, unknown>;
@@ -33,7 +34,7 @@ export interface Channel {
   readonly generation?: number;
 }
 
-const cancelled = () => new RcpError(-32006, 'cancelled by the client');
+const cancelled = () => new RcpError(RpcErrorCode.Cancelled, 'cancelled by the client');
 
 /**
  * Rejects when `signal` aborts or `timeoutMs` passes, calling `onGiveUp` (with the reason) first; cleaned up by the

@@ -2,6 +2,7 @@ import { capabilityFor, isCoreMethod, METHODS } from '../protocol/method-table.j
 import { HttpChannel, StdioChannel, type Channel, type Frame } from './channel.js';
 import { RcpError } from './client-errors.js';
 import { DEFAULT_RETRY, retrying, type RetryPolicy } from './retry.js';
+import { RpcErrorCode } from '../protocol/codes.js';
 
 export {
   ClientTimeoutError,
@@ -125,7 +126,10 @@ export class RcpClient {
     );
     // §7.1: a negotiated version below our minimum (1) means abort rather than speak a dialect we do not know.
     if (typeof result.protocolVersion !== 'number' || result.protocolVersion < 1) {
-      throw new RcpError(-32002, `the server negotiated an unsupported version ${String(result.protocolVersion)}`);
+      throw new RcpError(
+        RpcErrorCode.VersionMismatch,
+        `the server negotiated an unsupported version ${String(result.protocolVersion)}`,
+      );
     }
     this.#info = result;
   }
@@ -244,7 +248,7 @@ export class RcpClient {
     if (isCoreMethod(method) && METHODS[method].capability === null) return;
     const capability = capabilityFor(method);
     if (capability === undefined || !(capability in this.capabilities)) {
-      throw new RcpError(-32003, 'capability not advertised', {
+      throw new RcpError(RpcErrorCode.CapabilityMissing, 'capability not advertised', {
         retryable: false,
         detail: `'${method}' needs capability '${capability ?? method}', which the server did not advertise`,
       });

@@ -1,4 +1,4 @@
-import { retriesAutomatically } from '../protocol/codes.js';
+import { retriesAutomatically, RpcErrorCode } from '../protocol/codes.js';
 import { RcpError } from './client-errors.js';
 
 /**
@@ -45,7 +45,10 @@ export function retryDelay(
 /** Waits `ms`; an abort ends the wait with -32006 (the caller gave up, §7.14). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const onAbort = () => (clearTimeout(timer), reject(new RcpError(-32006, 'cancelled by the client')));
+    const onAbort = () => (
+      clearTimeout(timer),
+      reject(new RcpError(RpcErrorCode.Cancelled, 'cancelled by the client'))
+    );
     const timer = setTimeout(() => (signal?.removeEventListener('abort', onAbort), resolve()), ms);
     signal?.addEventListener('abort', onAbort, { once: true });
   });

@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { RpcError } from '../protocol/errors.js';
+import { RpcErrorCode } from '../protocol/codes.js';
 
 /**
  * §10 cursors: opaque, tamper-evident (HMAC-SHA256 under a per-process secret), bound to the request they continue
@@ -40,7 +41,7 @@ export class CursorCodec {
     const state = JSON.parse(Buffer.from(payload, 'base64url').toString()) as CursorState & { epoch: string };
     if (state.request !== request) throw RpcError.invalidParams('cursor', 'belongs to a different request');
     if (state.indexVersion !== indexVersion || state.epoch !== this.#epoch) {
-      throw new RpcError(-32015, 'cursor expired', {
+      throw new RpcError(RpcErrorCode.NotFound, 'cursor expired', {
         detail: 'the corpus changed since this cursor was issued; start again',
       });
     }

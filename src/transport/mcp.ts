@@ -4,6 +4,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { z } from 'zod';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { Session } from '../protocol/session.js';
+import { RpcErrorCode } from '../protocol/codes.js';
 
 /**
  * The MCP bridge (§1.3: an RCP retrieve MAY be exposed as an MCP tool): an MCP server over stdio, built with the
@@ -141,7 +142,7 @@ async function rcp(
   const reply = await session.handle({ jsonrpc: '2.0', id: `mcp-${++nextId}`, method, params });
   const answer = (Array.isArray(reply) ? reply[0] : reply) as
     { result?: JsonObject; error?: { code: number; message: string; data?: unknown } } | undefined;
-  return answer ?? { error: { code: -32603, message: 'no answer' } };
+  return answer ?? { error: { code: RpcErrorCode.InternalError, message: 'no answer' } };
 }
 
 function toolError(error: { code: number; message: string; data?: unknown }) {
