@@ -31,28 +31,25 @@ export const PIPELINE_IN_FLIGHT = 4;
 export const PIPELINE_WAITING = 1024;
 
 /**
- * Fastify's server options for these limits; the longest answer (`requestTimeoutMs`) never counts as idle. The
- * server is made here (Fastify's `serverFactory`) so that every request passes the pipelining gate first.
+ * Fastify's server options for these limits: a server of our own (Fastify's `serverFactory`), so that every request
+ * passes the pipelining gate first. With a factory Fastify applies none of its timeout options, so every timeout is
+ * set here; the longest answer (`requestTimeoutMs`) never counts as idle.
  */
 export function serverOptions(limits: ConnectionLimits, requestTimeoutMs: number, bodies?: WaitingBodies) {
-  const timeouts = {
-    // Node's requestTimeout bounds receiving the request (headers and body), not producing the answer.
-    requestTimeout: limits.bodyTimeoutMs,
-    keepAliveTimeout: limits.keepAliveTimeoutMs,
-    connectionTimeout: Math.max(limits.idleTimeoutMs, requestTimeoutMs + 1000),
-  };
-  // Timeouts are checked this often (Node's default, 30 s, would let a slow client overstay by that much).
-  const http = {
-    headersTimeout: limits.headersTimeoutMs,
-    connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
-  };
   return {
-    ...timeouts,
-    http,
     serverFactory: (handler: RequestListener): Server => {
-      const server = createServer({ ...http, requestTimeout: timeouts.requestTimeout }, pipelineGate(handler, bodies));
-      server.keepAliveTimeout = timeouts.keepAliveTimeout;
-      server.setTimeout(timeouts.connectionTimeout);
+      const server = createServer(
+        {
+          // Node's requestTimeout bounds receiving the request (headers and body), not producing the answer.
+          requestTimeout: limits.bodyTimeoutMs,
+          headersTimeout: limits.headersTimeoutMs,
+          // Timeouts are checked this often (Node's default, 30 s, would let a slow client overstay by that much).
+          connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+        },
+        pipelineGate(handler, bodies),
+      );
+      server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+      server.setTimeout(Math.max(limits.idleTimeoutMs, requestTimeoutMs + 1000));
       return server;
     },
   };
