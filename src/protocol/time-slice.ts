@@ -14,25 +14,34 @@ let armed = false;
 /** When this turn began running sliced work; forgotten before the next turn's I/O (see `turnStart`). */
 let turnStarted: number | undefined;
 
+/** Whether a zero timer is pending to forget `turnStarted` (one serves every turn that starts before it fires). */
+let forgetting = false;
+
 /**
- * The current turn's start: the first slice to ask in a turn sets it. A zero timer forgets it: timers run before
- * I/O in each turn of the loop, so the next request's first slice starts afresh (a timer not yet due after under a
- * millisecond leaves it at most that stale).
+ * Starts the current turn's budget now. A zero timer forgets it: timers run before I/O in each turn of the loop, so
+ * the next request's first slice starts afresh (a timer not yet due after under a millisecond leaves it at most that
+ * stale).
  */
-function turnStart(): number {
-  if (turnStarted === undefined) {
-    turnStarted = performance.now();
-    setTimeout(() => (turnStarted = undefined), 0).unref();
+function startTurn(): number {
+  turnStarted = performance.now();
+  if (!forgetting) {
+    forgetting = true;
+    setTimeout(() => {
+      forgetting = false;
+      turnStarted = undefined;
+    }, 0).unref();
   }
   return turnStarted;
 }
+
+/** The current turn's start: the first slice to ask in a turn sets it. */
+const turnStart = (): number => turnStarted ?? startTurn();
 
 function wake(): void {
   armed = false;
   const next = waiting.shift();
   if (next !== undefined) {
-    turnStarted = undefined;
-    turnStart();
+    startTurn();
     next();
   }
   arm();
