@@ -478,6 +478,7 @@ function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): 
     fields,
     bm25,
     writable: config.index.writable,
+    store: config.store.url === '' ? undefined : config.store,
   };
   return new Corpus(settings, encoder, logger);
 }

@@ -353,6 +353,23 @@ export const ConfigSchema = Section({
         'Shared rate-limit buckets for replicas behind one load balancer; an empty url keeps them in memory.',
     },
   ),
+  store: Section(
+    {
+      url: Type.String({
+        pattern: '^(postgres(ql)?://.*)?$',
+        default: '',
+        description:
+          'A `postgres://` URL: the corpus of record is that database, shared by every replica, and `dataDir` holds ' +
+          "this replica's snapshot of it. Empty: the corpus lives in `dataDir` alone (SQLite).",
+      }),
+      pollMs: Type.Integer({
+        minimum: 50,
+        default: 1000,
+        description: "How often a replica polls the store's head beside LISTEN/NOTIFY (a notification can be lost).",
+      }),
+    },
+    { description: 'The corpus of record: embedded SQLite (the default) or PostgreSQL shared by replicas.' },
+  ),
   models: Section(
     {
       dir: Type.String({
@@ -524,6 +541,12 @@ export const ConfigSchema = Section({
         minimum: 1,
         default: 1800,
         description: 'How long a retrieve session (what it has already been shown, §7.7.3) is remembered.',
+      }),
+      cursorSecret: Type.String({
+        default: '',
+        description:
+          'The key that signs pagination cursors (§10). Replicas behind one load balancer share it, so a cursor ' +
+          'from one verifies on another; empty: a key of this process (its cursors end with it).',
       }),
       trust: Type.Record(
         Type.String(),

@@ -72,6 +72,7 @@ export class Metrics {
     });
     this.#modelMetrics(models);
     this.#corpusSize(corpus);
+    this.#replication(corpus);
     new Gauge({
       name: 'rcp_build_info',
       help: 'Build information.',
@@ -121,6 +122,28 @@ export class Metrics {
         if (corpus === undefined || !corpus.health().ready) return;
         const stats = await corpus.stats();
         for (const kind of ['documents', 'chunks', 'dense', 'lexical'] as const) this.set({ kind }, stats[kind]);
+      },
+    });
+  }
+
+  /** A replica's distance from the store of record (store.url): the lag of the last write read, and writes behind. */
+  #replication(corpus: Corpus | undefined): void {
+    const replica = corpus?.replica;
+    if (replica === undefined) return;
+    new Gauge({
+      name: 'rcp_replica_lag_seconds',
+      help: "Seconds from a write's commit in the store of record to this replica reading it (the last one read).",
+      registers: [this.registry],
+      collect() {
+        this.set(replica.lagSeconds);
+      },
+    });
+    new Gauge({
+      name: 'rcp_replica_behind_writes',
+      help: 'Writes committed in the store of record that this replica had not applied when it last looked.',
+      registers: [this.registry],
+      collect() {
+        this.set(replica.behind);
       },
     });
   }

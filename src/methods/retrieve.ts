@@ -84,6 +84,8 @@ const declaredOf = (params: Params) =>
 /** Option resolution's defaults and bounds (OptionSettings), and what the rest of the pipeline needs. */
 export interface RetrieveSettings extends OptionSettings {
   readonly sessionTtlSeconds: number;
+  /** The key cursors are signed with, shared by replicas ('' or absent: this process's own). */
+  readonly cursorSecret?: string | undefined;
   readonly trust: Readonly<Record<string, TrustLevel>>;
   /** §15.5 the longest query (the filter's bounds are OptionSettings'). */
   readonly maxQueryChars: number;
@@ -123,7 +125,7 @@ export function retrieveMethod(
     encoder,
     rerankers,
     settings,
-    cursors: new CursorCodec(),
+    cursors: new CursorCodec(settings.cursorSecret),
     answers: new AnswerBudget(settings.maxAnswerBytesInFlight),
     sessions: new SessionDedup(settings.sessionTtlSeconds),
   };

@@ -3,7 +3,7 @@ import { RpcError } from '../protocol/errors.js';
 import { RpcErrorCode } from '../protocol/codes.js';
 
 /**
- * §10 cursors: opaque, tamper-evident (HMAC-SHA256 under a per-process secret), bound to the request they continue
+ * §10 cursors: opaque, tamper-evident (HMAC-SHA256 under a per-process or configured secret), bound to the request they continue
  * and to the corpus snapshot they page through. A forged or mangled cursor is -32602 (`data.field: "cursor"`); a
  * cursor for another request shape is -32602; a cursor whose snapshot has changed (or from before a restart) is
  * -32015 NotFound, so pages never silently skip or repeat hits.
@@ -19,8 +19,18 @@ export interface CursorState {
 }
 
 export class CursorCodec {
-  readonly #secret = randomBytes(32);
-  readonly #epoch = randomBytes(6).toString('hex');
+  readonly #secret: Buffer;
+  readonly #epoch: string;
+
+  /**
+   * `secret`: the operator's shared key, so that a cursor verifies on every replica that has it (and across restarts:
+   * the snapshot check still ends a cursor when the corpus changed). Without one, a key of this process.
+   */
+  constructor(secret = '') {
+    this.#secret = secret === '' ? randomBytes(32) : createHmac('sha256', 'rcp-cursor-key').update(secret).digest();
+    this.#epoch =
+      secret === '' ? randomBytes(6).toString('hex') : createHmac('sha256', this.#secret).update('epoch').digest('hex');
+  }
 
   #sign(payload: string): string {
     return createHmac('sha256', this.#secret).update(payload).digest('base64url');

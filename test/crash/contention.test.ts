@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Corpus } from '../../src/backend/corpus/corpus.js';
 import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
-import { crashEncoder, crashSettings, ENCODER_DIR, silent } from './corpus.js';
+import { silentLogger } from '../helpers/logger.js';
+import { crashEncoder, crashSettings, ENCODER_DIR } from './corpus.js';
 
 /**
  * Kill -9 under contention: a real server process takes concurrent upserts (`chunk: true`, several chunks each) and
@@ -116,7 +117,7 @@ describe('crash safety under contention (SIGKILL during concurrent upserts of th
           expect(IDS).toContain(hit.chunk?.docId);
           expect(hit.id).toBe(`${hit.chunk!.docId}#${hit.chunk!.index}`);
         }
-        const corpus = new Corpus(settings, encoder, silent);
+        const corpus = new Corpus(settings, encoder, silentLogger);
         await corpus.ready;
         for (const id of IDS) {
           const stored = corpus.getDocument(id)?.text ?? null;

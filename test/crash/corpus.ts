@@ -2,19 +2,17 @@ import { join } from 'node:path';
 import type { CorpusSettings } from '../../src/backend/corpus/corpus.js';
 import { readManifest } from '../../src/backend/manifest.js';
 import { UseLiteEncoder } from '../../src/backend/onnx/use-lite-encoder.js';
+import { silentLogger } from '../helpers/logger.js';
 import { ROOT } from '../helpers/wire.js';
 
 /** What the crash tests reopen a killed server's data dir with: the default encoder and the server's own settings. */
 export const ENCODER_DIR = join(ROOT, 'models', 'use-lite');
 
-const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
-export { silent };
-
 export function crashEncoder(): UseLiteEncoder {
   return new UseLiteEncoder(
     ENCODER_DIR,
     readManifest(ENCODER_DIR),
-    { intraOpThreads: 1, log: silent },
+    { intraOpThreads: 1, log: silentLogger },
     { maxWaitMs: 0, maxBatchTokens: 16_384, maxBatchItems: 64, maxQueuedItems: 4096 },
   );
 }

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Corpus } from '../../src/backend/corpus/corpus.js';
 import { readFrames, spawnStdio } from '../helpers/wire.js';
-import { crashEncoder, crashSettings, ENCODER_DIR, silent } from './corpus.js';
+import { silentLogger } from '../helpers/logger.js';
+import { crashEncoder, crashSettings, ENCODER_DIR } from './corpus.js';
 
 /**
  * No acknowledged write is ever lost. A real server process (the built binary, over stdio) takes a stream
@@ -107,7 +108,7 @@ describe('crash safety (SIGKILL during writes)', () => {
     async () => {
       for (let run = 0; run < ITERATIONS; run++) {
         const { unanswered } = await crashRun(run);
-        const corpus = new Corpus(settings, encoder, silent);
+        const corpus = new Corpus(settings, encoder, silentLogger);
         await corpus.ready;
         for (const [id, text] of acknowledged) {
           const unansweredTouch = unanswered.some((w) =>

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, INITIALIZE, request, TRANSPORTS, type Connection, type Frame } from '../helpers/wire.js';
-
-const error = (frame: Frame | Frame[]) => (frame as { error?: { code: number; data?: Record<string, unknown> } }).error;
+import { error } from '../helpers/frames.js';
+import { connect, INITIALIZE, request, TRANSPORTS, type Connection } from '../helpers/wire.js';
 
 /**
  * DESIGN §4: the dispatch ladder, one table. Each row is a request after a successful initialize

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeF32Base64 } from '../../src/protocol/vectors.js';
 import { golden } from '../fixtures/use-lite-golden.js';
+import { error } from '../helpers/frames.js';
 import { connect, INITIALIZE, request, TRANSPORTS, type Connection, type Frame } from '../helpers/wire.js';
 
 const texts = golden.items.map((item) => item.text);
@@ -8,7 +9,6 @@ const BATCH_LIMIT = 8;
 
 type Result = { vectors: (number[] | string)[]; encoding?: string; dimension?: number };
 const result = (frame: Frame) => frame.result as Result;
-const error = (frame: Frame) => frame.error as { code: number; data: Record<string, unknown> };
 
 function expectGolden(vectors: ArrayLike<number>[]): void {
   expect(vectors).toHaveLength(golden.items.length);

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { error } from '../helpers/frames.js';
 import { connect, INITIALIZE, request, ROOT, TRANSPORTS, type Connection, type Frame } from '../helpers/wire.js';
 
 const ENCODER = `${ROOT}/models/use-lite`;
 type AddResult = { ids: string[]; chunks: number; indexVersion: string };
 const result = <T>(frame: Frame | Frame[]) => (frame as Frame).result as T;
-const error = (frame: Frame | Frame[]) => (frame as Frame).error as { code: number; data: Record<string, unknown> };
 
 describe.each(TRANSPORTS)('index/add and index/delete over %s (§7.10, §7.11)', (transport) => {
   let client: Connection;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { error } from '../helpers/frames.js';
 import { connect, INITIALIZE, request, TRANSPORTS, type Connection, type Frame } from '../helpers/wire.js';
 
-const error = (frame: Frame | Frame[]) => (frame as { error?: { code: number; data?: Record<string, unknown> } }).error;
 const result = (frame: Frame | Frame[]) => (frame as { result?: Record<string, unknown> }).result;
 
 describe.each(TRANSPORTS)('lifecycle over %s', (transport) => {

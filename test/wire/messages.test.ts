@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { error } from '../helpers/frames.js';
 import { connect, INITIALIZE, request, TRANSPORTS, type Connection, type Frame } from '../helpers/wire.js';
 
 type Answer = Frame | Frame[];
-const error = (frame: Answer) => (frame as { error?: { code: number; data?: Record<string, unknown> } }).error;
 const byId = (batch: Answer, id: unknown) => (batch as Frame[]).find((member) => member.id === id);
 
 describe.each(TRANSPORTS)('envelopes, notifications, batches, cancellation over %s', (transport) => {

@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import type { Session } from '../../src/protocol/session.js';
 import { writeFixture } from '../fixtures/bert-models.js';
+import { error } from '../helpers/frames.js';
 import { connect, INITIALIZE, request, ROOT, testConfig, TRANSPORTS, type Frame } from '../helpers/wire.js';
 
 /**
@@ -48,8 +49,6 @@ unlinkSync(join(MODELS, missing, 'model.onnx'));
 const shortPositions = fixture('short-positions', { kind: 'encoder', positions: 8, maxTokens: 64 });
 const brokenReranker = fixture('broken-reranker', { kind: 'cross-encoder' });
 writeFileSync(join(MODELS, brokenReranker, 'model.onnx'), 'not a model either');
-
-const error = (frame: Frame | Frame[]) => (frame as Frame).error as { code: number; data: Record<string, unknown> };
 
 function expectBackendUnavailable(frame: Frame | Frame[]): void {
   expect(error(frame).code).toBe(-32010);

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { error } from '../helpers/frames.js';
 import { connect, INITIALIZE, request, ROOT, TRANSPORTS, type Connection, type Frame } from '../helpers/wire.js';
 import { writeFixture } from '../fixtures/bert-models.js';
 
@@ -14,7 +15,6 @@ const MAX_CANDIDATES = 6;
 const PASSAGES = ['the cancer risk of the study', 'a mouse model', 'vitamin dose and blood levels', 'brain cells'];
 type Rerank = { scores: number[]; order: number[]; results: { index: number; score: number }[] };
 const result = (frame: Frame) => frame.result as Rerank;
-const error = (frame: Frame) => frame.error as { code: number; data: Record<string, unknown> };
 
 describe.each(TRANSPORTS)('rerank over %s, with a generated cross-encoder (§7.6)', (transport) => {
   let client: Connection;

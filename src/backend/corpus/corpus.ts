@@ -26,6 +26,7 @@ import {
   type WriteResult,
 } from '../store/corpus-store.js';
 import { StoreError } from '../store/dir-lock.js';
+import { Replica, type ReplicaTarget } from './replica.js';
 import { chunkText } from './chunking.js';
 import { validateMetadata, type FieldType, type MetadataLimits } from './metadata.js';
 import { StartupError } from '../../startup-error.js';
@@ -43,6 +44,11 @@ export interface CorpusSettings {
   readonly bm25: Bm25Options;
   /** `index.writable`; false: nothing in the dir is ever written (it may be on a read-only filesystem). */
   readonly writable?: boolean | undefined;
+  /**
+   * A PostgreSQL store of record shared by replicas (`store.url`): the data dir then holds this replica's snapshot of
+   * it, written only by catching up (replica.ts).
+   */
+  readonly store?: { readonly url: string; readonly pollMs: number } | undefined;
 }
 
 export interface AddOptions extends WriteCaller {
@@ -102,13 +108,15 @@ export class Corpus implements CorpusWriter, CorpusReader {
   readonly #chunkPlace = new Map<number, ChunkPlace>();
   readonly #documentMeta = new Map<string, Record<string, unknown>>();
   readonly #documentOrigin = new Map<string, DocumentOrigin>();
+  /** Present when the corpus of record is a shared PostgreSQL store. */
+  readonly replica: Replica | undefined;
 
   constructor(
     private readonly settings: CorpusSettings,
     private readonly encoder: Encoder,
     private readonly log: Logger,
   ) {
-    this.store = openStore(settings.dir, !this.#writable);
+    this.store = openStore(settings.dir, !this.#localWritable);
     const built = this.store.getMeta('encoder');
     if (built !== undefined && built !== encoder.info.identity && this.store.counts().chunks > 0) {
       void this.store.close();
@@ -117,12 +125,14 @@ export class Corpus implements CorpusWriter, CorpusReader {
           're-ingest into a new data dir (or configure the original encoder)',
       );
     }
-    if (built !== encoder.info.identity && this.#writable) this.store.setMeta('encoder', encoder.info.identity);
+    if (built !== encoder.info.identity && this.#localWritable) this.store.setMeta('encoder', encoder.info.identity);
     this.#lexical = new Bm25Index(settings.bm25);
+    this.replica = settings.store && new Replica({ ...settings.store, encoder: encoder.info.identity }, this.#target(), log);
     this.#ready = this.#open().then(
-      () => {
+      async () => {
+        await this.replica?.start();
         this.#state = { status: 'ready' };
-        if (!this.#writable) return;
+        if (!this.#localWritable) return;
         this.#timer = setInterval(() => void this.save(), settings.saveIntervalMs);
         this.#timer.unref();
       },
@@ -136,8 +146,22 @@ export class Corpus implements CorpusWriter, CorpusReader {
     );
   }
 
-  get #writable(): boolean {
-    return this.settings.writable !== false;
+  /** Whether this process writes its data dir: a server that takes writes, or a replica catching up. */
+  get #localWritable(): boolean {
+    return this.settings.writable !== false || this.settings.store !== undefined;
+  }
+
+  /** What a replica brings up to date: the local snapshot, and the indexes after it, in write order. */
+  #target(): ReplicaTarget {
+    const store = () => this.store;
+    return {
+      get seq() {
+        return store().seq;
+      },
+      getMeta: (key) => this.store.getMeta(key),
+      setMeta: (key, value) => this.store.setMeta(key, value),
+      apply: (changes) => this.#serialized(async () => this.#apply(await this.store.apply(changes))),
+    };
   }
 
   get ready(): Promise<void> {
@@ -201,7 +225,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
   async #loadDense(): Promise<number> {
     const store = { id: this.store.id, seq: this.store.seq };
     const { seq, discarded } = await this.#dense.open(this.settings.dir, this.#denseOptions(), store, {
-      keep: !this.#writable,
+      keep: !this.#localWritable,
     });
     for (const reason of discarded) this.log.warn({ dir: this.settings.dir, reason }, 'saved dense index discarded');
     if (seq === 0 && this.store.counts().chunks > 0) {
@@ -248,6 +272,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   async add(documents: readonly CorpusDocument[], options: AddOptions): Promise<AddResult> {
     await this.#whenReady();
+    if (this.replica !== undefined) return this.#addToStore(this.replica, documents, options);
     const key = options.idempotencyKey;
     const previous = key === undefined ? undefined : this.store.idempotentResult(key);
     if (previous !== undefined) return previous as AddResult;
@@ -266,12 +291,38 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   async delete(ids: readonly string[], caller: WriteCaller = {}): Promise<{ deleted: number; indexVersion: string }> {
     await this.#whenReady();
+    if (this.replica !== undefined) {
+      pointOfNoReturn(caller);
+      const { seq, deletedIds } = await this.replica.delete(ids);
+      await this.replica.caughtUpTo(seq);
+      return { deleted: deletedIds.length, indexVersion: String(seq) };
+    }
     return this.#serialized(async () => {
       pointOfNoReturn(caller);
       const write = await this.store.delete(ids);
       await this.#apply(write);
       return { deleted: write.deletedIds.length, indexVersion: String(write.seq) };
     });
+  }
+
+  /**
+   * index/add on a replica: committed to the store of record (whose transaction orders it among every replica's
+   * writes), answered once applied here. A keyed retry gets the first answer (§7.10), also once applied here.
+   */
+  async #addToStore(replica: Replica, documents: readonly CorpusDocument[], options: AddOptions): Promise<AddResult> {
+    const key = options.idempotencyKey;
+    const answered = async (result: Record<string, unknown>) => {
+      await replica.caughtUpTo(Number(result.indexVersion));
+      return result as unknown as AddResult;
+    };
+    const previous = key === undefined ? undefined : await replica.idempotentResult(key);
+    if (previous !== undefined) return answered(previous);
+    const prepared = await this.#prepare(documents, options);
+    pointOfNoReturn(options);
+    const ids = prepared.map((document) => document.id);
+    const chunks = prepared.reduce((sum, document) => sum + document.chunks.length, 0);
+    const committed = await replica.upsert(prepared, key === undefined ? undefined : { key, result: { ids, chunks } });
+    return answered(committed.repeated ?? { ids, chunks, indexVersion: String(committed.seq) });
   }
 
   /** Validates every document (all or nothing), chunks and embeds them; nothing is written here. */
@@ -370,7 +421,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   /** Saves the dense index if it changed since the last save; tombstones it covers are pruned. */
   async save(): Promise<void> {
-    if (this.#state.status !== 'ready' || !this.#writable) return;
+    if (this.#state.status !== 'ready' || !this.#localWritable) return;
     await this.#serialized(async () => {
       const seq = this.store.seq;
       if (seq === this.#savedSeq) return;
@@ -393,6 +444,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
   assertVersion(pinned: string | undefined): void {
     const current = String(this.store.seq);
     if (pinned === undefined || pinned === current) return;
+    if (this.replica !== undefined && /^\d+$/.test(pinned) && Number(pinned) > this.store.seq) {
+      // A version another replica has applied and this one has not yet: it will, within the replication lag.
+      throw RpcError.backendUnavailable(`this replica has not reached indexVersion ${pinned} yet (at ${current})`, 250);
+    }
     // Retrying cannot bring an old snapshot back: say so (§12.2 lets data.retryable narrow the code's default).
     throw new RpcError(RpcErrorCode.BackendUnavailable, 'snapshot unavailable', {
       detail: `indexVersion ${pinned} is not retained; the current version is ${current}`,
@@ -511,6 +566,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   async close(): Promise<void> {
     clearInterval(this.#timer);
+    await this.replica?.close();
     await this.#ready;
     try {
       await this.save();

@@ -7,6 +7,7 @@ import type { ChunkBody, ChunkRecord } from '../ports.js';
 import { WorkerChannel } from '../worker-thread.js';
 import { DirLock, LOCK_FILE, sqliteCode, StoreError } from './dir-lock.js';
 import { chunkSum, documentSum, intact, type DocumentColumns } from './row-sums.js';
+import type { Changes } from './changes.js';
 import type { WriterReply, WriterRequest } from './writer-protocol.js';
 import {
   addColumns,
@@ -317,6 +318,19 @@ export class CorpusStore {
   async delete(ids: readonly string[]): Promise<WriteResult> {
     const written = await this.#write({ op: 'delete', ids });
     return { seq: written.seq, added: [], removed: [...written.removed], written: [], deletedIds: written.deletedIds };
+  }
+
+  /** A replica applies what the store of record committed after its seq (changes.ts), in one local transaction. */
+  async apply(changes: Changes): Promise<WriteResult> {
+    const written = await this.#write({ op: 'apply', changes });
+    const added = new Set(written.added);
+    return {
+      seq: written.seq,
+      added: changes.chunks.filter((chunk) => added.has(chunk.label)),
+      removed: [...written.removed],
+      written: changes.documents.map(({ id, meta, origin }) => ({ id, meta, origin })),
+      deletedIds: written.deletedIds,
+    };
   }
 
   getDocument(id: string): StoredDocument | undefined {

@@ -1,3 +1,4 @@
+import type { Changes } from './changes.js';
 import type { Idempotency, NewDocument, Written } from './writes.js';
 
 /** Messages between the store and its writer thread (better-sqlite3 runs synchronously: keep commits off the loop). */
@@ -5,6 +6,7 @@ export type WriterRequest =
   | { op: 'open'; file: string }
   | { op: 'upsert'; documents: readonly NewDocument[]; idempotency: Idempotency | undefined }
   | { op: 'delete'; ids: readonly string[] }
+  | { op: 'apply'; changes: Changes }
   | { op: 'close' };
 
 export type WriterReply =

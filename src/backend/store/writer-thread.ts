@@ -7,7 +7,7 @@ import { parentPort } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { sqliteCode } from './dir-lock.js';
 import type { WriterReply, WriterRequest } from './writer-protocol.js';
-import { configure, Connection, deleteRows, upsertRows, type Written } from './writes.js';
+import { applyRows, configure, Connection, deleteRows, upsertRows, type Written } from './writes.js';
 
 let connection: Connection | undefined;
 const port = parentPort!;
@@ -36,6 +36,8 @@ function handle(request: WriterRequest): WriterReply {
       return transaction(open, () => upsertRows(open, request.documents, request.idempotency));
     case 'delete':
       return transaction(open, () => deleteRows(open, request.ids));
+    case 'apply':
+      return transaction(open, () => applyRows(open, request.changes));
     case 'close':
       open.db.close();
       connection = undefined;

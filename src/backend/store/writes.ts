@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import type { Changes } from './changes.js';
 import { addSumColumns, chunkSum, documentSum } from './row-sums.js';
 
 /**
@@ -65,6 +66,9 @@ const PUT_DOCUMENT = `INSERT INTO documents (id, text, meta, hash, seq, origin, 
     seq = excluded.seq, origin = excluded.origin, sum = excluded.sum`;
 const PUT_CHUNK = `INSERT INTO chunks (doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, sum)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING label`;
+/** A replica's chunk keeps the label the store of record gave it, so every replica ranks and pages alike. */
+const PUT_LABELLED_CHUNK = `INSERT OR IGNORE INTO chunks
+  (label, doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 /** A connection and its statements, prepared once: compiling a statement per read cost more than the read. */
 export class Connection {
@@ -124,12 +128,8 @@ export function upsertRows(
     const sum = documentSum({ ...document, meta });
     sql(PUT_DOCUMENT).run(document.id, document.text, meta, document.hash, seq, document.origin, sum);
     document.chunks.forEach((chunk, ordinal) => {
-      const row = {
-        ...{ doc_id: document.id, ordinal, text: chunk.text, context: chunk.context },
-        ...{ start_offset: chunk.start, end_offset: chunk.end, vector: blob(chunk.vector) },
-      };
-      const values = [row.doc_id, row.ordinal, row.text, row.context, row.start_offset, row.end_offset, row.vector];
-      added.push((sql(PUT_CHUNK).get(...values, seq, chunkSum(row)) as { label: number }).label);
+      const row = chunkColumns(document.id, ordinal, chunk);
+      added.push((sql(PUT_CHUNK).get(...chunkValues(row), seq, chunkSum(row)) as { label: number }).label);
     });
   }
   sql(SET_META).run('seq', String(seq));
@@ -141,6 +141,46 @@ export function upsertRows(
     sql(PRUNE_IDEMPOTENCY).run({ oldest: seq - kept.writes, bytes: kept.bytes });
   }
   return { seq, added, removed, deletedIds: [] };
+}
+
+function chunkColumns(docId: string, ordinal: number, chunk: NewChunk) {
+  return {
+    ...{ doc_id: docId, ordinal, text: chunk.text, context: chunk.context },
+    ...{ start_offset: chunk.start, end_offset: chunk.end, vector: blob(chunk.vector) },
+  };
+}
+
+function chunkValues(row: ReturnType<typeof chunkColumns>) {
+  return [row.doc_id, row.ordinal, row.text, row.context, row.start_offset, row.end_offset, row.vector];
+}
+
+/**
+ * A replica catching up with the store of record: removals, then the rows the window left alive, all at the window's
+ * end seq (a saved dense index at or past it has them all). Labels this replica never held are skipped.
+ */
+export function applyRows(connection: Connection, changes: Changes): Written {
+  const sql = (text: string) => connection.sql(text);
+  const seq = changes.through;
+  const removed = changes.removedLabels.filter(
+    (label) => sql('DELETE FROM chunks WHERE label = ?').run(label).changes > 0,
+  );
+  const tombstone = sql('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
+  for (const label of removed) tombstone.run(label, seq);
+  const written = new Set(changes.documents.map((document) => document.id));
+  const deletedIds = changes.deletedIds.filter(
+    (id) => sql('DELETE FROM documents WHERE id = ?').run(id).changes > 0 && !written.has(id),
+  );
+  for (const document of changes.documents) {
+    const meta = JSON.stringify(document.meta);
+    const sum = documentSum({ ...document, meta });
+    sql(PUT_DOCUMENT).run(document.id, document.text, meta, document.hash, seq, document.origin, sum);
+  }
+  const added = changes.chunks.filter((chunk) => {
+    const row = chunkColumns(chunk.docId, chunk.ordinal, chunk);
+    return sql(PUT_LABELLED_CHUNK).run(chunk.label, ...chunkValues(row), seq, chunkSum(row)).changes > 0;
+  });
+  sql(SET_META).run('seq', String(seq));
+  return { seq, added: added.map((chunk) => chunk.label), removed, deletedIds };
 }
 
 /** Deletes documents and their chunks; absent ids are not an error and a delete of none takes no seq (§7.11). */

@@ -9,6 +9,7 @@ import { readManifest } from '../../../src/backend/manifest.js';
 import { fetchModel, FetchError, type Catalog, type CatalogEntry } from '../../../src/backend/model-fetch.js';
 import { BertEncoder } from '../../../src/backend/onnx/bert.js';
 import { writeFixture } from '../../fixtures/bert-models.js';
+import { silentLogger } from '../../helpers/logger.js';
 
 /** A local hub over a real socket, serving a generated model at `<repo>/resolve/<revision>/<path>`. */
 const ROOT = mkdtempSync(join(tmpdir(), 'rcp-fetch-'));
@@ -39,7 +40,6 @@ const digest = (file: string) =>
   createHash('sha256')
     .update(readFileSync(join(PUBLISHED, file)))
     .digest('hex');
-const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 function catalog(pins: { revision: string | null; model: string | null; tokenizer: string | null }): Catalog {
   const entry: CatalogEntry = {
@@ -76,7 +76,7 @@ describe('models fetch: pinned revision, sha256-checked, all or nothing', () => 
     const encoder = new BertEncoder(
       target,
       readManifest(target),
-      { intraOpThreads: 1, log: silent },
+      { intraOpThreads: 1, log: silentLogger },
       {
         maxWaitMs: 0,
         maxBatchTokens: 1024,

@@ -1,0 +1,191 @@
+import { RpcError } from '../../protocol/errors.js';
+import type { Logger } from '../../protocol/logger.js';
+import type { Changes } from '../store/changes.js';
+import { StoreError } from '../store/dir-lock.js';
+import { Follower } from '../store/postgres/follower.js';
+import { unavailable } from '../store/postgres/failures.js';
+import { PostgresStore, type Committed } from '../store/postgres/postgres-store.js';
+import type { Idempotency, NewDocument } from '../store/writes.js';
+
+/** What the replica brings up to date: the local corpus (its SQLite snapshot and the indexes derived from it). */
+export interface ReplicaTarget {
+  /** The seq of the last write applied here. */
+  readonly seq: number;
+  getMeta(key: string): string | undefined;
+  setMeta(key: string, value: string): void;
+  /** Applies changes to the snapshot and the indexes, after every earlier local write (in seq order). */
+  apply(changes: Changes): Promise<void>;
+}
+
+export interface ReplicaOptions {
+  readonly url: string;
+  /** The fallback poll of the store's head (a NOTIFY can be lost with its connection). */
+  readonly pollMs: number;
+  /** The encoder every replica must share (a query embedded by one model cannot search another's vectors). */
+  readonly encoder: string;
+}
+
+/** How long a write waits to be applied here after its commit before its answer says it is not yet (§7.10). */
+const APPLY_WAIT_MS = 10_000;
+const RETRY_MS = { first: 250, most: 5_000 };
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A replica of the corpus of record in PostgreSQL. Writes go to the store (one transaction each, in commit order) and
+ * are answered once applied here (read-your-writes on the replica that took them); every replica tails the store —
+ * woken by NOTIFY, reading `seq > applied` — so all of them reach the same state, with the same `indexVersion`, within
+ * the lag it exports. Reads never touch the store: they are served from the local snapshot and indexes, and keep
+ * being served while the database is away.
+ */
+export class Replica {
+  #store: PostgresStore | undefined;
+  #follower: Follower | undefined;
+  #running: Promise<void> | undefined;
+  #queued: Promise<void> | undefined;
+  /** Failures reported and not yet recovered from (each logged once). */
+  readonly #failing = new Set<string>();
+  #closed = false;
+  /** Seconds from the commit of the last write read here to the moment it was read; writes the store is ahead by. */
+  lagSeconds = 0;
+  behind = 0;
+
+  constructor(
+    private readonly options: ReplicaOptions,
+    private readonly target: ReplicaTarget,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Connects (retrying while the database is away), checks that the local snapshot belongs to this store and the
+   * encoder to its corpus, and catches up to the head: the replica serves only once this resolves.
+   */
+  async start(): Promise<void> {
+    for (let wait = RETRY_MS.first; this.#store === undefined && !this.#closed; wait = Math.min(wait * 2, RETRY_MS.most)) {
+      try {
+        this.#store = await PostgresStore.open(this.options.url);
+      } catch (error) {
+        this.#report((error as Error).message);
+        await sleep(wait);
+      }
+    }
+    if (this.#store === undefined) return;
+    await this.#checkIdentity(this.#store);
+    while (!this.#closed) {
+      try {
+        await this.catchUp();
+        break;
+      } catch (error) {
+        this.#report((error as Error).message);
+        await sleep(RETRY_MS.first);
+      }
+    }
+    this.#follower = new Follower({
+      url: this.options.url,
+      pollMs: this.options.pollMs,
+      wake: () => void this.catchUp().catch((error: unknown) => this.#report((error as Error).message)),
+      onError: (reason) => this.#report(`listen: ${reason}`),
+    });
+  }
+
+  /** The local snapshot must come from this store, and not be ahead of it; the encoder must be the corpus's. */
+  async #checkIdentity(store: PostgresStore): Promise<void> {
+    const id = (await store.meta('store'))!;
+    const upstream = this.target.getMeta('upstream');
+    const head = await store.head();
+    if (upstream === undefined && this.target.seq > 0) {
+      throw new StoreError('the data dir holds a corpus of its own: a replica needs an empty data dir (or its own)');
+    }
+    if ((upstream !== undefined && upstream !== id) || this.target.seq > head) {
+      throw new StoreError(
+        `the data dir's snapshot (at ${this.target.seq}) is not of this store (at ${head}): remove it to rebuild it`,
+      );
+    }
+    if (upstream === undefined) this.target.setMeta('upstream', id);
+    const encoder = await store.claimMeta('encoder', this.options.encoder);
+    if (encoder !== this.options.encoder) {
+      throw new StoreError(`the store was embedded with ${encoder}, but this replica's encoder is ${this.options.encoder}`);
+    }
+  }
+
+  /** Applies what the store committed after this replica's seq; one at a time, a call during one runs once after. */
+  catchUp(): Promise<void> {
+    if (this.#queued !== undefined) return this.#queued;
+    if (this.#running === undefined) {
+      this.#running = this.#run().finally(() => (this.#running = undefined));
+      return this.#running;
+    }
+    const after = this.#running.catch(() => undefined);
+    this.#queued = after.then(() => {
+      this.#queued = undefined;
+      return this.catchUp();
+    });
+    return this.#queued;
+  }
+
+  async #run(): Promise<void> {
+    const store = this.#connected();
+    for (;;) {
+      const changes = await store.changesSince(this.target.seq);
+      if (changes.through > this.target.seq) {
+        await this.target.apply(changes);
+        this.lagSeconds = changes.lagSeconds;
+      }
+      this.behind = changes.head - this.target.seq;
+      if (this.#failing.size > 0) this.log.info({ seq: this.target.seq }, 'replica: following the store again');
+      this.#failing.clear();
+      if (changes.through >= changes.head) return;
+    }
+  }
+
+  /** Resolves once this replica has applied write `seq` (read-your-writes); -32010 saying so past APPLY_WAIT_MS. */
+  async caughtUpTo(seq: number): Promise<void> {
+    const deadline = Date.now() + APPLY_WAIT_MS;
+    while (this.target.seq < seq) {
+      if (Date.now() > deadline) {
+        throw RpcError.backendUnavailable(
+          `the write committed as indexVersion ${seq}, but this replica has not applied it yet (at ${this.target.seq})`,
+          1_000,
+        );
+      }
+      await this.catchUp().catch(() => sleep(RETRY_MS.first));
+    }
+  }
+
+  idempotentResult(key: string): Promise<Record<string, unknown> | undefined> {
+    return this.#connected()
+      .idempotentResult(key)
+      .catch((error: unknown) => {
+        throw unavailable(error, 'nothing was applied');
+      });
+  }
+
+  upsert(documents: readonly NewDocument[], idempotency?: Idempotency): Promise<Committed> {
+    return this.#connected().upsert(documents, idempotency);
+  }
+
+  delete(ids: readonly string[]): Promise<Committed & { deletedIds: string[] }> {
+    return this.#connected().delete(ids);
+  }
+
+  #connected(): PostgresStore {
+    if (this.#store === undefined) {
+      throw RpcError.backendUnavailable('the store of record is not connected yet; nothing was applied', 1_000);
+    }
+    return this.#store;
+  }
+
+  /** Logs a failure to follow the store once, not at every poll while it lasts. */
+  #report(reason: string): void {
+    if (this.#failing.has(reason)) return;
+    this.#failing.add(reason);
+    this.log.warn({ reason }, 'replica: cannot reach the store of record; serving reads from the local snapshot');
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#follower?.close();
+    await this.#running?.catch(() => undefined);
+    await this.#store?.close();
+  }
+}

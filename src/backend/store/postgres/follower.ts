@@ -1,0 +1,73 @@
+import pg from 'pg';
+import { WRITES_CHANNEL } from './postgres-store.js';
+
+export interface FollowerOptions {
+  readonly url: string;
+  /** Called when another replica may have committed a write: at each NOTIFY, each poll and each reconnect. */
+  readonly wake: () => void;
+  /** A poll however quiet the channel: a NOTIFY lost with a dropped connection is found within this. */
+  readonly pollMs: number;
+  readonly onError: (reason: string) => void;
+}
+
+const RECONNECT_MS = { first: 250, most: 5_000 };
+
+/**
+ * Tails the store of record: LISTENs on the writes channel on a connection of its own (a pooled one cannot hold a
+ * LISTEN), polls as a fallback, and reconnects with a doubling backoff when the database restarts or fails over.
+ * It only says "look": what to read is always `seq > last applied`, so a lost or repeated wake-up loses or repeats
+ * nothing.
+ */
+export class Follower {
+  #client: pg.Client | undefined;
+  #closed = false;
+  #backoff = RECONNECT_MS.first;
+  readonly #poll: NodeJS.Timeout;
+  #retry: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: FollowerOptions) {
+    this.#poll = setInterval(options.wake, options.pollMs);
+    this.#poll.unref();
+    void this.#connect();
+  }
+
+  async #connect(): Promise<void> {
+    if (this.#closed) return;
+    const client = new pg.Client({ connectionString: this.options.url, keepAlive: true, connectionTimeoutMillis: 5_000 });
+    client.on('error', (error) => this.#lost(client, error));
+    client.on('end', () => this.#lost(client, new Error('connection ended')));
+    client.on('notification', () => this.options.wake());
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${WRITES_CHANNEL}`);
+    } catch (error) {
+      this.#lost(client, error as Error);
+      return;
+    }
+    if (this.#closed) return void client.end().catch(() => undefined);
+    this.#client = client;
+    this.#backoff = RECONNECT_MS.first;
+    // Writes committed while no connection listened were never notified here.
+    this.options.wake();
+  }
+
+  #lost(client: pg.Client, error: Error): void {
+    if (this.#closed || (this.#client !== client && this.#client !== undefined) || this.#retry !== undefined) return;
+    this.#client = undefined;
+    client.end().catch(() => undefined);
+    this.options.onError(error.message);
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      void this.#connect();
+    }, this.#backoff);
+    this.#retry.unref();
+    this.#backoff = Math.min(this.#backoff * 2, RECONNECT_MS.most);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#poll);
+    clearTimeout(this.#retry);
+    await this.#client?.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,63 @@
+import type { PoolClient } from 'pg';
+
+/**
+ * The PostgreSQL store of record's schema, created and migrated by the server itself: `rcp_schema` holds the version
+ * reached, and each migration runs once, in order, in one transaction (under an advisory lock, so replicas starting
+ * together do not race to create the same tables).
+ *
+ * Text columns that a client fills (ids, text, metadata, idempotency keys and answers) are `bytea` holding UTF-8:
+ * PostgreSQL's `text` refuses U+0000, which JSON strings may carry and every stored idempotency key holds (caller,
+ * NUL, key). Vectors are little-endian float32 bytes, as in the SQLite store (no pgvector: dense search stays in
+ * hnswlib on each replica).
+ */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE rcp_meta (key text PRIMARY KEY, value text NOT NULL);
+   INSERT INTO rcp_meta (key, value) VALUES ('seq', '0'), ('store', gen_random_uuid()::text);
+   CREATE TABLE rcp_documents (
+     id bytea PRIMARY KEY, text bytea NOT NULL, meta bytea NOT NULL, hash text NOT NULL, origin text NOT NULL,
+     seq bigint NOT NULL);
+   CREATE INDEX rcp_documents_seq ON rcp_documents (seq);
+   CREATE TABLE rcp_chunks (
+     label bigserial PRIMARY KEY, doc_id bytea NOT NULL, ordinal integer NOT NULL, text bytea NOT NULL,
+     context bytea NOT NULL, start_offset integer NOT NULL, end_offset integer NOT NULL, vector bytea NOT NULL,
+     seq bigint NOT NULL);
+   CREATE INDEX rcp_chunks_doc ON rcp_chunks (doc_id);
+   CREATE INDEX rcp_chunks_seq ON rcp_chunks (seq);
+   CREATE TABLE rcp_tombstones (label bigint PRIMARY KEY, seq bigint NOT NULL);
+   CREATE INDEX rcp_tombstones_seq ON rcp_tombstones (seq);
+   CREATE TABLE rcp_deleted (id bytea PRIMARY KEY, seq bigint NOT NULL);
+   CREATE INDEX rcp_deleted_seq ON rcp_deleted (seq);
+   CREATE TABLE rcp_idempotency (key bytea PRIMARY KEY, result bytea NOT NULL, seq bigint NOT NULL);
+   CREATE INDEX rcp_idempotency_seq ON rcp_idempotency (seq);
+   CREATE TABLE rcp_writes (seq bigint PRIMARY KEY, committed_at timestamptz NOT NULL DEFAULT clock_timestamp());`,
+];
+
+/** The schema version this build writes and reads. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Advisory lock keys (one bigint namespace per database): schema migration, and the order of writes. */
+export const LOCKS = { migrate: 0x7263_7000, writeOrder: 0x7263_7001 } as const;
+
+/**
+ * Brings the schema to SCHEMA_VERSION. Throws when the database is ahead of this build (a newer server migrated it):
+ * an older build must not write a schema it does not know.
+ */
+export async function migrate(client: PoolClient): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [LOCKS.migrate]);
+    await client.query('CREATE TABLE IF NOT EXISTS rcp_schema (version integer NOT NULL)');
+    const found = await client.query<{ version: number }>('SELECT version FROM rcp_schema');
+    const version = found.rows[0]?.version ?? 0;
+    if (version > SCHEMA_VERSION) {
+      throw new Error(`the store's schema is version ${version}, newer than this server's ${SCHEMA_VERSION}`);
+    }
+    for (const step of MIGRATIONS.slice(version)) await client.query(step);
+    if (found.rows.length === 0) await client.query('INSERT INTO rcp_schema (version) VALUES ($1)', [SCHEMA_VERSION]);
+    else await client.query('UPDATE rcp_schema SET version = $1', [SCHEMA_VERSION]);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,236 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HAS_POSTGRES, PostgresCluster } from '../helpers/postgres.js';
+import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+
+/**
+ * Replicas over one PostgreSQL store of record (`store.url`): real processes, a real cluster (Debian's postgresql,
+ * which .ci/run installs), a client that sprays writes and reads round-robin with no stickiness. Every write is
+ * visible on the replica that acknowledged it as soon as it is answered; every replica converges to the same hits,
+ * order and `indexVersion`; nothing acknowledged is lost or applied twice through replica crashes, a database
+ * restart and a failover to a promoted standby.
+ */
+type Frame = { result?: Record<string, unknown>; error?: { code: number; data?: Record<string, unknown> } };
+type Hit = { id: string; score: number; chunk: { docId: string } };
+
+const SECRET = 'replicas-share-this-cursor-secret';
+const CONVERGE_MS = 10_000;
+
+let cluster: PostgresCluster;
+const replicas: { process: ServerProcess; dir: string }[] = [];
+
+async function call(origin: string, method: string, params: object, key?: string): Promise<Frame> {
+  const body = { jsonrpc: '2.0', id: 1, method, params: key === undefined ? params : { ...params, _meta: { idempotencyKey: key } } };
+  const response = await fetch(`${origin}/rcp/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return (await response.json()) as Frame;
+}
+
+async function startReplica(dir: string, url = cluster.url): Promise<ServerProcess> {
+  return startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {
+    RCP_STORE_URL: url,
+    RCP_STORE_POLL_MS: '200',
+    RCP_RETRIEVE_CURSOR_SECRET: SECRET,
+  });
+}
+
+/** `n` replicas, each with a data dir of its own, started side by side. */
+async function startReplicas(n: number): Promise<void> {
+  const dirs = Array.from({ length: n }, () => mkdtempSync(join(tmpdir(), 'rcp-replica-')));
+  replicas.push(...(await Promise.all(dirs.map(async (dir) => ({ dir, process: await startReplica(dir) })))));
+}
+
+const origin = (i: number) => replicas[i % replicas.length]!.process.origin;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Lexical retrieve (deterministic, no model in the ranking) of a word. */
+async function search(at: string, query: string, extra: object = {}): Promise<Frame> {
+  return call(at, 'retrieve', { query, k: 5, mode: 'sparse', ...extra });
+}
+
+/** Adds one document; a -32010 (the store away) is retried with the same idempotency key until answered. */
+async function addUntilAnswered(at: () => string, id: string, text: string): Promise<Frame> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const frame = await call(at(), 'index/add', { documents: [{ id, text }] }, `key-${id}`).catch(() => undefined);
+    if (frame?.result !== undefined) return frame;
+    await sleep(Number(frame?.error?.data?.retryAfterMs ?? 100));
+  }
+  throw new Error(`index/add ${id} never answered`);
+}
+
+/** Waits until every replica answers `query` alike, at the store's head; returns the common answer. */
+async function converged(query: string): Promise<Frame['result']> {
+  const head = cluster.sql("SELECT value FROM rcp_meta WHERE key = 'seq'");
+  const deadline = Date.now() + CONVERGE_MS;
+  for (;;) {
+    const answers = await Promise.all(replicas.map((_, i) => search(origin(i), query)));
+    const versions = answers.map((answer) => answer.result?.indexVersion);
+    const hits = answers.map((answer) => JSON.stringify(answer.result?.hits));
+    if (versions.every((version) => version === head) && hits.every((h) => h === hits[0])) return answers[0]!.result;
+    if (Date.now() > deadline) throw new Error(`not converged at ${head}: ${versions.join(', ')}`);
+    await sleep(100);
+  }
+}
+
+describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas over a PostgreSQL store of record', () => {
+  beforeAll(async () => {
+    cluster = await PostgresCluster.create();
+    await startReplicas(3);
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(replicas.map(({ process }) => process.stop()));
+    cluster?.destroy();
+  });
+
+  it('round-robin writes are read back at once on the replica that took them, and every replica converges', async () => {
+    for (let i = 0; i < 24; i++) {
+      const added = await call(origin(i), 'index/add', { documents: [{ id: `doc-${i}`, text: `w${i}q shared words` }] });
+      expect(added.result?.ids).toEqual([`doc-${i}`]);
+      // Read-your-writes, on the replica that acknowledged the write.
+      const found = await search(origin(i), `w${i}q`);
+      expect((found.result?.hits as Hit[])[0]?.chunk.docId).toBe(`doc-${i}`);
+      expect(Number(found.result?.indexVersion)).toBeGreaterThanOrEqual(Number(added.result?.indexVersion));
+    }
+    const deleted = await call(origin(1), 'index/delete', { ids: ['doc-3', 'doc-4'] });
+    expect(deleted.result?.deleted).toBe(2);
+    expect(((await search(origin(1), 'w3q')).result?.hits as Hit[]).length).toBe(0);
+    const replaced = await call(origin(2), 'index/add', { documents: [{ id: 'doc-5', text: 'replaced words' }] });
+    expect(replaced.result?.indexVersion).toBeDefined();
+
+    const common = await converged('shared words');
+    expect((common?.hits as Hit[]).map((hit) => hit.chunk.docId)).not.toContain('doc-3');
+    expect((await converged('w5q'))?.hits).toEqual([]);
+  });
+
+  it('concurrent writers on every replica: one write per indexVersion, in commit order, the same everywhere', async () => {
+    const before = Number(cluster.sql("SELECT value FROM rcp_meta WHERE key = 'seq'"));
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        call(origin(i), 'index/add', { documents: [{ id: `c-${i}`, text: `concurrent words c${i}z` }] }),
+      ),
+    );
+    const versions = answers.map((answer) => Number(answer.result?.indexVersion)).sort((a, b) => a - b);
+    expect(versions).toEqual(Array.from({ length: 30 }, (_, i) => before + i + 1));
+    const common = await converged('concurrent');
+    expect(common?.hits).toHaveLength(5);
+  });
+
+  it('a cursor from one replica continues on another (a shared secret, the same snapshot)', async () => {
+    const first = await search(origin(0), 'shared words', { k: 3 });
+    const cursor = first.result?.nextCursor as string;
+    expect(cursor).toEqual(expect.any(String));
+    const elsewhere = await search(origin(1), 'shared words', { k: 3, cursor });
+    const here = await search(origin(0), 'shared words', { k: 3, cursor });
+    expect(elsewhere.error).toBeUndefined();
+    expect(elsewhere.result?.hits).toEqual(here.result?.hits);
+  });
+
+  it('a retrieve pinned to a version this replica has not reached is -32010 retryable, not a wrong corpus', async () => {
+    const head = Number(cluster.sql("SELECT value FROM rcp_meta WHERE key = 'seq'"));
+    const ahead = await search(origin(0), 'shared', { indexVersion: String(head + 5) });
+    expect(ahead.error?.code).toBe(-32010);
+    expect(ahead.error?.data).toMatchObject({ retryable: true, retryAfterMs: expect.any(Number) });
+  });
+});
+
+describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas through crashes, a restart and a failover', () => {
+  /** Ids of every acknowledged document, and how many writes committed them (each sprayed id is written once). */
+  const acknowledged: string[] = [];
+  let commits = 0;
+  let written = 0;
+
+  beforeAll(async () => {
+    cluster = await PostgresCluster.create();
+    replicas.length = 0;
+    await startReplicas(3);
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(replicas.map(({ process }) => process.stop()));
+    cluster?.destroy();
+  });
+
+  /** Writes `n` documents round-robin over the replicas alive, each retried until answered. */
+  async function spray(n: number, tag: string): Promise<void> {
+    for (let i = 0; i < n; i++) {
+      const id = `${tag}-${written++}`;
+      const frame = await addUntilAnswered(() => origin(written + i), id, `${tag} words ${id}`);
+      expect(frame.result?.ids).toEqual([id]);
+      acknowledged.push(id);
+      commits++;
+    }
+  }
+
+  /** Every acknowledged document is in the store once, and every replica serves exactly those, alike. */
+  async function nothingLost(): Promise<void> {
+    const stored = cluster.sql("SELECT convert_from(id, 'UTF8') FROM rcp_documents ORDER BY 1").split('\n');
+    expect(stored).toEqual([...new Set(acknowledged)].sort());
+    // One committed write per acknowledged id: a retried write was answered from its key, never applied twice.
+    expect(Number(cluster.sql('SELECT count(*) FROM rcp_writes'))).toBe(commits);
+    const answer = await converged('words');
+    expect(answer?.hits).toHaveLength(Math.min(5, acknowledged.length));
+  }
+
+  it('a replica killed mid-write restarts from its snapshot and converges; no acknowledged write is lost', async () => {
+    await spray(6, 'before');
+    const victim = replicas[2]!;
+    // A large write in flight on the victim when it dies: committed or not, never half.
+    const inFlight = call(victim.process.origin, 'index/add', {
+      documents: Array.from({ length: 40 }, (_, i) => ({ id: `dying-${i}`, text: `dying words ${i}` })),
+    }).catch(() => undefined);
+    await sleep(30);
+    victim.process.child.kill('SIGKILL');
+    await inFlight;
+    // What the dying write committed is the store's business: count it as acknowledged if it is there.
+    const committed = cluster.sql("SELECT count(*) FROM rcp_documents WHERE convert_from(id, 'UTF8') LIKE 'dying-%'");
+    expect(['0', '40']).toContain(committed);
+    if (committed === '40') {
+      acknowledged.push(...Array.from({ length: 40 }, (_, i) => `dying-${i}`));
+      commits++;
+    }
+    replicas.splice(2, 1);
+    await spray(4, 'while-down');
+    replicas.push({ dir: victim.dir, process: await startReplica(victim.dir) });
+    await nothingLost();
+  });
+
+  it('writes answer -32010 retryable while the database is down, reads keep serving, and tailing resumes', async () => {
+    const writes = spray(12, 'outage');
+    await sleep(200);
+    cluster.stop();
+    const during = await search(origin(0), 'words');
+    expect(during.error).toBeUndefined();
+    const refused = await call(origin(1), 'index/add', { documents: [{ id: 'refused', text: 'refused words' }] });
+    expect(refused.error?.code).toBe(-32010);
+    expect(refused.error?.data).toMatchObject({ retryable: true, retryAfterMs: expect.any(Number) });
+    await sleep(1500);
+    cluster.start();
+    await writes;
+    await nothingLost();
+  });
+
+  it('a promoted standby takes over: repointed replicas lose nothing and converge', async () => {
+    const standby = await cluster.standby();
+    await spray(4, 'replicated');
+    for (let i = 0; i < 100 && !standby.caughtUpWith(cluster); i++) await sleep(100);
+    cluster.stop();
+    standby.promote();
+    const old = cluster;
+    cluster = standby;
+    await Promise.all(
+      replicas.map(async (replica) => {
+        await replica.process.stop();
+        replica.process = await startReplica(replica.dir, standby.url);
+      }),
+    );
+    old.destroy();
+    await spray(4, 'promoted');
+    await nothingLost();
+  });
+});
