@@ -8,12 +8,15 @@ const FRAMEWORKS = {
   message: 'Only the HTTP transport and app.ts use Fastify.',
 };
 const NATIVE = {
-  group: ['onnxruntime-node', 'hnswlib-node', 'better-sqlite3'],
-  message: 'A native library belongs to its adapter under src/backend/<adapter>/.',
+  group: ['onnxruntime-node', 'hnswlib-node', 'better-sqlite3', 'pg'],
+  message: 'A native library or database driver belongs to its adapter under src/backend/<adapter>/.',
 };
 
-/** The composition and process files at src/ top level, and the gateway's composition: no layer below may import one. */
-const TOP = ['app.js', 'main.js', 'cli.js', 'config.js', 'eval.js', 'metrics.js', 'gateway*'];
+/**
+ * The composition and process files at src/ top level (with the CLI's commands under src/cli/), and the gateway's
+ * composition: no layer below may import one.
+ */
+const TOP = ['app.js', 'main.js', 'cli.js', 'cli/**', 'config.js', 'eval.js', 'metrics.js', 'gateway*'];
 const IOREDIS = {
   group: ['ioredis'],
   message: 'Only the Redis bucket store (src/transport/redis-bucket-store.ts) uses ioredis.',
@@ -88,7 +91,17 @@ export const ZONES = [
   zone(
     'src/gateway/**',
     {
-      forbid: ['transport*', 'backend/**', 'methods/**', 'ingest*', 'main.js', 'cli.js', 'eval.js', 'metrics.js'],
+      forbid: [
+        'transport*',
+        'backend/**',
+        'methods/**',
+        'ingest*',
+        'main.js',
+        'cli.js',
+        'cli/**',
+        'eval.js',
+        'metrics.js',
+      ],
       allow: ['backend/ports.js'],
     },
     FRAMEWORKS,

@@ -8,7 +8,9 @@
  * federation (SciFact in 3 shards behind the gateway: nDCG@10 per fusion, gateway overhead, throughput by engines)
  * and isolation (what one heavy caller costs others: ping latency during each heavy request kind, and a polite
  * client's success beside an attacker) and fairness (a polite client's dense retrieves beside 32 concurrent heavy ones,
- * the attacker under its own key and under the polite one). The suites that read SciFact take its folder from `--scifact DIR` or
+ * the attacker under its own key and under the polite one) and replicas (read throughput with 1-3 replicas over a
+ * PostgreSQL store of record against one SQLite server, write-to-visible lag, replica cold start from the store vs
+ * its snapshot; needs Debian's postgresql). The suites that read SciFact take its folder from `--scifact DIR` or
  * RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -25,6 +27,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   federation: async () => (await import('./federation.js')).benchFederation(),
   isolation: async () => (await import('./isolation.js')).benchIsolation(),
   fairness: async () => (await import('./fairness.js')).benchFairness(),
+  replicas: async () => (await import('./replicas.js')).benchReplicas(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

@@ -68,11 +68,11 @@ export class UsageError extends StartupError {
 }
 
 export const USAGE = `usage:
-  rcp-server serve [--stdio | --http [HOST:]PORT] [--data DIR] [--config FILE]
+  rcp-server serve [--stdio | --http [HOST:]PORT] [--data DIR] [--store URL] [--config FILE]
   rcp-server gateway --registry FILE [--stdio | --http [HOST:]PORT] [--id NAME] [--select primary]
                      [--config FILE]
   rcp-server mcp [--data DIR | --registry FILE] [--config FILE]
-  rcp-server ingest [--data DIR] [--config FILE] [--chunk] [--contextual] PATH...
+  rcp-server ingest [--data DIR] [--store URL] [--config FILE] [--chunk] [--contextual] PATH...
   rcp-server eval --queries FILE --qrels FILE [--data DIR] [--config FILE] [--report FILE]
                   [--mode M] [--fusion F] [--alpha A] [--rrf-k N] [--candidate-k N] [--rerank METHOD]
                   [--unit U] [--params JSON]
@@ -101,6 +101,8 @@ export const USAGE = `usage:
   --stdio            speak RCP over stdin/stdout (NDJSON, spec §5.1)
   --http [HOST:]PORT speak RCP over HTTP (spec §5.2); the default, on 127.0.0.1:8080
   --data DIR         data directory (default ./indexes/default)
+  --store URL        a postgres:// store of record shared by replicas (--data then holds this replica's
+                     snapshot of it); default: the corpus lives in --data alone
   --config FILE      JSON or YAML configuration file; RCP_* environment variables override it
   --registry FILE    the gateway's engines: {"engines": [{"id", "transport", "command" | "url", ...}]}
   --id NAME          the gateway's identity on federation paths (default rcp-gateway)
@@ -129,9 +131,13 @@ export function parseCommandLine(
   if (command === 'gateway') return parseGateway(rest);
   if (command === 'mcp') return parseMcp(rest);
   if (command !== 'serve') throw new UsageError(`unknown command '${command}'\n\n${USAGE}`);
-  const { values, help, transport, overrides } = parseListening(rest, { data: { type: 'string' } });
+  const { values, help, transport, overrides } = parseListening(rest, {
+    data: { type: 'string' },
+    store: { type: 'string' },
+  });
   if (help) return { command: 'help', text: USAGE };
   if (typeof values.data === 'string') overrides.dataDir = values.data;
+  if (typeof values.store === 'string') overrides['store.url'] = values.store;
   return { command: 'serve', transport, configFile: values.config as string | undefined, overrides };
 }
 
@@ -237,6 +243,7 @@ function parseIngest(args: readonly string[]): IngestCommand {
     args: [...args],
     options: {
       data: { type: 'string' },
+      store: { type: 'string' },
       config: { type: 'string' },
       chunk: { type: 'boolean' },
       contextual: { type: 'boolean' },
@@ -245,12 +252,12 @@ function parseIngest(args: readonly string[]): IngestCommand {
     allowPositionals: true,
   });
   if (parsed.positionals.length === 0) throw new UsageError(`ingest needs at least one PATH\n\n${USAGE}`);
-  const { data, config, chunk, contextual } = parsed.values;
+  const { data, store, config, chunk, contextual } = parsed.values;
   return {
     command: 'ingest',
     paths: parsed.positionals,
     configFile: config,
-    overrides: data === undefined ? {} : { dataDir: data },
+    overrides: { ...(data === undefined ? {} : { dataDir: data }), ...(store === undefined ? {} : { 'store.url': store }) },
     chunk: chunk === true,
     contextual: contextual === true,
   };

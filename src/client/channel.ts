@@ -330,7 +330,11 @@ export class HttpChannel implements Channel {
     }
     const session = response.headers.get('rcp-session');
     if (session !== null) this.#session = session;
-    const text = await readBounded(response, this.maxAnswerBytes);
+    const text = await readBounded(response, this.maxAnswerBytes).catch((error: unknown) => {
+      // A connection dropped while the answer was read: no answer, as when it drops before (not a bug of ours).
+      if (signal.aborted || error instanceof UnreadableFrameError) throw error;
+      throw new ConnectionClosedError(`HTTP answer cut off: ${(error as Error).message}`);
+    });
     if ((response.headers.get('content-type') ?? '').includes('text/event-stream')) {
       let final: Frame | undefined;
       for (const event of text.split('\n\n')) {

@@ -1,5 +1,6 @@
 import type { RemoteEngine } from '../backend/ports.js';
 import type { RequestContext } from '../protocol/context.js';
+import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import { scopedForCaller } from './forwarding.js';
@@ -7,8 +8,10 @@ import { scopedForCaller } from './forwarding.js';
 /**
  * One call to the first engine that can serve it, in the given order (§16: the Selector's rule, and the gateway's
  * for embed/rerank): -32010 (including a dead link) moves on to the next engine, reported through `onUnavailable`;
- * any other answer is that engine's verdict on the request and is returned or thrown as is. Each engine gets what is
- * left of the request's deadline, forwarded as `_meta.deadlineMs` (§16.2).
+ * any other answer is that engine's verdict on the request and is returned or thrown as is. Anything thrown that is
+ * not an RpcError is a defect of ours, not an engine's failure: thrown on as it is, never a reason to try the next
+ * engine (DESIGN §2: the session's dispatch makes it -32603). Each engine gets what is left of the request's deadline,
+ * forwarded as `_meta.deadlineMs` (§16.2).
  */
 export async function firstAnswer(
   targets: readonly RemoteEngine[],
@@ -28,8 +31,9 @@ export async function firstAnswer(
       );
       return await engine.call(method, forwarded, { deadlineMs: left, signal: ctx.signal, attempts: 1 });
     } catch (error) {
-      last = RpcError.from(error);
-      if (last.code !== -32010) throw last;
+      // Only an engine's answer or a dead link is the engine's; anything else is our defect, for the dispatch.
+      if (!(error instanceof RpcError) || error.code !== RpcErrorCode.BackendUnavailable) throw error;
+      last = error;
       onUnavailable(engine);
     }
   }

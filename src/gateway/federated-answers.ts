@@ -22,7 +22,8 @@ export interface Merged {
 
 /**
  * §16.2 partial failure: an engine that failed is skipped and named in the notes and `_meta.degraded`, unless it is
- * required, which fails the query with its own error. `settled` is in the order of `engines`.
+ * required, which fails the query with its own error. `settled` is in the order of `engines`. A rejection that is not
+ * an RpcError is no engine's failure but a defect: thrown on (see `engineFailure`).
  */
 export function mergeAnswers(
   engines: readonly RemoteEngine[],
@@ -35,7 +36,7 @@ export function mergeAnswers(
   for (const [i, outcome] of settled.entries()) {
     const engine = engines[i]!;
     if (outcome.status === 'rejected') {
-      const error = RpcError.from(outcome.reason);
+      const error = engineFailure(outcome.reason);
       if (engine.required) throw error;
       notes.push(`engine ${engine.id} skipped: ${error.code} ${error.message}`);
       degraded.push({ engine: engine.id, code: error.code, message: error.message });
@@ -50,6 +51,16 @@ export function mergeAnswers(
   return { lists, candidates, notes, degraded };
 }
 
+/**
+ * An engine's failure: its answer, or the RpcError its link reported (RemoteEngine.call rejects with nothing else).
+ * Anything else is a defect of ours, not a reason to skip the engine: thrown on as it is, so that the session's
+ * dispatch, the one place, logs it and answers -32603 (DESIGN §2).
+ */
+function engineFailure(reason: unknown): RpcError {
+  if (reason instanceof RpcError) return reason;
+  throw reason;
+}
+
 /** The engine's advertised `retrieve.scoreFloor` (§6.1), which convex fusion needs (§16.3). */
 function scoreFloorOf(engine: RemoteEngine): number | undefined {
   const retrieve = engine.info?.capabilities.retrieve;
@@ -62,7 +73,7 @@ function scoreFloorOf(engine: RemoteEngine): number | undefined {
  * never an empty success (§16.2); its message carries the notes so far.
  */
 export function noAnswerError(settled: readonly PromiseSettledResult<unknown>[], notes: readonly string[]): RpcError {
-  const errors = settled.flatMap((outcome) => (outcome.status === 'rejected' ? [RpcError.from(outcome.reason)] : []));
+  const errors = settled.flatMap((outcome) => (outcome.status === 'rejected' ? [engineFailure(outcome.reason)] : []));
   const [first] = errors;
   if (first !== undefined && errors.every((e) => e.code === first.code && e.data.retryable === false)) return first;
   return RpcError.backendUnavailable(`every engine failed: ${notes.join('; ')}`, 1000);

@@ -17,8 +17,10 @@ export interface ErrorObject {
 }
 
 /**
- * The one wire error type. Anything thrown that is not an RpcError becomes -32603 in exactly one place,
- * `RpcError.from`, so no stack trace or internal message ever reaches the wire (DESIGN §2).
+ * The one wire error type. Anything thrown that is not an RpcError is a defect: it becomes -32603 in exactly one
+ * place, the session's dispatch (through `RpcError.from`, after logging it with its stack), so no stack trace or
+ * internal message ever reaches the wire (DESIGN §2). Code below the dispatch that handles failures (a gateway's
+ * engines) acts on RpcErrors only and lets anything else through to that place.
  */
 export class RpcError extends Error {
   readonly code: RpcErrorCode;
@@ -36,9 +38,23 @@ export class RpcError extends Error {
     return { code: this.code, message: this.message, data: this.data };
   }
 
+  /** The dispatch's conversion (session.ts, its only caller): an RpcError as it is, anything else a bare -32603. */
   static from(cause: unknown): RpcError {
     if (cause instanceof RpcError) return cause;
+    return RpcError.internal();
+  }
+
+  /** -32603 with nothing of its cause: for a fault already logged where no session dispatch is (HTTP framing). */
+  static internal(): RpcError {
     return new RpcError(RpcErrorCode.InternalError, 'internal error');
+  }
+
+  /**
+   * §7.14 §13.1: the answer for an aborted signal is its reason, which the session always makes an RpcError
+   * (-32006 cancelled, -32014 timeout); an abort without one is a cancellation.
+   */
+  static fromAbort(reason: unknown): RpcError {
+    return reason instanceof RpcError ? reason : RpcError.cancelled();
   }
 
   static parseError(detail: string): RpcError {

@@ -221,6 +221,7 @@ export class Session {
       const validParams = target.validate(params);
       return success(id, await this.#run(request, target, validParams, sink, transport));
     } catch (error) {
+      // DESIGN §2: the one place an unknown throw (a defect) becomes -32603; it is logged here, with its stack.
       if (!(error instanceof RpcError)) this.#limits.onInternalError?.(error, method);
       return failure(id, RpcError.from(error));
     }
@@ -408,7 +409,7 @@ function effectiveDeadline(serverMs: number, requested: unknown): number {
 function raceAbort<T>(work: Promise<T>, signal: AbortSignal, state: { committed: boolean }): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => {
-      if (!state.committed) reject(RpcError.from(signal.reason));
+      if (!state.committed) reject(RpcError.fromAbort(signal.reason));
     };
     if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });

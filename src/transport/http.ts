@@ -77,7 +77,7 @@ export async function rcpHttp(app: FastifyInstance, options: HttpTransportOption
       if (error.statusCode !== undefined && error.statusCode < 500) throw error;
       // §5.2: a JSON-RPC answer can still be produced, so it is HTTP 200 carrying -32603.
       request.log.error({ err: error }, 'HTTP dispatch failed');
-      return reply.code(200).send(failure(null, RpcError.from(error)));
+      return reply.code(200).send(failure(null, RpcError.internal()));
     });
 
     // §15.6: authentication before any work: an unauthenticated request is answered one small -32012 from its

@@ -1,9 +1,12 @@
-import { mkdtempSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HAS_POSTGRES, PostgresCluster } from '../helpers/postgres.js';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+import { ROOT } from '../helpers/wire.js';
 
 /**
  * Replicas over one PostgreSQL store of record (`store.url`): real processes, a real cluster (Debian's postgresql,
@@ -129,6 +132,18 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas over a 
     const here = await search(origin(0), 'shared words', { k: 3, cursor });
     expect(elsewhere.error).toBeUndefined();
     expect(elsewhere.result?.hits).toEqual(here.result?.hits);
+  });
+
+  it('rcp-server ingest --store writes into the store of record, and every replica serves what it wrote', async () => {
+    const folder = join(mkdtempSync(join(tmpdir(), 'rcp-ingest-')), 'notes');
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'ingested.txt'), 'ingestedword arrives through the operator');
+    const data = mkdtempSync(join(tmpdir(), 'rcp-ingest-data-'));
+    await promisify(execFile)(process.execPath, ['bin/rcp-server.js', 'ingest', '--store', cluster.url, '--data', data, folder], {
+      cwd: ROOT,
+    });
+    const answer = await converged('ingestedword');
+    expect((answer?.hits as Hit[]).length).toBe(1);
   });
 
   it('a retrieve pinned to a version this replica has not reached is -32010 retryable, not a wrong corpus', async () => {

@@ -107,7 +107,7 @@ export class PolicyUriFetcher implements UriFetcher {
       const response = await this.#request(url, resolved, refuse, bounded);
       return await readText(response, maxBytes, refuse);
     } catch (error) {
-      if (signal.aborted) throw RpcError.from(signal.reason);
+      if (signal.aborted) throw RpcError.fromAbort(signal.reason);
       if (error instanceof RpcError) throw error;
       if (deadline.aborted) {
         throw refuse(

@@ -1,0 +1,42 @@
+import type { IngestCommand } from '../../cli.js';
+import { ingest, type IngestSummary } from '../../ingest/ingest.js';
+import { StartupError } from '../../startup-error.js';
+import { openQuietApp } from '../startup.js';
+
+/** `rcp-server ingest`: the app's own corpus and encoder, so documents take exactly the index/add path. */
+export async function ingestCommand(command: IngestCommand): Promise<number> {
+  const { config, app } = await openQuietApp(command.configFile, command.overrides);
+  if (app.corpus === undefined) throw new StartupError('ingest needs an encoder (models.encoder is none)');
+  await app.corpus.ready;
+  try {
+    // A store found damaged while loading is a start-up error: nothing in the data dir is changed.
+    if (app.corpus.fatal !== undefined) throw new StartupError(app.corpus.fatal);
+    const summary = await ingest(
+      app.corpus,
+      command.paths,
+      {
+        chunk: command.chunk,
+        contextual: command.contextual,
+        batchSize: 64,
+        limits: { maxDocumentBytes: config.index.maxDocumentBytes, maxMetadataBytes: config.index.maxMetadataBytes },
+      },
+      process.stderr,
+    );
+    printSummary(summary, config.dataDir);
+    return summary.rejectedCount === 0 ? 0 : 1;
+  } finally {
+    await app.close();
+  }
+}
+
+function printSummary(summary: IngestSummary, dataDir: string): void {
+  const rate = summary.added / Math.max(summary.seconds, 1e-3);
+  process.stdout.write(
+    `ingested ${summary.added} documents (${summary.chunks} chunks) into ${dataDir} in ${summary.seconds.toFixed(1)} s ` +
+      `(${rate.toFixed(1)} docs/s); ${summary.unchanged} unchanged, ${summary.rejectedCount} rejected\n`,
+  );
+  for (const { origin, reason } of summary.rejected) process.stdout.write(`  rejected ${origin}: ${reason}\n`);
+  const unlisted = summary.rejectedCount - summary.rejected.length;
+  if (unlisted > 0)
+    process.stdout.write(`  … and ${unlisted} more rejected (only the first ${summary.rejected.length} listed)\n`);
+}

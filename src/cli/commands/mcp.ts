@@ -1,0 +1,37 @@
+import type { Logger } from 'pino';
+import type { App } from '../../app.js';
+import { prepareDefaultModel } from '../../backend/models.js';
+import type { McpCommand } from '../../cli.js';
+import type { Config } from '../../config.js';
+import { readRegistry } from '../../gateway/engine-registry.js';
+import { createGateway } from '../../gateway/gateway.js';
+import { serveMcp } from '../../transport/mcp.js';
+import { onSignals } from '../serving.js';
+import { createLogger, loadSettings, openApp } from '../startup.js';
+
+/** `rcp-server mcp`: the MCP bridge on stdin/stdout over the local corpus or a registry's engines. */
+export async function mcpCommand(command: McpCommand): Promise<number> {
+  const config = loadSettings(command.configFile, command.overrides);
+  const log = createLogger(config);
+  const app = await openBridged(command, config, log);
+  const bridge = await serveMcp({
+    input: process.stdin,
+    output: process.stdout,
+    session: app.createSession({ implicit: true }),
+    server: { name: config.server.name, version: config.server.version },
+  });
+  onSignals(log, () => process.stdin.destroy());
+  await bridge.closed;
+  await app.close();
+  return 0;
+}
+
+/** A registry's engines federated, or the local corpus once its models are loaded and its indexes open. */
+async function openBridged(command: McpCommand, config: Config, log: Logger): Promise<App> {
+  if (command.registry !== undefined) return createGateway(config, readRegistry(command.registry), log);
+  await prepareDefaultModel(config.models, log);
+  const app = await openApp(config, log, command.configFile);
+  await app.models.loaded;
+  await app.corpus?.ready;
+  return app;
+}

@@ -1,0 +1,31 @@
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fetchModel, readCatalog } from '../../backend/model-fetch.js';
+import { DEFAULT_ENCODER, modelDir } from '../../backend/models.js';
+import { buildDefaultModel } from '../../backend/onnx/default-model.js';
+import type { ModelsCommand } from '../../cli.js';
+import { loadConfig } from '../../config.js';
+
+/** `rcp-server models build|fetch`: prepares model directories; progress goes to stderr, a failure is thrown. */
+export async function modelsCommand(command: ModelsCommand): Promise<number> {
+  const settings = loadConfig({ env: process.env }).models;
+  const say = (line: string) => process.stderr.write(`rcp-server: ${line}\n`);
+  if (command.action === 'build') {
+    const target = command.dir ?? modelDir(settings, DEFAULT_ENCODER);
+    const started = Date.now();
+    const { built } = await buildDefaultModel(target);
+    say(built ? `built ${target} in ${Date.now() - started} ms` : `${target} is up to date`);
+    return 0;
+  }
+  const catalog = await readCatalog(fileURLToPath(new URL('../../../models/catalog.json', import.meta.url)));
+  for (const name of command.names) {
+    const target = join(command.dir ?? settings.dir, name);
+    const manifest = await fetchModel(catalog, name, target, {
+      hub: command.hub,
+      unpinned: command.unpinned,
+      log: say,
+    });
+    say(`fetched ${name} into ${target} (${manifest.identity})`);
+  }
+  return 0;
+}
