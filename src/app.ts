@@ -28,7 +28,7 @@ import { Admission } from './transport/admission.js';
 import { LoadShedder } from './transport/load-shedding.js';
 import { RateLimiter } from './transport/rate-limit.js';
 import { RedisBucketStore } from './transport/redis-bucket-store.js';
-import { HttpSessionStore } from './transport/http-sessions.js';
+import { HttpSessionStore, type SharedSessions } from './transport/http-sessions.js';
 import { operatorRoutes, type OperatorOptions } from './transport/operator.js';
 import { rcpHttp } from './transport/http.js';
 import type { Logger } from './protocol/logger.js';
@@ -130,7 +130,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     new Session(registry, config.server, limits, sessionOptions);
   // Large frames are parsed and serialised in a worker thread (DESIGN §5b).
   const codec = new WorkerCodec();
-  const http = new HttpServers({ config, logger, createSession, codec, admission, health, metrics });
+  const shared = corpus?.replica?.sessions;
+  const http = new HttpServers({ config, logger, createSession, codec, admission, health, metrics, shared });
   return {
     config,
     registry,
@@ -255,6 +256,8 @@ interface HttpParts {
   readonly admission: Admission;
   readonly health: () => Health;
   readonly metrics: Metrics;
+  /** Replicas over one store of record share their HTTP sessions there (§5.2): no load balancer stickiness needed. */
+  readonly shared: SharedSessions | undefined;
 }
 
 /** The HTTP listeners this app has built, and how to drain them all on close. */
@@ -286,11 +289,15 @@ class HttpServers {
     capConnections(app.server, config.http);
     const outbox = new Outbox(config.limits.maxUnsentBytes);
     outbox.track(app.server);
-    const sessions = new HttpSessionStore(createSession, {
-      idleMs: config.http.sessionIdleMs,
-      maxSessions: config.http.maxSessions,
-      maxSessionsPerCaller: config.http.maxSessionsPerCaller,
-    });
+    const sessions = new HttpSessionStore(
+      createSession,
+      {
+        idleMs: config.http.sessionIdleMs,
+        maxSessions: config.http.maxSessions,
+        maxSessionsPerCaller: config.http.maxSessionsPerCaller,
+      },
+      this.parts.shared,
+    );
     const auth = new ApiKeys(config.auth.apiKeys);
     // With an operator listener, readiness and metrics are served there only.
     operatorRoutes(app, config.http.operatorPort === 0 ? this.#operatorOptions(auth) : { metricsPath: '' });

@@ -63,6 +63,15 @@ export interface SessionOptions {
   caller?: string;
   /** Called once, synchronously, when `shutdown` is answered, so a transport stops reading (§13.1). */
   onShutdown?: () => void;
+  /** An initialized session continued here (an HTTP session another replica opened): what it negotiated. */
+  restored?: SessionState | undefined;
+}
+
+/** What an initialized session negotiated (§13), enough to continue it in another process. */
+export interface SessionState {
+  readonly protocolVersion: number;
+  readonly clientCapabilities: JsonObject;
+  readonly logFloor?: number | undefined;
 }
 
 /** Where the frames a request emits before its answer go (progress over stdio or SSE); absent means nowhere. */
@@ -100,10 +109,23 @@ export class Session {
     this.#limits = limits;
     this.#options = options;
     if (options.implicit === true) this.#capabilities = registry.frozenCapabilities();
+    if (options.restored !== undefined) {
+      const { protocolVersion, clientCapabilities, logFloor } = options.restored;
+      this.#view = { protocolVersion, clientCapabilities };
+      // §13.2: every replica serves one configuration, so its frozen set is the one the client was given.
+      this.#capabilities = registry.frozenCapabilities();
+      this.#logFloor = logFloor;
+    }
   }
 
   get initialized(): boolean {
     return this.#capabilities !== undefined;
+  }
+
+  /** What this session negotiated, once initialized (not for an implicit one: it negotiated nothing). */
+  get state(): SessionState | undefined {
+    if (!this.initialized || this.#options.implicit === true) return undefined;
+    return { ...this.#view, logFloor: this.#logFloor };
   }
 
   get shutDown(): boolean {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { RpcError } from '../protocol/errors.js';
 import { setMostRecent } from '../protocol/lru-map.js';
-import type { Session, SessionOptions } from '../protocol/session.js';
+import type { Session, SessionOptions, SessionState } from '../protocol/session.js';
 
 /**
  * How HTTP requests map to RCP sessions (§5.2). HTTP has no connection to hang a session on, and two clients on one
@@ -27,6 +27,18 @@ export interface HttpSessionConfig {
   maxSessionsPerCaller: number;
 }
 
+/**
+ * Where replicas behind one load balancer keep what their HTTP sessions negotiated (the store of record), so that a
+ * session opened on one continues on any other: a request with a token this replica does not hold looks it up there.
+ * Keys are caller-scoped (as here); a session unused for `idleMs` is gone there as here.
+ */
+export interface SharedSessions {
+  load(key: string, idleMs: number): Promise<SessionState | undefined>;
+  save(key: string, caller: string, state: SessionState, options: { idleMs: number; perCaller: number }): Promise<void>;
+  touch(key: string): Promise<void>;
+  forget(key: string): Promise<void>;
+}
+
 /** What a request names as its session. */
 export type SessionRef = { token: string } | { name: string } | undefined;
 
@@ -35,6 +47,8 @@ interface Entry {
   caller: string;
   session: Session;
   lastUsed: number;
+  /** When the shared store last heard of it (saved at initialize, touched now and then); undefined: not yet. */
+  sharedAt?: number | undefined;
 }
 
 export class HttpSessionStore {
@@ -44,10 +58,61 @@ export class HttpSessionStore {
   readonly #entries = new Map<string, Entry>();
   /** Each caller's sessions, least recently used first. */
   readonly #byCaller = new Map<string, Map<string, Entry>>();
+  readonly #bySession = new WeakMap<Session, Entry>();
+  readonly #shared: SharedSessions | undefined;
 
-  constructor(create: (options: SessionOptions) => Session, config: HttpSessionConfig) {
+  constructor(create: (options: SessionOptions) => Session, config: HttpSessionConfig, shared?: SharedSessions) {
     this.#create = create;
     this.#config = config;
+    this.#shared = shared;
+  }
+
+  /**
+   * resolve(), after looking in the shared store for a session this replica does not hold: one another replica
+   * opened continues here as it was negotiated (§13.2). A store that cannot answer is -32010: the session may exist.
+   */
+  async find(ref: SessionRef, caller: string, isInitialize: boolean): Promise<Session | RpcError> {
+    const shared = this.#shared;
+    if (shared === undefined || ref === undefined) return this.resolve(ref, caller, isInitialize);
+    const key = keyOf(ref, caller);
+    if (!this.#entries.has(key)) {
+      let restored: SessionState | undefined;
+      try {
+        restored = await shared.load(key, this.#config.idleMs);
+      } catch {
+        return RpcError.backendUnavailable('the shared session store cannot be read; retry', 1000);
+      }
+      if (restored !== undefined && !this.#entries.has(key)) {
+        return this.#open(caller, key, { ...('token' in ref ? { token: ref.token } : {}), restored });
+      }
+    }
+    return this.resolve(ref, caller, isInitialize);
+  }
+
+  /**
+   * After a request in `session`: an initialized session is saved to the shared store before its answer goes (a
+   * client's next request may reach another replica), and its last use is passed on now and then (a quarter of the
+   * idle time), not at every request.
+   */
+  async share(session: Session): Promise<void> {
+    const entry = this.#bySession.get(session);
+    const state = session.state;
+    if (this.#shared === undefined || entry === undefined || state === undefined) return;
+    // Ended here: gone from the shared store before `shutdown` is answered, so no replica continues it after.
+    if (session.shutDown) return void (await this.#shared.forget(entry.key).catch(() => undefined));
+    const now = Date.now();
+    if (entry.sharedAt === undefined) {
+      const { idleMs, maxSessionsPerCaller: perCaller } = this.#config;
+      // A store that cannot take it leaves the session to this replica until a later request saves it.
+      const saved = await this.#shared.save(entry.key, entry.caller, state, { idleMs, perCaller }).then(
+        () => true,
+        () => false,
+      );
+      if (saved) entry.sharedAt = now;
+    } else if (now - entry.sharedAt > this.#config.idleMs / 4) {
+      entry.sharedAt = now;
+      void this.#shared.touch(entry.key).catch(() => undefined);
+    }
   }
 
   get size(): number {
@@ -58,7 +123,7 @@ export class HttpSessionStore {
   resolve(ref: SessionRef, caller: string, isInitialize: boolean): Session | RpcError {
     this.#expire();
     if (ref === undefined) return this.#create({ implicit: true, caller });
-    const key = 'name' in ref ? namedKey(caller, ref.name) : tokenKey(caller, ref.token);
+    const key = keyOf(ref, caller);
     const entry = this.#entries.get(key);
     if (entry !== undefined) return this.#touch(entry).session;
     if ('name' in ref) return this.#open(caller, key, {});
@@ -80,9 +145,15 @@ export class HttpSessionStore {
       if (victim === undefined) return this.#full();
       this.#remove(victim);
     }
-    const session = this.#create({ ...options, caller, onShutdown: () => this.#forget(key) });
-    const entry: Entry = { key, caller, session, lastUsed: Date.now() };
+    const onShutdown = () => {
+      this.#forget(key);
+      void this.#shared?.forget(key).catch(() => undefined);
+    };
+    const session = this.#create({ ...options, caller, onShutdown });
+    // A restored session is in the shared store already.
+    const entry: Entry = { key, caller, session, lastUsed: Date.now(), sharedAt: options.restored && Date.now() };
     this.#entries.set(key, entry);
+    this.#bySession.set(session, entry);
     this.#byCaller.set(caller, (this.#byCaller.get(caller) ?? new Map<string, Entry>()).set(key, entry));
     return session;
   }
@@ -139,3 +210,5 @@ export class HttpSessionStore {
 // A NUL cannot occur in a header value or a path segment, so the two namespaces never meet.
 const tokenKey = (caller: string, token: string): string => `${caller}\0t\0${token}`;
 const namedKey = (caller: string, name: string): string => `${caller}\0n\0${name}`;
+const keyOf = (ref: NonNullable<SessionRef>, caller: string): string =>
+  'name' in ref ? namedKey(caller, ref.name) : tokenKey(caller, ref.token);

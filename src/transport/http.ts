@@ -130,7 +130,7 @@ async function answer(
   // Members refused above keep their own answers; only what is left needs a session.
   if (accepted === undefined) return await sendReplies(reply, mergeReplies(undefined, rejected), options, callerId);
   const ref = sessionRef(request);
-  const session = ref instanceof RpcError ? ref : options.sessions.resolve(ref, callerId, isInitialize(accepted));
+  const session = ref instanceof RpcError ? ref : await options.sessions.find(ref, callerId, isInitialize(accepted));
   if (session instanceof RpcError) {
     return await sendReplies(reply, mergeReplies(answerEach(accepted, session), rejected), options, callerId);
   }
@@ -144,6 +144,7 @@ async function answer(
     return stream(request, reply, { ...options, caller: callerId }, run);
   }
   const replies = mergeReplies(await session.handle(accepted, undefined, hangUp.signal), rejected);
+  await options.sessions.share(session);
   await sendReplies(reply, replies, options, callerId);
 }
 

@@ -146,6 +146,25 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas over a 
     expect((answer?.hits as Hit[]).length).toBe(1);
   });
 
+  it('an HTTP session opened on one replica continues on the others, and ends on all at shutdown (§5.2)', async () => {
+    const post = async (at: string, method: string, params: object, session: string) => {
+      const response = await fetch(`${at}/rcp/${method}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'rcp-session': session },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      });
+      return (await response.json()) as Frame;
+    };
+    const opened = await post(origin(0), 'initialize', { protocolVersion: 1, client: { name: 't', version: '1' }, capabilities: {} }, 'new');
+    const token = (opened.result?._meta as { session: string }).session;
+    expect(token).toEqual(expect.any(String));
+    const elsewhere = await post(origin(1), 'retrieve', { query: 'shared', k: 1, mode: 'sparse' }, token);
+    expect(elsewhere.error).toBeUndefined();
+    expect((await post(origin(1), 'shutdown', {}, token)).error).toBeUndefined();
+    const afterShutdown = await post(origin(2), 'ping', {}, token);
+    expect(afterShutdown.error?.code).toBe(-32001);
+  });
+
   it('a retrieve pinned to a version this replica has not reached is -32010 retryable, not a wrong corpus', async () => {
     const head = Number(cluster.sql("SELECT value FROM rcp_meta WHERE key = 'seq'"));
     const ahead = await search(origin(0), 'shared', { indexVersion: String(head + 5) });

@@ -5,6 +5,7 @@ import { StoreError } from '../store/dir-lock.js';
 import { Follower } from '../store/postgres/follower.js';
 import { unavailable } from '../store/postgres/failures.js';
 import { PostgresStore, type Committed } from '../store/postgres/postgres-store.js';
+import type { PostgresSessions } from '../store/postgres/sessions.js';
 import type { Idempotency, NewDocument } from '../store/writes.js';
 
 /** What the replica brings up to date: the local corpus (its SQLite snapshot and the indexes derived from it). */
@@ -167,6 +168,14 @@ export class Replica {
   delete(ids: readonly string[]): Promise<Committed & { deletedIds: string[] }> {
     return this.#connected().delete(ids);
   }
+
+  /** HTTP sessions shared with the other replicas (§5.2); each call fails while the store is not connected yet. */
+  readonly sessions = {
+    load: (key: string, idleMs: number) => this.#connected().sessions.load(key, idleMs),
+    save: (...args: Parameters<PostgresSessions['save']>) => this.#connected().sessions.save(...args),
+    touch: (key: string) => this.#connected().sessions.touch(key),
+    forget: (key: string) => this.#connected().sessions.forget(key),
+  };
 
   #connected(): PostgresStore {
     if (this.#store === undefined) {

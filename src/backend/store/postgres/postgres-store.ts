@@ -3,6 +3,7 @@ import type { Changes, ChangedDocument } from '../changes.js';
 import { IDEMPOTENCY_KEPT, type DocumentOrigin, type Idempotency, type NewDocument } from '../writes.js';
 import { LOCKS, migrate } from './schema.js';
 import { unavailable } from './failures.js';
+import { PostgresSessions } from './sessions.js';
 
 /** The most chunk rows one catch-up window reads (a replica far behind catches up in windows of about this size). */
 const WINDOW_CHUNKS = 2_000;
@@ -30,6 +31,7 @@ export interface Committed {
  */
 export class PostgresStore {
   readonly #pool: pg.Pool;
+  #sessions: PostgresSessions | undefined;
 
   private constructor(pool: pg.Pool) {
     this.#pool = pool;
@@ -55,6 +57,11 @@ export class PostgresStore {
       throw error;
     }
     return new PostgresStore(pool);
+  }
+
+  /** HTTP sessions shared by the replicas of this store. */
+  get sessions(): PostgresSessions {
+    return (this.#sessions ??= new PostgresSessions(this.#pool));
   }
 
   async meta(key: string): Promise<string | undefined> {

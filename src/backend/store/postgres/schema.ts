@@ -30,6 +30,12 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE rcp_idempotency (key bytea PRIMARY KEY, result bytea NOT NULL, seq bigint NOT NULL);
    CREATE INDEX rcp_idempotency_seq ON rcp_idempotency (seq);
    CREATE TABLE rcp_writes (seq bigint PRIMARY KEY, committed_at timestamptz NOT NULL DEFAULT clock_timestamp());`,
+  // HTTP sessions (§5.2) shared by replicas: what each negotiated, by caller-scoped key.
+  `CREATE TABLE rcp_sessions (
+     key bytea PRIMARY KEY, caller bytea NOT NULL, state bytea NOT NULL,
+     last_used timestamptz NOT NULL DEFAULT clock_timestamp());
+   CREATE INDEX rcp_sessions_caller ON rcp_sessions (caller, last_used);
+   CREATE INDEX rcp_sessions_last_used ON rcp_sessions (last_used);`,
 ];
 
 /** The schema version this build writes and reads. */
