@@ -1,7 +1,18 @@
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
+import {
+  byFusedOrder,
+  convexShares,
+  normalise,
+  rrfTerm,
+  SCORE_FLOOR,
+  scoreRange,
+  type Ordered,
+} from '../retrieval/fusion.js';
 
 /**
- * §16.3 fusion of per-engine ranked lists into one. Identity is the stringified `Hit.id`; when engines return the same
+ * §16.3 fusion of per-engine ranked lists into one; the arithmetic (RRF, min-max and floor-anchored normalisation,
+ * the convex shares, the total order) is src/retrieval/fusion.ts's, shared with the server's own fusion. This file
+ * keeps what is particular to merging engines' answers. Identity is the stringified `Hit.id`; when engines return the same
  * id the fused hit keeps the richest body (longest `text`) and merges `meta` (earlier engines win a conflicting key).
  * Ties break deterministically on (1) fused score, (2) summed weight, (3) the smaller id. Every fused hit names its
  * origin in `meta.engine` — the engine that ranked it best (the earlier engine on a tie) — with `meta.engineRank`
@@ -24,8 +35,7 @@ export interface FusionSettings {
   readonly alpha?: number | undefined;
 }
 
-interface Candidate {
-  readonly id: string;
+interface Candidate extends Ordered {
   hit: JsonObject;
   score: number;
   weight: number;
@@ -42,22 +52,18 @@ const metaOf = (hit: JsonObject): JsonObject => (isJsonObject(hit.meta) ? hit.me
 function contribution(list: EngineHits, rank: number, score: number, settings: FusionSettings, bounds: Bounds): number {
   switch (settings.method) {
     case 'rrf':
-      return list.weight / (settings.rrfK + rank + 1);
+      return rrfTerm(list.weight, settings.rrfK, rank);
     case 'shards': // scored globally, never per engine
     case 'weighted':
     case 'convex': {
       // weighted: min-max over the returned set; convex: the floor is the engine's theoretical minimum (§16.3).
       const low = settings.method === 'convex' ? (list.scoreFloor ?? bounds.min) : bounds.min;
-      const span = bounds.max - low;
-      return list.weight * (span > 0 ? (score - low) / span : 1);
+      return list.weight * normalise(score, low, bounds.max);
     }
   }
 }
 
-interface Bounds {
-  min: number;
-  max: number;
-}
+type Bounds = ReturnType<typeof scoreRange>;
 
 /**
  * `shards` — not one of §16.3's strategies, and only for engines that are shards of one corpus (same encoder, same
@@ -81,16 +87,17 @@ function globalScores(lists: readonly EngineHits[], alpha: number): Map<JsonObje
   }
   const maxOf = (name: string) => Math.max(-Infinity, ...all.map((hit) => part(hit, name) ?? -Infinity));
   const [maxDense, maxSparse] = [maxOf('dense'), maxOf('sparse')];
+  const [shareDense, shareSparse] = convexShares(alpha);
   const hasDense = Number.isFinite(maxDense);
   const hasSparse = Number.isFinite(maxSparse);
   for (const hit of all) {
     const dense = part(hit, 'dense');
     const sparse = part(hit, 'sparse');
-    const normDense = dense === undefined ? 0 : maxDense > -1 ? (dense + 1) / (maxDense + 1) : 1;
-    const normSparse = sparse === undefined ? 0 : maxSparse > 0 ? sparse / maxSparse : 1;
+    const normDense = dense === undefined ? 0 : normalise(dense, SCORE_FLOOR.dense, maxDense);
+    const normSparse = sparse === undefined ? 0 : normalise(sparse, SCORE_FLOOR.sparse, maxSparse);
     const score =
       hasDense && hasSparse
-        ? alpha * normDense + (1 - alpha) * normSparse
+        ? shareDense * normDense + shareSparse * normSparse
         : hasDense
           ? normDense
           : hasSparse
@@ -106,7 +113,7 @@ export function fuseEngines(lists: readonly EngineHits[], settings: FusionSettin
   const global = settings.method === 'shards' ? globalScores(lists, settings.alpha ?? 0.5) : undefined;
   for (const list of lists) {
     const scores = list.hits.map(scoreOf);
-    const bounds = { min: Math.min(...scores), max: Math.max(...scores) };
+    const bounds = scoreRange(scores);
     list.hits.forEach((hit, rank) => {
       const id = String(hit.id);
       const score = scores[rank] ?? 0;
@@ -131,16 +138,14 @@ export function fuseEngines(lists: readonly EngineHits[], settings: FusionSettin
       if (textLength(hit) > textLength(seen.hit)) seen.hit = hit;
     });
   }
-  return [...fused.values()]
-    .sort((a, b) => b.score - a.score || b.weight - a.weight || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-    .map((candidate) => ({
-      ...candidate.hit,
-      score: candidate.score,
-      meta: {
-        ...candidate.meta,
-        engine: candidate.origin.engine,
-        engineRank: candidate.origin.rank,
-        engineScore: candidate.origin.score,
-      },
-    }));
+  return [...fused.values()].sort(byFusedOrder).map((candidate) => ({
+    ...candidate.hit,
+    score: candidate.score,
+    meta: {
+      ...candidate.meta,
+      engine: candidate.origin.engine,
+      engineRank: candidate.origin.rank,
+      engineScore: candidate.origin.score,
+    },
+  }));
 }

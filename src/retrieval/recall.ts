@@ -1,12 +1,9 @@
 import type { CorpusReader, Encoder } from '../backend/ports.js';
 import type { RequestContext } from '../protocol/context.js';
-import type { FusionInput } from './fusion.js';
+import { SCORE_FLOOR, type FusionInput } from './fusion.js';
 import { hitId } from './hits.js';
 import type { RecallQueries } from './query-plan.js';
 import type { FusionPlan, Mode } from './retrieve-options.js';
-
-/** Each recall list's theoretical minimum score (cosine -1, BM25 0): the floor of a candidate it cannot score. */
-export const SCORE_FLOOR = { dense: -1, sparse: 0 } as const;
 
 export type RecallCorpus = Pick<
   CorpusReader,

@@ -1,5 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { boundedWeights, convex, rrf, weighted, type FusionInput } from '../../../src/retrieval/fusion.js';
+import { fuseEngines } from '../../../src/gateway/federated-fusion.js';
+import {
+  boundedWeights,
+  byFusedOrder,
+  convex,
+  convexShares,
+  normalise,
+  rrf,
+  rrfTerm,
+  SCORE_FLOOR,
+  scoreRange,
+  weighted,
+  type FusionInput,
+} from '../../../src/retrieval/fusion.js';
 
 const lists = (dense: [number, number][], sparse: [number, number][], weights = [1, 1]): FusionInput[] => [
   { name: 'dense', weight: weights[0]!, floor: -1, hits: dense.map(([label, score]) => ({ label, score })) },
@@ -123,5 +136,60 @@ describe('§16.3 fusion', () => {
     expect(boundedWeights(fitting)).toBe(fitting);
     const scaled = boundedWeights(lists([[1, 1]], [[1, 1]], [2 ** 1023, 2 ** 1022]));
     expect(scaled.map((input) => input.weight)).toEqual([1, 0.5]);
+  });
+});
+
+describe('§16.3 the shared arithmetic (the server over its recall lists, the gateway over its engines)', () => {
+  it('rrfTerm: weight / (rrfK + 1-based rank), from a 0-based rank', () => {
+    expect(rrfTerm(1, 60, 0)).toBe(1 / 61);
+    expect(rrfTerm(2, 60, 3)).toBe(2 / 64);
+  });
+
+  it('normalise: (s - low) / (high - low); an empty interval maps to 1', () => {
+    expect(normalise(5, 0, 10)).toBe(0.5);
+    expect(normalise(0, SCORE_FLOOR.dense, 1)).toBe(0.5);
+    expect(normalise(3, 3, 3)).toBe(1);
+    expect(normalise(-1, SCORE_FLOOR.dense, SCORE_FLOOR.dense)).toBe(1);
+    expect(scoreRange([2, -1, 7])).toEqual({ min: -1, max: 7 });
+    expect(convexShares(0.25)).toEqual([0.25, 0.75]);
+  });
+
+  it('byFusedOrder: higher score, then higher summed weight, then the smaller id', () => {
+    const sorted = [
+      { id: 'b', score: 1, weight: 1 },
+      { id: 'a', score: 1, weight: 1 },
+      { id: 'c', score: 1, weight: 2 },
+      { id: 'd', score: 2, weight: 1 },
+    ].sort(byFusedOrder);
+    expect(sorted.map((hit) => hit.id)).toEqual(['d', 'c', 'a', 'b']);
+  });
+
+  it.each([
+    ['rrf', (inputs: FusionInput[]) => rrf(inputs, 60), { method: 'rrf', rrfK: 60 } as const],
+    ['weighted', (inputs: FusionInput[]) => weighted(inputs), { method: 'weighted', rrfK: 60 } as const],
+  ])('%s: the gateway fusing engines scores exactly as the server fusing lists', (_name, fuse, settings) => {
+    const inputs = lists(
+      [
+        [1, 0.9],
+        [2, 0.5],
+        [3, 0.1],
+      ],
+      [
+        [2, 10],
+        [4, 4],
+        [1, 0],
+      ],
+      [1, 2],
+    );
+    const server = fuse(inputs).map((hit) => [String(hit.label), hit.score]);
+    const gateway = fuseEngines(
+      inputs.map((input) => ({
+        engine: input.name,
+        weight: input.weight,
+        hits: input.hits.map((hit) => ({ id: String(hit.label), score: hit.score })),
+      })),
+      settings,
+    ).map((hit) => [hit.id, hit.score]);
+    expect(gateway).toEqual(server);
   });
 });

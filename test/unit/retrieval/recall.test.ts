@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Encoder } from '../../../src/backend/ports.js';
-import { completeUnion, recall, SCORE_FLOOR, type RecallPlan } from '../../../src/retrieval/recall.js';
+import { SCORE_FLOOR } from '../../../src/retrieval/fusion.js';
+import { completeUnion, recall, type RecallPlan } from '../../../src/retrieval/recall.js';
 import { fakeContext, fakeCorpus, type FakeChunk } from './fake-corpus.js';
 
 /** Three chunks: 0 is dense-only, 1 matches both, 2 is lexical-only ("rare term"). */
