@@ -434,6 +434,9 @@ function registerModelMethods(
   return rerankers;
 }
 
+/** Bounds of the §7.7.3 sessions replicas share (the in-process ones bound the same counts, and bytes). */
+const SHARED_SEEN = { maxHits: 10_000, maxSessionsPerCaller: 10_000 };
+
 /** `retrieve` over the corpus, with the feature capabilities it honours (§6, §8, §9, §10, §7.7.3). */
 function registerRetrieve(
   registry: MethodRegistry,
@@ -455,6 +458,8 @@ function registerRetrieve(
       maxResponseBytes: config.limits.maxResponseBytes,
       maxAnswerBytesInFlight: config.limits.maxUnsentBytes,
       content,
+      // §7.7.3 replicas over one store of record remember retrieve sessions there, for every replica to read.
+      seen: corpus.replica?.seen({ ttlSeconds: config.retrieve.sessionTtlSeconds, ...SHARED_SEEN }),
       // §6.1: cosine ≥ -1 bounds every score this pipeline makes (BM25 ≥ 0, fusions ≥ 0, colbert MaxSim ≥ -1,
       // recency only shrinks); inner products and cross-encoder logits have no floor, so then none is claimed.
       scoreFloor:

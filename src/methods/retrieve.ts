@@ -18,7 +18,7 @@ import { atLeast, rankLists } from '../retrieval/ranking.js';
 import { recall } from '../retrieval/recall.js';
 import { applyRecency } from '../retrieval/recency.js';
 import { FUSIONS, MODES, resolveOptions, UNITS, type OptionSettings } from '../retrieval/retrieve-options.js';
-import { SessionDedup } from '../retrieval/session-dedup.js';
+import { SessionDedup, type SeenStore } from '../retrieval/session-dedup.js';
 import { rememberReturned, seenBefore, skipSeen } from '../retrieval/session-skip.js';
 import { ContentBlock, type ContentReader } from './content.js';
 import type { Reranker } from './rerank.js';
@@ -84,6 +84,8 @@ const declaredOf = (params: Params) =>
 /** Option resolution's defaults and bounds (OptionSettings), and what the rest of the pipeline needs. */
 export interface RetrieveSettings extends OptionSettings {
   readonly sessionTtlSeconds: number;
+  /** §7.7.3 sessions shared by replicas (the store of record's); absent: remembered in this process. */
+  readonly seen?: SeenStore | undefined;
   /** The key cursors are signed with, shared by replicas ('' or absent: this process's own). */
   readonly cursorSecret?: string | undefined;
   readonly trust: Readonly<Record<string, TrustLevel>>;
@@ -106,7 +108,7 @@ interface Retriever {
   readonly settings: RetrieveSettings;
   readonly cursors: CursorCodec;
   readonly answers: AnswerBudget;
-  readonly sessions: SessionDedup;
+  readonly sessions: SeenStore;
 }
 
 /**
@@ -127,7 +129,7 @@ export function retrieveMethod(
     settings,
     cursors: new CursorCodec(settings.cursorSecret),
     answers: new AnswerBudget(settings.maxAnswerBytesInFlight),
-    sessions: new SessionDedup(settings.sessionTtlSeconds),
+    sessions: settings.seen ?? new SessionDedup(settings.sessionTtlSeconds),
   };
   const definition: MethodDefinition<typeof RetrieveParams> = {
     method: 'retrieve',
@@ -176,7 +178,7 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
 
   // The page: where the cursor left off, without what the session has seen, diversified, packed.
   const start = openPage(cursors, declaredOf(params), indexVersion);
-  const seen = seenBefore(sessions, ctx.caller, params.sessionId, start.seenMark);
+  const seen = await seenBefore(sessions, ctx.caller, params.sessionId, start.seenMark);
   ranked = skipSeen(ranked, seen, idOf);
   if (params.mmr !== undefined)
     ranked = await diversify(ranked, start.offset + k, params.mmr.lambda, corpus, ctx.signal);
@@ -189,7 +191,7 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   const shape = { unit, includeText: params.includeText, includeVectors: params.includeVectors, trust: settings.trust };
   const limits = { maxResponseBytes: settings.maxResponseBytes, answers: retriever.answers };
   const hits = await buildHits(packed.page, (hit) => buildHit(corpus, hit, shape), limits, building);
-  rememberReturned(sessions, ctx.caller, params.sessionId, hits);
+  await rememberReturned(sessions, ctx.caller, params.sessionId, hits);
   const nextCursor = cursorAfter(cursors, start, {
     total: ranked.length,
     returned: packed.page.length,

@@ -30,10 +30,19 @@ export interface SeenIds {
   has(id: string): boolean;
 }
 
+/**
+ * Where §7.7.3 sessions are remembered: this process (SessionDedup), or the store of record that replicas behind one
+ * load balancer share (a session's next retrieve may reach another replica).
+ */
+export interface SeenStore {
+  seen(caller: string, sessionId: string, mark?: number): SeenIds | Promise<SeenIds>;
+  remember(caller: string, sessionId: string, ids: readonly string[]): void | Promise<void>;
+}
+
 /** What one remembered id costs beyond its characters (set slot, string header), roughly. */
 const ENTRY_BYTES = 64;
 
-export class SessionDedup {
+export class SessionDedup implements SeenStore {
   /** Every session, least recently used first. */
   readonly #sessions = new Map<string, Remembered>();
   /** Sessions and bytes held per caller. */

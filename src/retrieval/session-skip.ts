@@ -1,19 +1,19 @@
 import type { JsonObject } from '../protocol/messages.js';
 import type { IdOf } from './fusion.js';
 import type { Scored } from './ranking.js';
-import type { SeenIds, SessionDedup } from './session-dedup.js';
+import type { SeenIds, SeenStore } from './session-dedup.js';
 
 /**
  * §7.7.3 `sessionId` in the retrieve pipeline: hits the caller's session returned before this pagination's first
  * page are skipped; its own pages are not (the cursor's offset skips those). Without a sessionId nothing is skipped
  * and nothing remembered.
  */
-export function seenBefore(
-  sessions: Pick<SessionDedup, 'seen'>,
+export async function seenBefore(
+  sessions: Pick<SeenStore, 'seen'>,
   caller: string,
   sessionId: string | undefined,
   mark: number | undefined,
-): SeenIds | undefined {
+): Promise<SeenIds | undefined> {
   return sessionId === undefined ? undefined : sessions.seen(caller, sessionId, mark);
 }
 
@@ -23,14 +23,14 @@ export function skipSeen(ranked: Scored[], seen: SeenIds | undefined, idOf: IdOf
 }
 
 /** The session remembers the hits this answer returns, by id, so later retrieves skip them. */
-export function rememberReturned(
-  sessions: Pick<SessionDedup, 'remember'>,
+export async function rememberReturned(
+  sessions: Pick<SeenStore, 'remember'>,
   caller: string,
   sessionId: string | undefined,
   hits: readonly JsonObject[],
-): void {
+): Promise<void> {
   if (sessionId !== undefined)
-    sessions.remember(
+    await sessions.remember(
       caller,
       sessionId,
       hits.map((hit) => String(hit.id)),

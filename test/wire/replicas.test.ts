@@ -165,6 +165,19 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas over a 
     expect(afterShutdown.error?.code).toBe(-32001);
   });
 
+  it('a retrieve session (§7.7.3 sessionId) skips on every replica what any replica showed it', async () => {
+    const first = await search(origin(0), 'shared words', { k: 2, sessionId: 'trajectory-1' });
+    const shown = (first.result?.hits as Hit[]).map((hit) => hit.id);
+    expect(shown).toHaveLength(2);
+    const next = await search(origin(1), 'shared words', { k: 2, sessionId: 'trajectory-1' });
+    const again = (next.result?.hits as Hit[]).map((hit) => hit.id);
+    expect(again).toHaveLength(2);
+    expect(again.filter((id) => shown.includes(id))).toEqual([]);
+    // Another session, on the third replica, is shown the first page again.
+    const other = await search(origin(2), 'shared words', { k: 2, sessionId: 'trajectory-2' });
+    expect((other.result?.hits as Hit[]).map((hit) => hit.id)).toEqual(shown);
+  });
+
   it('a retrieve pinned to a version this replica has not reached is -32010 retryable, not a wrong corpus', async () => {
     const head = Number(cluster.sql("SELECT value FROM rcp_meta WHERE key = 'seq'"));
     const ahead = await search(origin(0), 'shared', { indexVersion: String(head + 5) });

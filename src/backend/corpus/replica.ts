@@ -5,6 +5,7 @@ import { StoreError } from '../store/dir-lock.js';
 import { Follower } from '../store/postgres/follower.js';
 import { unavailable } from '../store/postgres/failures.js';
 import { PostgresStore, type Committed } from '../store/postgres/postgres-store.js';
+import type { SeenBounds } from '../store/postgres/seen.js';
 import type { PostgresSessions } from '../store/postgres/sessions.js';
 import type { Idempotency, NewDocument } from '../store/writes.js';
 
@@ -176,6 +177,22 @@ export class Replica {
     touch: (key: string) => this.#connected().sessions.touch(key),
     forget: (key: string) => this.#connected().sessions.forget(key),
   };
+
+  /**
+   * §7.7.3 retrieve sessions shared with the other replicas. A store that cannot answer is -32010 for a retrieve with
+   * a `sessionId` (it cannot know what the session was shown); retrieves without one never touch the store.
+   */
+  seen(bounds: SeenBounds) {
+    const failed = (error: unknown) => {
+      throw unavailable(error, 'the session cannot be read or remembered');
+    };
+    return {
+      seen: (caller: string, sessionId: string, mark?: number) =>
+        this.#connected().seen(bounds).seen(caller, sessionId, mark).catch(failed),
+      remember: (caller: string, sessionId: string, ids: readonly string[]) =>
+        this.#connected().seen(bounds).remember(caller, sessionId, ids).catch(failed),
+    };
+  }
 
   #connected(): PostgresStore {
     if (this.#store === undefined) {

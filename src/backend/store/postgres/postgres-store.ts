@@ -3,6 +3,7 @@ import type { Changes, ChangedDocument } from '../changes.js';
 import { IDEMPOTENCY_KEPT, type DocumentOrigin, type Idempotency, type NewDocument } from '../writes.js';
 import { LOCKS, migrate } from './schema.js';
 import { unavailable } from './failures.js';
+import { PostgresSeen, type SeenBounds } from './seen.js';
 import { PostgresSessions } from './sessions.js';
 
 /** The most chunk rows one catch-up window reads (a replica far behind catches up in windows of about this size). */
@@ -62,6 +63,11 @@ export class PostgresStore {
   /** HTTP sessions shared by the replicas of this store. */
   get sessions(): PostgresSessions {
     return (this.#sessions ??= new PostgresSessions(this.#pool));
+  }
+
+  /** §7.7.3 retrieve sessions shared by the replicas of this store. */
+  seen(bounds: SeenBounds): PostgresSeen {
+    return new PostgresSeen(this.#pool, bounds);
   }
 
   async meta(key: string): Promise<string | undefined> {

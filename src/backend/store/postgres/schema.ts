@@ -36,6 +36,14 @@ const MIGRATIONS: readonly string[] = [
      last_used timestamptz NOT NULL DEFAULT clock_timestamp());
    CREATE INDEX rcp_sessions_caller ON rcp_sessions (caller, last_used);
    CREATE INDEX rcp_sessions_last_used ON rcp_sessions (last_used);`,
+  // §7.7.3 retrieve sessions shared by replicas: the ids each returned, numbered by one sequence for all replicas.
+  `CREATE SEQUENCE rcp_seen_serial;
+   CREATE TABLE rcp_seen_sessions (key bytea PRIMARY KEY, caller bytea NOT NULL, expires timestamptz NOT NULL);
+   CREATE INDEX rcp_seen_sessions_caller ON rcp_seen_sessions (caller, expires);
+   CREATE INDEX rcp_seen_sessions_expires ON rcp_seen_sessions (expires);
+   CREATE TABLE rcp_seen (
+     key bytea NOT NULL REFERENCES rcp_seen_sessions ON DELETE CASCADE, id bytea NOT NULL, serial bigint NOT NULL,
+     PRIMARY KEY (key, id));`,
 ];
 
 /** The schema version this build writes and reads. */

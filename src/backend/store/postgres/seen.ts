@@ -1,0 +1,64 @@
+import type pg from 'pg';
+import { callerScoped } from '../../../protocol/context.js';
+
+/** The ids a §7.7.3 session returned before `mark` (the transport-free shape retrieve reads). */
+export interface SeenBefore {
+  readonly mark: number;
+  readonly size: number;
+  has(id: string): boolean;
+}
+
+export interface SeenBounds {
+  readonly ttlSeconds: number;
+  /** Ids remembered per session, and sessions kept per caller (its soonest to expire go first). */
+  readonly maxHits: number;
+  readonly maxSessionsPerCaller: number;
+}
+
+const utf8 = (text: string) => Buffer.from(text, 'utf8');
+
+/**
+ * §7.7.3 `sessionId` sessions shared by replicas, in the store of record: a session's next retrieve may reach any
+ * replica. Serials come from one sequence, so a cursor's mark (§10) means the same on every replica. Sessions expire
+ * `ttlSeconds` after their last use; expired ones are pruned at the next write.
+ */
+export class PostgresSeen {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly bounds: SeenBounds,
+  ) {}
+
+  async seen(caller: string, sessionId: string, mark?: number): Promise<SeenBefore> {
+    const upTo = mark ?? Number((await this.pool.query<{ n: string }>("SELECT nextval('rcp_seen_serial') AS n")).rows[0]!.n);
+    const found = await this.pool.query<{ id: Buffer }>(
+      `SELECT s.id FROM rcp_seen s JOIN rcp_seen_sessions USING (key)
+       WHERE key = $1 AND expires > clock_timestamp() AND s.serial < $2`,
+      [utf8(callerScoped(caller, sessionId)), upTo],
+    );
+    const ids = new Set(found.rows.map((row) => row.id.toString('utf8')));
+    return { mark: upTo, size: ids.size, has: (id) => ids.has(id) };
+  }
+
+  async remember(caller: string, sessionId: string, ids: readonly string[]): Promise<void> {
+    const key = utf8(callerScoped(caller, sessionId));
+    const { ttlSeconds, maxHits, maxSessionsPerCaller } = this.bounds;
+    await this.pool.query('DELETE FROM rcp_seen_sessions WHERE expires < clock_timestamp()');
+    await this.pool.query(
+      `INSERT INTO rcp_seen_sessions (key, caller, expires) VALUES ($1, $2, clock_timestamp() + $3 * interval '1 second')
+       ON CONFLICT (key) DO UPDATE SET expires = excluded.expires`,
+      [key, utf8(caller), ttlSeconds],
+    );
+    await this.pool.query(
+      `INSERT INTO rcp_seen (key, id, serial)
+       SELECT $1, id, nextval('rcp_seen_serial') FROM unnest($2::bytea[]) WITH ORDINALITY AS u(id, n)
+       WHERE (SELECT count(*) FROM rcp_seen WHERE key = $1) < $3 ORDER BY n
+       ON CONFLICT DO NOTHING`,
+      [key, ids.map(utf8), maxHits],
+    );
+    await this.pool.query(
+      `DELETE FROM rcp_seen_sessions WHERE key IN (
+         SELECT key FROM rcp_seen_sessions WHERE caller = $1 ORDER BY expires DESC OFFSET $2)`,
+      [utf8(caller), maxSessionsPerCaller],
+    );
+  }
+}
