@@ -1,11 +1,16 @@
 /**
- * BM25 analyzer choices on BEIR SciFact (training judgements): nDCG@10 with and without Porter stemming, at two
- * common (k1, b) settings. The first row is the baseline of the same run.
+ * `npm run bench -- lexical`: first the engines (bench/lexical/engines.ts: our Bm25Index with MaxScore, exhaustive,
+ * and before typed postings, beside LanceDB's FTS and MiniSearch, q/s and nDCG@10 as ratios in the same run), then
+ * the BM25 analyzer choices on BEIR SciFact (training judgements): nDCG@10 with and without Porter stemming, at two
+ * common (k1, b) settings, the first row the baseline of the same run. RCP_BENCH_LEXICAL=engines runs the first only.
  */
 import { Bm25Index } from '../src/backend/lexical/bm25.js';
+import { benchLexicalEngines } from './lexical/engines.js';
 import { corpus, ndcg, recall, trainQueries } from './scifact.js';
 
 export async function benchLexical(): Promise<void> {
+  await benchLexicalEngines();
+  if (process.env.RCP_BENCH_LEXICAL === 'engines') return;
   const docs = corpus();
   const queries = trainQueries();
   const settings = [

@@ -14,6 +14,11 @@ import { RpcError } from '../protocol/errors.js';
  * than `maxQueueWaitMs` of work (estimated from measured throughput), is refused at once with -32011 and a
  * `retryAfterMs` from that estimate — never queued without limit, never left to time out in the queue (§15.5).
  * A submission to an empty queue is always taken, whatever its size.
+ *
+ * Batching is adaptive: waiting only pays when there is someone to batch with. A submission that finds the queue
+ * idle (no batch running, nothing waiting) runs at the end of the current turn of the event loop (so the texts of
+ * submissions made in that same turn still ride along), not after `maxWaitMs`; work that arrives while a batch runs
+ * or others wait collects for up to `maxWaitMs` as before, counted from the oldest waiting item.
  */
 export interface QueueOptions {
   readonly maxWaitMs: number;
@@ -59,6 +64,8 @@ export class InferenceQueue<I, O> {
   #submissions = 0;
   #running = false;
   #timer: NodeJS.Timeout | undefined;
+  /** Set while a flush is due at the end of this turn: the queue was idle when the work arrived. */
+  #immediate: NodeJS.Immediate | undefined;
   /** Exponentially weighted milliseconds per item, for retryAfterMs. */
   #msPerItem = 5;
   /** Told of every model call: items in it and its milliseconds. */
@@ -95,6 +102,7 @@ export class InferenceQueue<I, O> {
         ),
       );
     }
+    const idle = !this.#running && this.#pending.length === 0;
     const submission = ++this.#submissions;
     const outputs = items.map(
       (item) =>
@@ -118,7 +126,7 @@ export class InferenceQueue<I, O> {
         once: true,
       });
     }
-    this.#schedule();
+    this.#schedule(idle);
     return Promise.all(outputs);
   }
 
@@ -132,21 +140,29 @@ export class InferenceQueue<I, O> {
     }
   }
 
-  #schedule(): void {
+  /** `idle`: the work just submitted found no batch running and nothing waiting. */
+  #schedule(idle = false): void {
     if (this.#running || this.#pending.length === 0) return;
     const full = this.#pendingCost >= this.options.maxBatchTokens || this.#pending.length >= this.options.maxBatchItems;
     // The oldest waiting item bounds the wait: work that queued behind a running batch has waited already.
     const waited = performance.now() - (this.#pending[0]?.enqueuedAt ?? 0);
     if (full || waited >= this.options.maxWaitMs) {
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-      void this.#flush();
-    } else {
-      this.#timer ??= setTimeout(() => {
-        this.#timer = undefined;
-        void this.#flush();
-      }, this.options.maxWaitMs - waited);
+      this.#flushNow();
+    } else if (idle) {
+      // Nobody to batch with: run at the end of this turn (submissions made in it still ride along), not after the wait.
+      this.#immediate ??= setImmediate(() => this.#flushNow());
+    } else if (this.#immediate === undefined) {
+      this.#timer ??= setTimeout(() => this.#flushNow(), this.options.maxWaitMs - waited);
     }
+  }
+
+  /** Runs what waits now (if no batch is running), forgetting any wait that was due. */
+  #flushNow(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    clearImmediate(this.#immediate);
+    this.#immediate = undefined;
+    void this.#flush();
   }
 
   /** Items that run before the last of `count` new ones, taking turns: up to `count` from each waiting submission. */

@@ -103,6 +103,13 @@ export class Replica {
         `the data dir's snapshot (at ${this.target.seq}) is not of this store (at ${head}): remove it to rebuild it`,
       );
     }
+    const pruned = Number((await store.meta('pruned_through')) ?? 0);
+    if (this.target.seq > 0 && this.target.seq < pruned) {
+      throw new StoreError(
+        `the data dir's snapshot (at ${this.target.seq}) is older than the store's log (pruned through ${pruned}): ` +
+          'remove it to rebuild it from the store',
+      );
+    }
     if (upstream === undefined) this.target.setMeta('upstream', id);
     const encoder = await store.claimMeta('encoder', this.options.encoder);
     if (encoder !== this.options.encoder) {

@@ -8,6 +8,9 @@ import { PostgresSessions } from './sessions.js';
 
 /** The most chunk rows one catch-up window reads (a replica far behind catches up in windows of about this size). */
 const WINDOW_CHUNKS = 2_000;
+/** How long removals stay in the log, and how often the log is pruned (in writes). */
+const LOG_RETAINED_DAYS = 7;
+const PRUNE_EVERY = 256;
 /** The channel a committed write notifies, with its seq as payload (replicas LISTEN on it to wake). */
 export const WRITES_CHANNEL = 'rcp_writes';
 
@@ -218,7 +221,29 @@ async function finishWrite(client: pg.PoolClient, seq: number): Promise<number> 
   await client.query("UPDATE rcp_meta SET value = $1 WHERE key = 'seq'", [String(seq)]);
   await client.query('INSERT INTO rcp_writes (seq) VALUES ($1)', [seq]);
   await client.query('SELECT pg_notify($1, $2)', [WRITES_CHANNEL, String(seq)]);
+  if (seq % PRUNE_EVERY === 0) await pruneLog(client);
   return seq;
+}
+
+/**
+ * The log of removals is kept LOG_RETAINED_DAYS: what a replica needs to catch up from a snapshot that old. Older
+ * tombstones, deletions and write times go (every PRUNE_EVERY writes), and `pruned_through` says so: a replica whose
+ * snapshot is older than that is refused at start (its dir must be rebuilt from the store).
+ */
+async function pruneLog(client: pg.PoolClient): Promise<void> {
+  const found = await client.query<{ horizon: string | null }>(
+    `SELECT max(seq) AS horizon FROM rcp_writes WHERE committed_at < clock_timestamp() - $1 * interval '1 day'`,
+    [LOG_RETAINED_DAYS],
+  );
+  const horizon = found.rows[0]?.horizon;
+  if (horizon === null || horizon === undefined) return;
+  await client.query('DELETE FROM rcp_tombstones WHERE seq <= $1', [horizon]);
+  await client.query('DELETE FROM rcp_deleted WHERE seq <= $1', [horizon]);
+  await client.query('DELETE FROM rcp_writes WHERE seq < $1', [horizon]);
+  await client.query(
+    `INSERT INTO rcp_meta (key, value) VALUES ('pruned_through', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+    [horizon],
+  );
 }
 
 /** Removes the chunks of these documents, leaving a tombstone per label at `seq`. */
