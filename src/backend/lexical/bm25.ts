@@ -436,15 +436,7 @@ export class Bm25Index {
     allow: ReadonlySet<number> | undefined,
     slice: TimeSlice,
   ): Promise<LexicalHit[]> {
-    const cursors = [...unsorted].sort((x, y) => x.bound - y.bound);
-    const m = cursors.length;
-    const docs = cursors.map((cursor) => cursor.docs);
-    const tfs = cursors.map((cursor) => cursor.tfs);
-    const counts = Int32Array.from(cursors, (cursor) => cursor.length);
-    const idfs = Float64Array.from(cursors, (cursor) => cursor.idf);
-    const orders = Int32Array.from(cursors, (cursor) => cursor.order);
-    const prefix = new Float64Array(m + 1);
-    for (let j = 0; j < m; j++) prefix[j + 1] = prefix[j]! + cursors[j]!.bound;
+    const { m, docs, tfs, counts, idfs, orders, prefix } = columnsByBound(unsorted);
     const at = new Int32Array(m);
     const lengths = this.#lengths;
     const labels = this.#labels;
@@ -458,14 +450,8 @@ export class Bm25Index {
     let steps = 0;
     let nextCheck = STEPS_PER_CHECK;
     for (;;) {
-      let doc = 0x7fffffff;
-      for (let j = essential; j < m; j++) {
-        if (at[j]! < counts[j]!) {
-          const candidate = docs[j]![at[j]!]!;
-          if (candidate < doc) doc = candidate;
-        }
-      }
-      if (doc === 0x7fffffff) break;
+      const doc = smallestNext(docs, at, counts, essential);
+      if (doc === NO_DOC) break;
       const length = lengths[doc]!;
       const wanted = length >= 0 && (allow === undefined || allow.has(labels[doc]!));
       // The length part of the denominator, the same expression for every term (so the same bits as exhaustive).
@@ -505,21 +491,7 @@ export class Bm25Index {
           }
         }
         if (competitive && (!top.full || partial * MARGIN >= threshold)) {
-          // The exhaustive order: by the term's place in the query (insertion sort: a handful of terms).
-          for (let x = 1; x < nfound; x++) {
-            const order = found[x]!;
-            const part = parts[x]!;
-            let y = x - 1;
-            for (; y >= 0 && found[y]! > order; y--) {
-              found[y + 1] = found[y]!;
-              parts[y + 1] = parts[y]!;
-            }
-            found[y + 1] = order;
-            parts[y + 1] = part;
-          }
-          let score = 0;
-          for (let x = 0; x < nfound; x++) score += parts[x]!;
-          if (top.offer(score, labels[doc]!) && top.full) {
+          if (top.offer(sumInQueryOrder(found, parts, nfound), labels[doc]!) && top.full) {
             threshold = top.worstScore;
             while (essential < m && prefix[essential + 1]! * MARGIN < threshold) essential++;
           }
@@ -532,6 +504,58 @@ export class Bm25Index {
     }
     return top.sorted();
   }
+}
+
+const NO_DOC = 0x7fffffff;
+
+/** The cursors' columns, sorted by bound ascending, and `prefix[j]`: the sum of the first j bounds. */
+function columnsByBound(unsorted: readonly Cursor[]) {
+  const cursors = [...unsorted].sort((x, y) => x.bound - y.bound);
+  const m = cursors.length;
+  const prefix = new Float64Array(m + 1);
+  for (let j = 0; j < m; j++) prefix[j + 1] = prefix[j]! + cursors[j]!.bound;
+  return {
+    m,
+    prefix,
+    docs: cursors.map((cursor) => cursor.docs),
+    tfs: cursors.map((cursor) => cursor.tfs),
+    counts: Int32Array.from(cursors, (cursor) => cursor.length),
+    idfs: Float64Array.from(cursors, (cursor) => cursor.idf),
+    orders: Int32Array.from(cursors, (cursor) => cursor.order),
+  };
+}
+
+/** The smallest document id at the cursors [from, m): the next candidate (NO_DOC once they are all exhausted). */
+function smallestNext(docs: readonly Int32Array[], at: Int32Array, counts: Int32Array, from: number): number {
+  let doc = NO_DOC;
+  for (let j = from; j < docs.length; j++) {
+    if (at[j]! < counts[j]!) {
+      const candidate = docs[j]![at[j]!]!;
+      if (candidate < doc) doc = candidate;
+    }
+  }
+  return doc;
+}
+
+/**
+ * A candidate's score: its `n` term contributions summed in the exhaustive order, by each term's place in the query
+ * (an insertion sort of a handful of terms), so a pruned score has the same bits as an exhaustive one.
+ */
+function sumInQueryOrder(found: Int32Array, parts: Float64Array, n: number): number {
+  for (let x = 1; x < n; x++) {
+    const order = found[x]!;
+    const part = parts[x]!;
+    let y = x - 1;
+    for (; y >= 0 && found[y]! > order; y--) {
+      found[y + 1] = found[y]!;
+      parts[y + 1] = parts[y]!;
+    }
+    found[y + 1] = order;
+    parts[y + 1] = part;
+  }
+  let score = 0;
+  for (let x = 0; x < n; x++) score += parts[x]!;
+  return score;
 }
 
 /** The first index in [from, to) whose id is ≥ `doc` (ids ascending): galloping, then binary search. */
