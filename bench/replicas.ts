@@ -65,7 +65,11 @@ async function readRate(origins: readonly string[], queries: readonly string[]):
   await Promise.all(
     Array.from({ length: CLIENTS }, async (_, client) => {
       for (let i = client; performance.now() < until; i += CLIENTS) {
-        await call(origins[i % origins.length]!, 'retrieve', { query: queries[i % queries.length], k: 10, mode: 'sparse' });
+        await call(origins[i % origins.length]!, 'retrieve', {
+          query: queries[i % queries.length],
+          k: 10,
+          mode: 'sparse',
+        });
         done++;
       }
     }),
@@ -94,7 +98,9 @@ async function throughput(cluster: PostgresCluster, encoder: UseLiteEncoder): Pr
   const single = await serve(sqliteDir);
   const baseline = await readRate([single.origin], queries);
   await single.stop();
-  console.log(`sparse retrieve over HTTP, ${docs.length} docs, ${CLIENTS} clients (ratio to one SQLite server, same run)`);
+  console.log(
+    `sparse retrieve over HTTP, ${docs.length} docs, ${CLIENTS} clients (ratio to one SQLite server, same run)`,
+  );
   console.log(`  one SQLite server          ${baseline.toFixed(0).padStart(6)} q/s  ratio 1.000`);
   const replicas: ServerProcess[] = [];
   for (let n = 1; n <= 3; n++) {
@@ -104,13 +110,16 @@ async function throughput(cluster: PostgresCluster, encoder: UseLiteEncoder): Pr
       replicas.map((replica) => replica.origin),
       queries,
     );
-    console.log(`  ${n} replica${n > 1 ? 's' : ' '} (PostgreSQL)    ${rate.toFixed(0).padStart(6)} q/s  ratio ${(rate / baseline).toFixed(3)}`);
+    console.log(
+      `  ${n} replica${n > 1 ? 's' : ' '} (PostgreSQL)    ${rate.toFixed(0).padStart(6)} q/s  ratio ${(rate / baseline).toFixed(3)}`,
+    );
   }
   rmSync(sqliteDir, { recursive: true, force: true });
   return replicas;
 }
 
-const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+const percentile = (sorted: readonly number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 
 /** index/add on replica 0, then each other replica polled every 2 ms until it serves the new document. */
 async function lag(replicas: readonly ServerProcess[]): Promise<void> {
@@ -131,13 +140,19 @@ async function lag(replicas: readonly ServerProcess[]): Promise<void> {
     );
   }
   samples.sort((a, b) => a - b);
-  console.log(`write-to-visible lag on the other replicas (after the writer's acknowledgement), ${samples.length} samples`);
-  console.log(`  p50 ${percentile(samples, 0.5).toFixed(1)} ms   p99 ${percentile(samples, 0.99).toFixed(1)} ms   max ${samples.at(-1)!.toFixed(1)} ms`);
+  console.log(
+    `write-to-visible lag on the other replicas (after the writer's acknowledgement), ${samples.length} samples`,
+  );
+  console.log(
+    `  p50 ${percentile(samples, 0.5).toFixed(1)} ms   p99 ${percentile(samples, 0.99).toFixed(1)} ms   max ${samples.at(-1)!.toFixed(1)} ms`,
+  );
 }
 
 async function coldStart(cluster: PostgresCluster, encoder: UseLiteEncoder): Promise<void> {
   const store = await PostgresStore.open(cluster.url);
-  const sentences = scifact().flatMap((doc) => doc.text.split(/(?<=\.)\s+/)).filter((s) => s.length > 40);
+  const sentences = scifact()
+    .flatMap((doc) => doc.text.split(/(?<=\.)\s+/))
+    .filter((s) => s.length > 40);
   const have = Number(cluster.sql('SELECT count(*) FROM rcp_chunks'));
   for (let start = have; start < CHUNKS; start += 1000) {
     const documents = Array.from({ length: Math.min(1000, CHUNKS - start) }, (_, i) => {
@@ -163,7 +178,9 @@ async function coldStart(cluster: PostgresCluster, encoder: UseLiteEncoder): Pro
   const fromSnapshot = await timeToReady();
   console.log(`replica cold start, ${fromStore.chunks} chunks (ratio to a start from the store alone, same run)`);
   console.log(`  from the store (empty dir)   ${(fromStore.ms / 1000).toFixed(1).padStart(6)} s  ratio 1.000`);
-  console.log(`  from its snapshot + the log  ${(fromSnapshot.ms / 1000).toFixed(1).padStart(6)} s  ratio ${(fromSnapshot.ms / fromStore.ms).toFixed(3)}`);
+  console.log(
+    `  from its snapshot + the log  ${(fromSnapshot.ms / 1000).toFixed(1).padStart(6)} s  ratio ${(fromSnapshot.ms / fromStore.ms).toFixed(3)}`,
+  );
   rmSync(dir, { recursive: true, force: true });
 }
 

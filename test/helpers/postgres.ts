@@ -106,6 +106,17 @@ export class PostgresCluster {
 
   /** One SQL statement's rows, tab-separated (psql -At). */
   sql(query: string): string {
-    return tool('psql', ['-h', '127.0.0.1', '-p', String(this.port), '-U', 'rcp', '-d', 'postgres', '-Atc', query]).trim();
+    return tool('psql', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(this.port),
+      '-U',
+      'rcp',
+      '-d',
+      'postgres',
+      '-Atc',
+      query,
+    ]).trim();
   }
 }

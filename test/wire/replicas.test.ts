@@ -25,7 +25,12 @@ let cluster: PostgresCluster;
 const replicas: { process: ServerProcess; dir: string }[] = [];
 
 async function call(origin: string, method: string, params: object, key?: string): Promise<Frame> {
-  const body = { jsonrpc: '2.0', id: 1, method, params: key === undefined ? params : { ...params, _meta: { idempotencyKey: key } } };
+  const body = {
+    jsonrpc: '2.0',
+    id: 1,
+    method,
+    params: key === undefined ? params : { ...params, _meta: { idempotencyKey: key } },
+  };
   const response = await fetch(`${origin}/rcp/${method}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -93,7 +98,9 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas over a 
 
   it('round-robin writes are read back at once on the replica that took them, and every replica converges', async () => {
     for (let i = 0; i < 24; i++) {
-      const added = await call(origin(i), 'index/add', { documents: [{ id: `doc-${i}`, text: `w${i}q shared words` }] });
+      const added = await call(origin(i), 'index/add', {
+        documents: [{ id: `doc-${i}`, text: `w${i}q shared words` }],
+      });
       expect(added.result?.ids).toEqual([`doc-${i}`]);
       // Read-your-writes, on the replica that acknowledged the write.
       const found = await search(origin(i), `w${i}q`);
@@ -139,9 +146,13 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas over a 
     mkdirSync(folder);
     writeFileSync(join(folder, 'ingested.txt'), 'ingestedword arrives through the operator');
     const data = mkdtempSync(join(tmpdir(), 'rcp-ingest-data-'));
-    await promisify(execFile)(process.execPath, ['bin/rcp-server.js', 'ingest', '--store', cluster.url, '--data', data, folder], {
-      cwd: ROOT,
-    });
+    await promisify(execFile)(
+      process.execPath,
+      ['bin/rcp-server.js', 'ingest', '--store', cluster.url, '--data', data, folder],
+      {
+        cwd: ROOT,
+      },
+    );
     const answer = await converged('ingestedword');
     expect((answer?.hits as Hit[]).length).toBe(1);
   });
@@ -155,7 +166,12 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas over a 
       });
       return (await response.json()) as Frame;
     };
-    const opened = await post(origin(0), 'initialize', { protocolVersion: 1, client: { name: 't', version: '1' }, capabilities: {} }, 'new');
+    const opened = await post(
+      origin(0),
+      'initialize',
+      { protocolVersion: 1, client: { name: 't', version: '1' }, capabilities: {} },
+      'new',
+    );
     const token = (opened.result?._meta as { session: string }).session;
     expect(token).toEqual(expect.any(String));
     const elsewhere = await post(origin(1), 'retrieve', { query: 'shared', k: 1, mode: 'sparse' }, token);
@@ -186,98 +202,101 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas over a 
   });
 });
 
-describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas through crashes, a restart and a failover', () => {
-  /** Ids of every acknowledged document, and how many writes committed them (each sprayed id is written once). */
-  const acknowledged: string[] = [];
-  let commits = 0;
-  let written = 0;
+describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)(
+  'replicas through crashes, a restart and a failover',
+  () => {
+    /** Ids of every acknowledged document, and how many writes committed them (each sprayed id is written once). */
+    const acknowledged: string[] = [];
+    let commits = 0;
+    let written = 0;
 
-  beforeAll(async () => {
-    cluster = await PostgresCluster.create();
-    replicas.length = 0;
-    await startReplicas(3);
-  }, 120_000);
+    beforeAll(async () => {
+      cluster = await PostgresCluster.create();
+      replicas.length = 0;
+      await startReplicas(3);
+    }, 120_000);
 
-  afterAll(async () => {
-    await Promise.all(replicas.map(({ process }) => process.stop()));
-    cluster?.destroy();
-  });
+    afterAll(async () => {
+      await Promise.all(replicas.map(({ process }) => process.stop()));
+      cluster?.destroy();
+    });
 
-  /** Writes `n` documents round-robin over the replicas alive, each retried until answered. */
-  async function spray(n: number, tag: string): Promise<void> {
-    for (let i = 0; i < n; i++) {
-      const id = `${tag}-${written++}`;
-      const frame = await addUntilAnswered(() => origin(written + i), id, `${tag} words ${id}`);
-      expect(frame.result?.ids).toEqual([id]);
-      acknowledged.push(id);
-      commits++;
+    /** Writes `n` documents round-robin over the replicas alive, each retried until answered. */
+    async function spray(n: number, tag: string): Promise<void> {
+      for (let i = 0; i < n; i++) {
+        const id = `${tag}-${written++}`;
+        const frame = await addUntilAnswered(() => origin(written + i), id, `${tag} words ${id}`);
+        expect(frame.result?.ids).toEqual([id]);
+        acknowledged.push(id);
+        commits++;
+      }
     }
-  }
 
-  /** Every acknowledged document is in the store once, and every replica serves exactly those, alike. */
-  async function nothingLost(): Promise<void> {
-    const stored = cluster.sql("SELECT convert_from(id, 'UTF8') FROM rcp_documents ORDER BY 1").split('\n');
-    expect(stored).toEqual([...new Set(acknowledged)].sort());
-    // One committed write per acknowledged id: a retried write was answered from its key, never applied twice.
-    expect(Number(cluster.sql('SELECT count(*) FROM rcp_writes'))).toBe(commits);
-    const answer = await converged('words');
-    expect(answer?.hits).toHaveLength(Math.min(5, acknowledged.length));
-  }
-
-  it('a replica killed mid-write restarts from its snapshot and converges; no acknowledged write is lost', async () => {
-    await spray(6, 'before');
-    const victim = replicas[2]!;
-    // A large write in flight on the victim when it dies: committed or not, never half.
-    const inFlight = call(victim.process.origin, 'index/add', {
-      documents: Array.from({ length: 40 }, (_, i) => ({ id: `dying-${i}`, text: `dying words ${i}` })),
-    }).catch(() => undefined);
-    await sleep(30);
-    victim.process.child.kill('SIGKILL');
-    await inFlight;
-    // What the dying write committed is the store's business: count it as acknowledged if it is there.
-    const committed = cluster.sql("SELECT count(*) FROM rcp_documents WHERE convert_from(id, 'UTF8') LIKE 'dying-%'");
-    expect(['0', '40']).toContain(committed);
-    if (committed === '40') {
-      acknowledged.push(...Array.from({ length: 40 }, (_, i) => `dying-${i}`));
-      commits++;
+    /** Every acknowledged document is in the store once, and every replica serves exactly those, alike. */
+    async function nothingLost(): Promise<void> {
+      const stored = cluster.sql("SELECT convert_from(id, 'UTF8') FROM rcp_documents ORDER BY 1").split('\n');
+      expect(stored).toEqual([...new Set(acknowledged)].sort());
+      // One committed write per acknowledged id: a retried write was answered from its key, never applied twice.
+      expect(Number(cluster.sql('SELECT count(*) FROM rcp_writes'))).toBe(commits);
+      const answer = await converged('words');
+      expect(answer?.hits).toHaveLength(Math.min(5, acknowledged.length));
     }
-    replicas.splice(2, 1);
-    await spray(4, 'while-down');
-    replicas.push({ dir: victim.dir, process: await startReplica(victim.dir) });
-    await nothingLost();
-  });
 
-  it('writes answer -32010 retryable while the database is down, reads keep serving, and tailing resumes', async () => {
-    const writes = spray(12, 'outage');
-    await sleep(200);
-    cluster.stop();
-    const during = await search(origin(0), 'words');
-    expect(during.error).toBeUndefined();
-    const refused = await call(origin(1), 'index/add', { documents: [{ id: 'refused', text: 'refused words' }] });
-    expect(refused.error?.code).toBe(-32010);
-    expect(refused.error?.data).toMatchObject({ retryable: true, retryAfterMs: expect.any(Number) });
-    await sleep(1500);
-    cluster.start();
-    await writes;
-    await nothingLost();
-  });
+    it('a replica killed mid-write restarts from its snapshot and converges; no acknowledged write is lost', async () => {
+      await spray(6, 'before');
+      const victim = replicas[2]!;
+      // A large write in flight on the victim when it dies: committed or not, never half.
+      const inFlight = call(victim.process.origin, 'index/add', {
+        documents: Array.from({ length: 40 }, (_, i) => ({ id: `dying-${i}`, text: `dying words ${i}` })),
+      }).catch(() => undefined);
+      await sleep(30);
+      victim.process.child.kill('SIGKILL');
+      await inFlight;
+      // What the dying write committed is the store's business: count it as acknowledged if it is there.
+      const committed = cluster.sql("SELECT count(*) FROM rcp_documents WHERE convert_from(id, 'UTF8') LIKE 'dying-%'");
+      expect(['0', '40']).toContain(committed);
+      if (committed === '40') {
+        acknowledged.push(...Array.from({ length: 40 }, (_, i) => `dying-${i}`));
+        commits++;
+      }
+      replicas.splice(2, 1);
+      await spray(4, 'while-down');
+      replicas.push({ dir: victim.dir, process: await startReplica(victim.dir) });
+      await nothingLost();
+    });
 
-  it('a promoted standby takes over: repointed replicas lose nothing and converge', async () => {
-    const standby = await cluster.standby();
-    await spray(4, 'replicated');
-    for (let i = 0; i < 100 && !standby.caughtUpWith(cluster); i++) await sleep(100);
-    cluster.stop();
-    standby.promote();
-    const old = cluster;
-    cluster = standby;
-    await Promise.all(
-      replicas.map(async (replica) => {
-        await replica.process.stop();
-        replica.process = await startReplica(replica.dir, standby.url);
-      }),
-    );
-    old.destroy();
-    await spray(4, 'promoted');
-    await nothingLost();
-  });
-});
+    it('writes answer -32010 retryable while the database is down, reads keep serving, and tailing resumes', async () => {
+      const writes = spray(12, 'outage');
+      await sleep(200);
+      cluster.stop();
+      const during = await search(origin(0), 'words');
+      expect(during.error).toBeUndefined();
+      const refused = await call(origin(1), 'index/add', { documents: [{ id: 'refused', text: 'refused words' }] });
+      expect(refused.error?.code).toBe(-32010);
+      expect(refused.error?.data).toMatchObject({ retryable: true, retryAfterMs: expect.any(Number) });
+      await sleep(1500);
+      cluster.start();
+      await writes;
+      await nothingLost();
+    });
+
+    it('a promoted standby takes over: repointed replicas lose nothing and converge', async () => {
+      const standby = await cluster.standby();
+      await spray(4, 'replicated');
+      for (let i = 0; i < 100 && !standby.caughtUpWith(cluster); i++) await sleep(100);
+      cluster.stop();
+      standby.promote();
+      const old = cluster;
+      cluster = standby;
+      await Promise.all(
+        replicas.map(async (replica) => {
+          await replica.process.stop();
+          replica.process = await startReplica(replica.dir, standby.url);
+        }),
+      );
+      old.destroy();
+      await spray(4, 'promoted');
+      await nothingLost();
+    });
+  },
+);

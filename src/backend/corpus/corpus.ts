@@ -127,7 +127,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
     }
     if (built !== encoder.info.identity && this.#localWritable) this.store.setMeta('encoder', encoder.info.identity);
     this.#lexical = new Bm25Index(settings.bm25);
-    this.replica = settings.store && new Replica({ ...settings.store, encoder: encoder.info.identity }, this.#target(), log);
+    this.replica =
+      settings.store && new Replica({ ...settings.store, encoder: encoder.info.identity }, this.#target(), log);
     this.#ready = this.#open().then(
       async () => {
         await this.replica?.start();

@@ -63,7 +63,11 @@ export class Replica {
    * encoder to its corpus, and catches up to the head: the replica serves only once this resolves.
    */
   async start(): Promise<void> {
-    for (let wait = RETRY_MS.first; this.#store === undefined && !this.#closed; wait = Math.min(wait * 2, RETRY_MS.most)) {
+    for (
+      let wait = RETRY_MS.first;
+      this.#store === undefined && !this.#closed;
+      wait = Math.min(wait * 2, RETRY_MS.most)
+    ) {
       try {
         this.#store = await PostgresStore.open(this.options.url);
       } catch (error) {
@@ -113,7 +117,9 @@ export class Replica {
     if (upstream === undefined) this.target.setMeta('upstream', id);
     const encoder = await store.claimMeta('encoder', this.options.encoder);
     if (encoder !== this.options.encoder) {
-      throw new StoreError(`the store was embedded with ${encoder}, but this replica's encoder is ${this.options.encoder}`);
+      throw new StoreError(
+        `the store was embedded with ${encoder}, but this replica's encoder is ${this.options.encoder}`,
+      );
     }
   }
 

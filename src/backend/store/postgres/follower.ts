@@ -33,7 +33,11 @@ export class Follower {
 
   async #connect(): Promise<void> {
     if (this.#closed) return;
-    const client = new pg.Client({ connectionString: this.options.url, keepAlive: true, connectionTimeoutMillis: 5_000 });
+    const client = new pg.Client({
+      connectionString: this.options.url,
+      keepAlive: true,
+      connectionTimeoutMillis: 5_000,
+    });
     client.on('error', (error) => this.#lost(client, error));
     client.on('end', () => this.#lost(client, new Error('connection ended')));
     client.on('notification', () => this.options.wake());

@@ -110,7 +110,11 @@ export class PostgresStore {
       const seq = await nextSeq(client);
       // The last of a document given twice wins (as in one SQLite transaction), and unnest takes each id once.
       const latest = [...new Map(documents.map((document) => [document.id, document])).values()];
-      await tombstoneChunks(client, latest.map((document) => utf8(document.id)), seq);
+      await tombstoneChunks(
+        client,
+        latest.map((document) => utf8(document.id)),
+        seq,
+      );
       await putDocuments(client, latest, seq);
       await putChunks(client, latest, seq);
       if (idempotency !== undefined) await remember(client, idempotency, seq);

@@ -29,7 +29,8 @@ export class PostgresSeen {
   ) {}
 
   async seen(caller: string, sessionId: string, mark?: number): Promise<SeenBefore> {
-    const upTo = mark ?? Number((await this.pool.query<{ n: string }>("SELECT nextval('rcp_seen_serial') AS n")).rows[0]!.n);
+    const upTo =
+      mark ?? Number((await this.pool.query<{ n: string }>("SELECT nextval('rcp_seen_serial') AS n")).rows[0]!.n);
     const found = await this.pool.query<{ id: Buffer }>(
       `SELECT s.id FROM rcp_seen s JOIN rcp_seen_sessions USING (key)
        WHERE key = $1 AND expires > clock_timestamp() AND s.serial < $2`,

@@ -91,7 +91,11 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('PostgresStore (a
     try {
       await expect(store.upsert([document('while-down')])).rejects.toMatchObject({
         code: -32010,
-        data: { retryable: true, retryAfterMs: expect.any(Number), detail: expect.stringMatching(/nothing was applied/) },
+        data: {
+          retryable: true,
+          retryAfterMs: expect.any(Number),
+          detail: expect.stringMatching(/nothing was applied/),
+        },
       });
     } finally {
       cluster.start();
