@@ -4,11 +4,15 @@
  * resumable, so a second run only checks what is stored), then `rcp-server eval` runs its training judgements
  * through `retrieve` and prints nDCG@10, Recall@100 and MRR@10; every other flag goes to eval (`--mode sparse`,
  * `--fusion convex`, `--rerank colbert`, `--report FILE`, ...). SciFact comes from `--scifact DIR` or RCP_SCIFACT,
- * else ../shared/data/scifact.
+ * else ../shared/data/scifact. With `--report FILE` the run is also printed as a Markdown table row (the README's
+ * quality table): nDCG@10 with its 95% bootstrap interval over queries, Recall@100, MRR@10 and, when hits carry
+ * `confidence`, its calibration error (in-sample on the training judgements it was fitted on).
  */
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { EvalReport } from '../src/eval.js';
 import { scifactPath } from './scifact.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -21,6 +25,8 @@ function take(args: string[], flag: string): string | undefined {
 
 const args = process.argv.slice(2);
 take(args, '--scifact');
+const reportAt = args.indexOf('--report');
+const report = reportAt < 0 ? undefined : args[reportAt + 1];
 const data = resolve(take(args, '--data') ?? resolve(ROOT, 'indexes/scifact'));
 
 function server(...argv: string[]): void {
@@ -39,3 +45,18 @@ server(
   scifactPath('qrels/train.tsv'),
   ...args,
 );
+
+if (report !== undefined) {
+  const run = JSON.parse(readFileSync(report, 'utf8')) as EvalReport;
+  const { mean, low, high } = run.ndcg10Ci;
+  const asked = Object.fromEntries(
+    Object.entries(run.params).filter(([key]) => !['k', 'unit', 'includeText'].includes(key)),
+  );
+  const ece = run.confidence === undefined ? '—' : run.confidence.ece10.toFixed(3);
+  console.log('| run | nDCG@10 [95% CI] | Recall@100 | MRR@10 | confidence ECE top-10 |');
+  console.log('| --- | --- | --- | --- | --- |');
+  console.log(
+    `| \`${JSON.stringify(asked)}\` | ${mean.toFixed(4)} [${low.toFixed(4)}, ${high.toFixed(4)}] | ` +
+      `${run.recall100.toFixed(4)} | ${run.mrr10.toFixed(4)} | ${ece} |`,
+  );
+}

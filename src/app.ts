@@ -14,6 +14,7 @@ import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
 import { retrieveMethod } from './methods/retrieve.js';
 import type { FieldType } from './backend/ports.js';
+import { loadTable, tableFor } from './retrieval/confidence.js';
 import { OPERATORS } from './retrieval/filter.js';
 import { Metrics } from './metrics.js';
 import { MethodRegistry } from './protocol/registry.js';
@@ -464,6 +465,15 @@ function registerRetrieve(
       // recency only shrinks); inner products and cross-encoder logits have no floor, so then none is claimed.
       scoreFloor:
         config.index.space === 'cosine' && !rerankers.some((r) => r.method === 'cross-encoder') ? -1 : undefined,
+      // §7.7.2 `confidence` (and its advertisement) only where the table was fitted on what is served by default.
+      calibration: tableFor(loadTable(config.retrieve.confidenceTable), {
+        encoder: models.encoder.info.identity,
+        space: config.index.space,
+        bm25: config.index.bm25,
+        mode: config.retrieve.defaultMode,
+        fusion: config.retrieve.fusion.method,
+        alpha: config.retrieve.fusion.alpha,
+      }),
     }),
   );
   registry

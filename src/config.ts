@@ -410,7 +410,9 @@ export const ConfigSchema = Section({
             minimum: 0,
             maximum: 1000,
             default: 2,
-            description: 'How long to collect requests before running a batch; 0 runs at once.',
+            description:
+              'How long a batch collects requests that arrive while the model is busy; a request that finds the ' +
+              'queue idle runs at once, and 0 never waits.',
           }),
           maxBatchTokens: Type.Integer({
             minimum: 1,
@@ -532,6 +534,11 @@ export const ConfigSchema = Section({
         },
         { description: 'How hybrid retrieval fuses its dense and sparse lists.' },
       ),
+      confidenceTable: Type.String({
+        default: '',
+        description:
+          "Hits' `confidence` table (§7.7.2): empty, the shipped one; a path, one made by bench/calibrate.ts; `none`, off.",
+      }),
       rerankTopN: Type.Integer({
         minimum: 1,
         default: 50,

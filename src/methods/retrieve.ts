@@ -6,6 +6,7 @@ import type { MethodDefinition } from '../protocol/registry.js';
 import { TimeSlice } from '../protocol/time-slice.js';
 import { AnswerBudget } from '../retrieval/answer-budget.js';
 import { buildHits, reportUsage } from '../retrieval/answer.js';
+import { confidenceOf, withConfidence, type CalibrationTable } from '../retrieval/confidence.js';
 import { CursorCodec } from '../retrieval/cursor.js';
 import { diversify } from '../retrieval/diversify.js';
 import { rerankFunnel } from '../retrieval/funnel.js';
@@ -14,7 +15,7 @@ import { buildHit, hitId, type TrustLevel } from '../retrieval/hits.js';
 import { packTokenBudget } from '../retrieval/packing.js';
 import { cursorAfter, openPage, pageOf } from '../retrieval/paging.js';
 import { planQueries } from '../retrieval/query-plan.js';
-import { atLeast, rankLists } from '../retrieval/ranking.js';
+import { atLeast, rankLists, type Scored } from '../retrieval/ranking.js';
 import { recall } from '../retrieval/recall.js';
 import { applyRecency } from '../retrieval/recency.js';
 import { FUSIONS, MODES, resolveOptions, UNITS, type OptionSettings } from '../retrieval/retrieve-options.js';
@@ -98,6 +99,8 @@ export interface RetrieveSettings extends OptionSettings {
   readonly content: ContentReader;
   /** §6.1 the theoretical minimum of Hit.score, when there is one (advertised for federated convex fusion). */
   readonly scoreFloor?: number | undefined;
+  /** §7.7.2 the calibration behind `confidence`, when it holds for what this server serves by default. */
+  readonly calibration?: CalibrationTable | undefined;
 }
 
 /** What one retrieve handler works with: the ports, the settings, and the state kept across requests. */
@@ -151,6 +154,8 @@ function capabilityOf(settings: RetrieveSettings, rerankers: readonly Reranker[]
     tokenBudget: true,
     defaultMode: settings.defaultMode,
     ...(settings.scoreFloor === undefined ? {} : { scoreFloor: settings.scoreFloor }),
+    // §7.7.2: advertised only when the default pipeline's hits carry it (other pipelines' hits have none).
+    ...(settings.calibration === undefined ? {} : { confidence: true }),
     /** Which index serves `mode: "sparse"`: lexical BM25, not a learned-sparse model. */
     sparse: 'bm25',
   };
@@ -175,6 +180,8 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   ctx.signal.throwIfAborted();
   const funnel = await rerankFunnel(ranked, options.reranker, options.topN, queries.query, corpus, ctx);
   ranked = groupUnits(atLeast(funnel.ranked, params.minScore), unit, corpus);
+  const reranked = options.reranker !== undefined;
+  const confidence = confidenceOf(settings.calibration, { ...options, reranked, lists: lists.length });
 
   // The page: where the cursor left off, without what the session has seen, diversified, packed.
   const start = openPage(cursors, declaredOf(params), indexVersion);
@@ -190,7 +197,8 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   // The answer.
   const shape = { unit, includeText: params.includeText, includeVectors: params.includeVectors, trust: settings.trust };
   const limits = { maxResponseBytes: settings.maxResponseBytes, answers: retriever.answers };
-  const hits = await buildHits(packed.page, (hit) => buildHit(corpus, hit, shape), limits, building);
+  const build = (hit: Scored) => withConfidence(buildHit(corpus, hit, shape), confidence?.(hit));
+  const hits = await buildHits(packed.page, build, limits, building);
   await rememberReturned(sessions, ctx.caller, params.sessionId, hits);
   const nextCursor = cursorAfter(cursors, start, {
     total: ranked.length,

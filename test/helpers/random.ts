@@ -1,11 +1,3 @@
-/** mulberry32: a tiny seeded generator, uniform in [0, 1), so a failing case can be replayed from its seed. */
-export function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32: a tiny seeded generator, uniform in [0, 1), so a failing case can be replayed from its seed (the one
+ * the evaluation's bootstrap uses). */
+export { seededRandom as mulberry32 } from '../../src/retrieval/calibration.js';
