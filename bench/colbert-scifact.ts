@@ -9,10 +9,10 @@ import { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
 import { OnnxMaxSim } from '../src/backend/onnx/maxsim.js';
 import type { TokenMatrix } from '../src/backend/ports.js';
 import { corpus, ndcg, recall, trainQueries } from './scifact.js';
+import { silentLogger as silent } from '../test/helpers/logger.js';
 
 const DIR = fileURLToPath(new URL('../models/use-lite', import.meta.url));
 const DEPTH = 100;
-const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 async function inBatches<T>(texts: readonly string[], run: (batch: string[]) => Promise<T[]>): Promise<T[]> {
   const out: T[] = [];

@@ -17,10 +17,10 @@ import type { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
 import { ingest } from '../src/ingest/ingest.js';
 import { benchCorpusSettings, benchEncoder } from './settings.js';
 import { corpus as scifact } from './scifact.js';
+import { silentLogger as silent } from '../test/helpers/logger.js';
 
 const CHUNKS = Number(process.env.RCP_BENCH_CHUNKS ?? 100_000);
 const INGEST_DOCS = 1000;
-const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 const settings = benchCorpusSettings;
 

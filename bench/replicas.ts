@@ -21,11 +21,11 @@ import { HAS_POSTGRES, PostgresCluster } from '../test/helpers/postgres.js';
 import { startHttpProcess, type ServerProcess } from '../test/helpers/processes.js';
 import { benchCorpusSettings, benchEncoder } from './settings.js';
 import { corpus as scifact } from './scifact.js';
+import { silentLogger as silent } from '../test/helpers/logger.js';
 
 const CHUNKS = Number(process.env.RCP_BENCH_CHUNKS ?? 100_000);
 const READ_SECONDS = Number(process.env.RCP_BENCH_SECONDS ?? 6);
 const CLIENTS = 8;
-const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 function randomUnit(dimension: number, seed: number): Float32Array {
   let state = seed >>> 0 || 1;

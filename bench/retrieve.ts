@@ -19,10 +19,10 @@ import type { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
 import { ingest } from '../src/ingest/ingest.js';
 import { scifactPath } from './scifact.js';
 import { benchCorpusSettings, benchEncoder } from './settings.js';
+import { silentLogger as silent } from '../test/helpers/logger.js';
 
 const QUERIES = 200;
 const CLIENTS = 8;
-const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 const settings = benchCorpusSettings;
 

@@ -3,6 +3,7 @@ import type { CorpusSettings } from '../src/backend/corpus/corpus.js';
 import { readManifest } from '../src/backend/manifest.js';
 import { defaultConfig } from '../src/config.js';
 import { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
+import { silentLogger } from '../test/helpers/logger.js';
 
 /** The corpus settings every bench uses: the server's defaults (`index.*`), with saves left to close. */
 export function benchCorpusSettings(dir: string): CorpusSettings {
@@ -26,9 +27,8 @@ export function benchCorpusSettings(dir: string): CorpusSettings {
 /** The default encoder, opened directly (no server) with a queue that never refuses a bench's batches. */
 export async function benchEncoder(): Promise<UseLiteEncoder> {
   const dir = fileURLToPath(new URL('../models/use-lite', import.meta.url));
-  const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
   const queue = { maxWaitMs: 0, maxBatchTokens: 1 << 16, maxBatchItems: 64, maxQueuedItems: 1 << 16 };
-  const encoder = new UseLiteEncoder(dir, readManifest(dir), { intraOpThreads: 0, log: silent }, queue);
+  const encoder = new UseLiteEncoder(dir, readManifest(dir), { intraOpThreads: 0, log: silentLogger }, queue);
   await encoder.loaded;
   return encoder;
 }
