@@ -495,6 +495,14 @@ export const ConfigSchema = Section({
             description: 'Document length normalisation: 0 none, 1 full.',
           }),
           stem: Type.Boolean({ default: true, description: 'Stem English words, in documents and queries.' }),
+          fields: Type.Record(Type.String(), Type.Number({ minimum: 0, maximum: 100 }), {
+            // SciFact train, paired bootstrap: title 1.5 lifts sparse nDCG@10 +0.006, hybrid +0.0065 (docs/corpus.md).
+            default: { title: 1.5 },
+            description:
+              "Metadata text fields weighed into BM25 beside a chunk's text (BM25F): field name → weight, each of " +
+              'its terms counted that many times (0: not indexed). A string value, or an array of strings; read for ' +
+              'every chunk of the document. Takes effect at start (the lexical index is rebuilt from the store).',
+          }),
         },
         { description: 'Lexical (BM25) scoring.' },
       ),

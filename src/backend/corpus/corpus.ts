@@ -207,7 +207,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     }
     for (const { label, docId, ordinal, text, context } of this.store.chunkTexts()) {
       this.#chunkPlace.set(label, { docId, ordinal });
-      await this.#lexical.addInSlices(label, lexicalText(text, context), slice);
+      await this.#lexical.addInSlices(label, lexicalText(text, context), slice, this.#documentMeta.get(docId));
       await slice.due();
     }
     this.#savedSeq = savedSeq;
@@ -406,8 +406,11 @@ export class Corpus implements CorpusWriter, CorpusReader {
     }
     // Analysing long texts for BM25 is CPU work on the event loop: in time slices (DESIGN §5b).
     const slice = new TimeSlice();
+    // A chunk's lexical fields (index.bm25.fields) come from its document's metadata, as written in this batch.
+    const metaOf = new Map(write.written.map(({ id, meta }) => [id, meta]));
     for (const chunk of added) {
-      await this.#lexical.addInSlices(chunk.label, lexicalText(chunk.text, chunk.context), slice);
+      const meta = metaOf.get(chunk.docId) ?? this.#documentMeta.get(chunk.docId);
+      await this.#lexical.addInSlices(chunk.label, lexicalText(chunk.text, chunk.context), slice, meta);
       await slice.due();
     }
     for (const { id, meta, origin } of write.written) {

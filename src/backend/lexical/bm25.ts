@@ -18,6 +18,25 @@ const BOUND_DRIFT = 1.25;
 export interface Bm25Options extends AnalyzerOptions {
   readonly k1: number;
   readonly b: number;
+  /**
+   * Metadata text fields weighed into a document beside its text (BM25F with one length normalisation): a field of
+   * weight w counts each of its terms w times, in the term's frequency and in the document's length. Absent or
+   * empty: the text alone.
+   */
+  readonly fields?: Readonly<Record<string, number>>;
+}
+
+/**
+ * Field weights are rounded to this fraction, so weighted frequencies and lengths are exact in binary (sums of
+ * lengths stay exact whatever order documents come and go in, and an index built afresh has the same avgdl).
+ */
+const WEIGHT_STEP = 256;
+
+/** The text of metadata field values a BM25F field can read: a string, or strings in an array. */
+function fieldText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.filter((item): item is string => typeof item === 'string').join('\n');
+  return '';
 }
 
 export interface LexicalHit {
@@ -36,7 +55,8 @@ export interface LexicalHit {
  */
 class Posting {
   docs = new Int32Array(4);
-  tfs = new Int32Array(4);
+  /** Term frequencies: counts, weighted by field (multiples of 1/WEIGHT_STEP) when fields are weighed in. */
+  tfs = new Float32Array(4);
   length = 0;
   live = 0;
   bound = 0;
@@ -47,7 +67,7 @@ class Posting {
 interface DocEntry {
   doc: number;
   readonly terms: readonly string[];
-  readonly tfs: Int32Array;
+  readonly tfs: Float32Array;
   readonly length: number;
 }
 
@@ -57,7 +77,7 @@ interface Cursor {
   /** The term's position among the query's distinct terms (scores are summed in that order). */
   readonly order: number;
   readonly docs: Int32Array;
-  readonly tfs: Int32Array;
+  readonly tfs: Float32Array;
   readonly length: number;
   readonly idf: number;
   /** An upper bound on the term's contribution to any document's score (MARGIN included). */
@@ -71,6 +91,11 @@ interface Cursor {
  *   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5));  score = Σ idf · tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl))
  * summed over the query's distinct terms (a repeated query term counts once), in the order they first occur.
  *
+ * Fields (`options.fields`, BM25F with one length normalisation shared by the fields — Robertson, Zaragoza & Taylor
+ * 2004): a document's tf is Σ w_f · tf_f over its text (w 1) and the weighed metadata fields it has, and its dl is
+ * Σ w_f · dl_f; the formula above is unchanged. It is "the title repeated w times" for any real w. A per-field b
+ * (full BM25F) measured no better on SciFact (docs/corpus.md) and would need a length per field per document.
+ *
  * Top-k search prunes with MaxScore (Turtle & Flood 1995, as Lucene, PISA and Tantivy do): terms sorted by their
  * bound; those whose bounds together cannot lift a document past the k-th best score so far are only probed for
  * documents that the others already make competitive. It returns exactly what exhaustive scoring returns — the same
@@ -80,8 +105,8 @@ interface Cursor {
 export class Bm25Index {
   readonly #postings = new Map<string, Posting>();
   readonly #entries = new Map<number, DocEntry>();
-  /** By internal id: document length, or −1 once removed. */
-  #lengths = new Int32Array(16);
+  /** By internal id: document length (field-weighted), or −1 once removed. */
+  #lengths = new Float64Array(16);
   /** By internal id: the label. */
   #labels = new Float64Array(16);
   /** Internal ids handed out so far (the next id). */
@@ -90,40 +115,69 @@ export class Bm25Index {
   /** Score accumulators for exhaustive search, reused (a search that yields mid-way holds its own). */
   readonly #accumulators: Float64Array[] = [];
 
-  constructor(private readonly options: Bm25Options) {}
+  /** The weighed fields: name and weight (rounded to 1/WEIGHT_STEP), those of weight 0 left out. */
+  readonly #fields: readonly (readonly [string, number])[];
+
+  constructor(private readonly options: Bm25Options) {
+    this.#fields = Object.entries(options.fields ?? {})
+      .map(([name, weight]) => [name, Math.round(weight * WEIGHT_STEP) / WEIGHT_STEP] as const)
+      .filter(([, weight]) => weight > 0);
+  }
 
   get size(): number {
     return this.#entries.size;
   }
 
-  add(label: number, text: string): void {
-    this.#addTerms(label, analyze(text, this.options));
+  /** Indexes `text` under `label`, with the weighed fields of `meta` (BM25F) when the options name any. */
+  add(label: number, text: string, meta?: Readonly<Record<string, unknown>>): void {
+    this.#addTerms(label, analyze(text, this.options), this.#fieldTerms(meta));
   }
 
   /**
    * `add` for a text of any length: analysed part by part (cut at spaces, where no term can span) in time slices, so
    * indexing a 1 MB document does not hold the event loop for its whole analysis (DESIGN §5b).
    */
-  async addInSlices(label: number, text: string, slice: TimeSlice): Promise<void> {
-    if (text.length <= PART_UNITS) return this.add(label, text);
+  async addInSlices(
+    label: number,
+    text: string,
+    slice: TimeSlice,
+    meta?: Readonly<Record<string, unknown>>,
+  ): Promise<void> {
+    if (text.length <= PART_UNITS) return this.add(label, text, meta);
     const terms: string[] = [];
     for (const part of textParts(text)) {
       for (const term of analyze(part, this.options)) terms.push(term);
       await slice.due();
     }
-    this.#addTerms(label, terms);
+    this.#addTerms(label, terms, this.#fieldTerms(meta));
   }
 
-  #addTerms(label: number, terms: readonly string[]): void {
+  /** The analysed terms of each weighed field that `meta` holds text for, with the field's weight. */
+  #fieldTerms(meta: Readonly<Record<string, unknown>> | undefined): [readonly string[], number][] {
+    const fields: [readonly string[], number][] = [];
+    if (meta === undefined) return fields;
+    for (const [name, weight] of this.#fields) {
+      // Field values are bounded by the metadata limits (§15.5): analysed in one go.
+      const terms = analyze(fieldText(meta[name]), this.options);
+      if (terms.length > 0) fields.push([terms, weight]);
+    }
+    return fields;
+  }
+
+  #addTerms(label: number, terms: readonly string[], fields: readonly [readonly string[], number][] = []): void {
     if (this.#entries.has(label)) this.remove(label);
     const counts = new Map<string, number>();
     for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
+    let length = terms.length;
+    for (const [fieldTerms, weight] of fields) {
+      for (const term of fieldTerms) counts.set(term, (counts.get(term) ?? 0) + weight);
+      length += fieldTerms.length * weight;
+    }
     if (this.#ids === this.#lengths.length) this.#grow();
     const doc = this.#ids++;
-    const length = terms.length;
     this.#lengths[doc] = length;
     this.#labels[doc] = label;
-    const tfs = new Int32Array(counts.size);
+    const tfs = new Float32Array(counts.size);
     let i = 0;
     for (const [term, tf] of counts) {
       tfs[i++] = tf;
@@ -168,7 +222,7 @@ export class Bm25Index {
   }
 
   #grow(): void {
-    const lengths = new Int32Array(this.#lengths.length * 2);
+    const lengths = new Float64Array(this.#lengths.length * 2);
     lengths.set(this.#lengths);
     const labels = new Float64Array(this.#labels.length * 2);
     labels.set(this.#labels);
@@ -180,7 +234,7 @@ export class Bm25Index {
   /** Drops removed documents from a list (into new arrays: a search in flight keeps the old ones). */
   #compact(posting: Posting): void {
     const docs = new Int32Array(Math.max(4, posting.live));
-    const tfs = new Int32Array(docs.length);
+    const tfs = new Float32Array(docs.length);
     let kept = 0;
     for (let i = 0; i < posting.length; i++) {
       const doc = posting.docs[i]!;
@@ -202,7 +256,7 @@ export class Bm25Index {
   #renumber(): void {
     const renamed = new Int32Array(this.#ids).fill(-1);
     const capacity = Math.max(16, 2 * this.#entries.size);
-    const lengths = new Int32Array(capacity);
+    const lengths = new Float64Array(capacity);
     const labels = new Float64Array(capacity);
     let next = 0;
     for (let doc = 0; doc < this.#ids; doc++) {
@@ -214,7 +268,7 @@ export class Bm25Index {
     for (const entry of this.#entries.values()) entry.doc = renamed[entry.doc]!;
     for (const posting of this.#postings.values()) {
       const docs = new Int32Array(Math.max(4, posting.live));
-      const tfs = new Int32Array(docs.length);
+      const tfs = new Float32Array(docs.length);
       let kept = 0;
       for (let i = 0; i < posting.length; i++) {
         const doc = renamed[posting.docs[i]!]!;
@@ -579,8 +633,8 @@ function seek(docs: Int32Array, from: number, to: number, doc: number): number {
   return high;
 }
 
-function grown(array: Int32Array): Int32Array<ArrayBuffer> {
-  const next = new Int32Array(array.length * 2);
+function grown<T extends Int32Array | Float32Array>(array: T): T {
+  const next = new (array.constructor as new (length: number) => T)(array.length * 2);
   next.set(array);
   return next;
 }
