@@ -10,7 +10,8 @@
  * client's success beside an attacker) and fairness (a polite client's dense retrieves beside 32 concurrent heavy ones,
  * the attacker under its own key and under the polite one) and replicas (read throughput with 1-3 replicas over a
  * PostgreSQL store of record against one SQLite server, write-to-visible lag, replica cold start from the store vs
- * its snapshot; needs Debian's postgresql). The suites that read SciFact take its folder from `--scifact DIR` or
+ * its snapshot; needs Debian's postgresql) and http (autocannon at 8 and 64 connections: ping against a bare Fastify
+ * route, sparse retrieve p99 at 64 against 8, -32011 refusals and client timeouts). The suites that read SciFact take its folder from `--scifact DIR` or
  * RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -28,6 +29,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   isolation: async () => (await import('./isolation.js')).benchIsolation(),
   fairness: async () => (await import('./fairness.js')).benchFairness(),
   replicas: async () => (await import('./replicas.js')).benchReplicas(),
+  http: async () => (await import('./http.js')).benchHttp(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

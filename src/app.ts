@@ -238,7 +238,9 @@ function sessionLimits(config: Config, logger: FastifyBaseLogger, metrics: Metri
     onInternalError: (error: unknown, method: string) => logger.error({ err: error, method }, 'method failed'),
     onAnswered: (method: string, code: number, ms: number, params: Record<string, unknown>) => {
       metrics.observe(method, code, ms);
-      // §15.6: the request log names the method and outcome; bodies only when the operator turned them on.
+      // §15.6: the request log names the method and outcome; bodies only when the operator turned them on. Its
+      // object is built only when the line is written (not at the default level: a ping costs little more than it).
+      if (logger.level !== 'debug' && logger.level !== 'trace') return;
       logger.debug(
         { method, code, ms: Math.round(ms * 10) / 10, ...(config.log.bodies ? { params } : {}) },
         'answered',

@@ -6,10 +6,11 @@
  * The budget is the turn's, not the slice's: one turn of the event loop runs at most `budgetMs` of sliced work,
  * however many slices it passes through (a retrieve goes from lexical completion to dense completion to packing,
  * each with its own slice: counted apart, one turn ran three budgets, 26 ms). Waiting slices take turns across every
- * request in the process: each turn of the event loop wakes one, oldest first, and the loop then serves timers and
- * I/O (other clients, `ping`) before the next. A hundred heavy requests at once slow one another down, not the loop.
+ * request in the process: each turn of the event loop wakes them oldest first, one after another until its budget is
+ * spent, and the loop then serves timers and I/O (other clients, `ping`) before the next. A hundred heavy requests at
+ * once slow one another down, not the loop.
  */
-const waiting: (() => void)[] = [];
+const waiting: { slice: TimeSlice; resume: () => void }[] = [];
 let armed = false;
 /** When this turn began running sliced work; forgotten before the next turn's I/O (see `turnStart`). */
 let turnStarted: number | undefined;
@@ -29,6 +30,7 @@ function startTurn(): number {
     setTimeout(() => {
       forgetting = false;
       turnStarted = undefined;
+      woken.clear();
     }, 0).unref();
   }
   return turnStarted;
@@ -37,14 +39,29 @@ function startTurn(): number {
 /** The current turn's start: the first slice to ask in a turn sets it. */
 const turnStart = (): number => turnStarted ?? startTurn();
 
+/** The slices woken this turn: each runs on while the turn lasts; fresh work waits behind the queue. */
+const woken = new Set<TimeSlice>();
+
+/**
+ * Wakes waiting slices, oldest first, one after another while the turn's budget lasts: each runs until it yields again,
+ * finishes or waits for I/O (its chain of promises drained) before the next is woken. One slice a turn starved them
+ * when the turn was busy with I/O: a hundred cheap refusals a turn left each slice one step every few milliseconds.
+ */
 function wake(): void {
   armed = false;
-  const next = waiting.shift();
-  if (next !== undefined) {
-    startTurn();
-    next();
-  }
-  arm();
+  startTurn();
+  woken.clear();
+  wakeNext();
+}
+
+function wakeNext(): void {
+  const next = waiting[0];
+  if (next === undefined || (woken.size > 0 && performance.now() - turnStart() >= next.slice.budgetMs)) return arm();
+  waiting.shift();
+  woken.add(next.slice);
+  next.resume();
+  // A tick queued from a microtask runs once every microtask has: once the slice just woken has run as far as it can.
+  queueMicrotask(() => process.nextTick(wakeNext));
 }
 
 function arm(): void {
@@ -54,25 +71,30 @@ function arm(): void {
 }
 
 /** Resolves on a later turn of the event loop, when this slice's turn comes. */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => {
-    waiting.push(resolve);
+function nextTurn(slice: TimeSlice): Promise<void> {
+  return new Promise((resume) => {
+    waiting.push({ slice, resume });
     arm();
   });
 }
 
 export class TimeSlice {
   constructor(
-    private readonly budgetMs = 8,
+    readonly budgetMs = 8,
     private readonly signal?: AbortSignal,
   ) {
     turnStart();
   }
 
-  /** Resolves at once while the turn has time left; else on the slice's next turn. */
+  /**
+   * Resolves at once while the turn has time left and no other slice waits for one (or this one was woken for this
+   * turn); else on the slice's next turn. Work that arrives while others wait goes behind them: before, a request
+   * arriving fresh ran ahead of every waiting one, turn after turn, and under load a few waited seconds while most
+   * took a millisecond.
+   */
   async due(): Promise<void> {
-    if (performance.now() - turnStart() < this.budgetMs) return;
-    await nextTurn();
+    if (performance.now() - turnStart() < this.budgetMs && (waiting.length === 0 || woken.has(this))) return;
+    await nextTurn(this);
     this.signal?.throwIfAborted();
   }
 }

@@ -1,8 +1,9 @@
-import type { RpcError } from '../protocol/errors.js';
+import { RpcError } from '../protocol/errors.js';
 import { isJsonObject } from '../protocol/messages.js';
 import type { LoadShedder } from './load-shedding.js';
 import { rateClassOf } from '../protocol/method-table.js';
 import type { RateLimiter } from './rate-limit.js';
+import { WorkGate, type WorkTicket } from './work-gate.js';
 
 export type RefusalReason = 'overload' | 'rate_limit';
 
@@ -17,6 +18,8 @@ export class Admission {
     private readonly shedder: LoadShedder | undefined,
     private readonly limiter: RateLimiter | undefined,
     private readonly onRefused: (reason: RefusalReason, method: string) => void = () => undefined,
+    /** The HTTP work in flight (see work-gate.ts). */
+    readonly work: WorkGate = new WorkGate(),
   ) {}
 
   get enabled(): boolean {
@@ -30,6 +33,26 @@ export class Admission {
     return members.some(
       (member) => isJsonObject(member) && typeof member.method === 'string' && rateClassOf(member.method) !== undefined,
     );
+  }
+
+  /** Whether `method` is work: subject to admission (the lifecycle and notifications are not). */
+  isWork(method: unknown): boolean {
+    return typeof method === 'string' && rateClassOf(method) !== undefined;
+  }
+
+  /**
+   * A place among the work in flight for a frame holding work (undefined for one that holds none), or the -32011
+   * every work member of it is answered with (each counted as an overload refusal).
+   */
+  enterWork(caller: string, value: unknown): WorkTicket | RpcError | undefined {
+    const members: unknown[] = Array.isArray(value) ? value : [value];
+    const work = members.filter((member) => isJsonObject(member) && 'id' in member && this.isWork(member.method));
+    if (work.length === 0) return undefined;
+    const entered = this.work.enter(caller);
+    if (entered instanceof RpcError) {
+      for (const member of work) this.onRefused('overload', (member as { method: string }).method);
+    }
+    return entered;
   }
 
   async check(caller: string, method: unknown): Promise<RpcError | undefined> {

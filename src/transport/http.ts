@@ -11,6 +11,7 @@ import { authorize, type ApiKeys, type Caller } from './auth.js';
 import type { HttpSessionStore, SessionRef } from './http-sessions.js';
 import { BodyRefusal, receiveBody, type BodyBudget } from './body.js';
 import type { Outbox } from './outbox.js';
+import { lazyChildLogger } from './lazy-logger.js';
 
 export interface HttpTransportOptions {
   /** The RCP base path (§5.2 default `/rcp`). */
@@ -48,14 +49,20 @@ const callers = new WeakMap<FastifyRequest, Caller>();
 export async function rcpHttp(app: FastifyInstance, options: HttpTransportOptions): Promise<void> {
   const base = options.base.replace(/\/+$/, '');
 
-  await app.register(cors, {
-    origin: options.corsOrigins.length === 0 ? false : [...options.corsOrigins],
-    methods: ['POST', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'Authorization', 'Accept', 'RCP-Session'],
-    exposedHeaders: ['RCP-Session'],
-  });
+  // Without origins there is nothing for CORS to add: no plugin, so no hook runs per request, and a preflight is
+  // Fastify's plain 404 (as the plugin's own route answers it when the origin is refused).
+  if (options.corsOrigins.length > 0) {
+    await app.register(cors, {
+      origin: [...options.corsOrigins],
+      methods: ['POST', 'OPTIONS'],
+      allowedHeaders: ['Content-Type', 'Authorization', 'Accept', 'RCP-Session'],
+      exposedHeaders: ['RCP-Session'],
+    });
+  }
 
   await app.register((scope, _options, done) => {
+    // A request's logger is made when something logs through it (errors only), not for every request.
+    scope.setChildLoggerFactory(lazyChildLogger);
     // We parse bodies ourselves so that bad JSON is a JSON-RPC -32700, whatever the Content-Type says.
     scope.removeAllContentTypeParsers();
     // Read as it arrives, so that a body too large, too complex to parse or past the shared budget is refused early.
@@ -125,8 +132,29 @@ async function answer(
     admission?.enabled === true
       ? await screen(byScope.accepted, (method) => admission.check(callerId, method))
       : { accepted: byScope.accepted, rejected: [] };
-  const accepted = byLoad.accepted;
-  const rejected = [...byPath.rejected, ...byScope.rejected, ...byLoad.rejected];
+  // §15.5: work past what the process serves at once is refused now (-32011), never queued behind the rest.
+  const place = admission?.enabled === true ? admission.enterWork(callerId, byLoad.accepted) : undefined;
+  const byWork: Screened =
+    place instanceof RpcError
+      ? await screen(byLoad.accepted, (method) => (admission!.isWork(method) ? place : undefined))
+      : { accepted: byLoad.accepted, rejected: [] };
+  const rejected = [...byPath.rejected, ...byScope.rejected, ...byLoad.rejected, ...byWork.rejected];
+  try {
+    await serve(request, reply, byWork.accepted, rejected, { ...options, caller: callerId });
+  } finally {
+    if (place !== undefined && !(place instanceof RpcError)) place.release();
+  }
+}
+
+/** The screened frame, handled in its session, answered. */
+async function serve(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  accepted: unknown,
+  rejected: Response[],
+  options: HttpTransportOptions & { caller: string },
+): Promise<void> {
+  const callerId = options.caller;
   // Members refused above keep their own answers; only what is left needs a session.
   if (accepted === undefined) return await sendReplies(reply, mergeReplies(undefined, rejected), options, callerId);
   const ref = sessionRef(request);
@@ -135,18 +163,34 @@ async function answer(
     return await sendReplies(reply, mergeReplies(answerEach(accepted, session), rejected), options, callerId);
   }
 
-  // §13.1: a client hanging up abandons its request.
-  const hangUp = new AbortController();
-  reply.raw.on('close', () => reply.raw.writableFinished || hangUp.abort());
+  // §13.1: a client hanging up abandons its request. Only work can be abandoned: the lifecycle methods answer at once,
+  // so a frame of those alone needs no signal (nor a listener on the connection).
+  const hangUp = cancellable(accepted) ? hangUpSignal(reply) : undefined;
 
   if (wantsStream(request) && isJsonObject(accepted) && 'id' in accepted && session.streams) {
-    const run = (sink: NotificationSink) => session.handle(accepted, sink, hangUp.signal);
-    return stream(request, reply, { ...options, caller: callerId }, run);
+    const run = (sink: NotificationSink) => session.handle(accepted, sink, hangUp);
+    return stream(request, reply, options, run);
   }
-  const replies = mergeReplies(await session.handle(accepted, undefined, hangUp.signal), rejected);
+  const replies = mergeReplies(await session.handle(accepted, undefined, hangUp), rejected);
   await options.sessions.share(session);
   await sendReplies(reply, replies, options, callerId);
 }
+
+/** Aborts when the client hangs up before its answer is written (§13.1). */
+function hangUpSignal(reply: FastifyReply): AbortSignal {
+  const hangUp = new AbortController();
+  reply.raw.on('close', () => reply.raw.writableFinished || hangUp.abort());
+  return hangUp.signal;
+}
+
+/** Whether any member of the frame runs a method that can be cancelled (anything but the lifecycle, §13). */
+function cancellable(value: unknown): boolean {
+  if (!Array.isArray(value)) return isJsonObject(value) && !LIFECYCLE.has(value.method);
+  return value.some((member) => isJsonObject(member) && !LIFECYCLE.has(member.method));
+}
+
+/** Answered at once by the session, never by a handler: nothing to cancel. */
+const LIFECYCLE: ReadonlySet<unknown> = new Set(['ping', 'info', 'initialize', 'shutdown']);
 
 /** §5.2: the answer as HTTP 200 JSON, or 204 when there is nothing to answer (notifications only). */
 async function sendReplies(

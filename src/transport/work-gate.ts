@@ -1,0 +1,71 @@
+import { RpcError } from '../protocol/errors.js';
+
+/**
+ * How many HTTP requests carrying work (anything but the lifecycle) run at once, all callers together (§15.5). The
+ * event loop serves them in turns (protocol/time-slice.ts), so each one admitted past what the process can serve
+ * in parallel only adds its own time to everyone's wait: 64 connections of sparse retrieves once waited seconds at
+ * p99 (a few clients timed out) where 8 waited 80 ms. Past this many, a request is refused at once with -32011 and a
+ * `retryAfterMs` from how long the work in flight is taking, instead of joining a queue. Enough in flight to fill a
+ * model batch or the index worker's queue; few enough that a queue of them stays a fraction of a second.
+ */
+export const WORK_IN_FLIGHT = 16;
+
+/** A place among the work in flight; give it back once the answer is known. */
+export interface WorkTicket {
+  release(): void;
+}
+
+/**
+ * The work in flight, and who holds it. A caller within its fair share (the places divided among the callers
+ * holding any) is admitted even when every place is taken, up to twice the places: a client that floods the server
+ * takes the places it finds free, but cannot keep a caller with one request waiting out.
+ */
+export class WorkGate {
+  readonly #places: number;
+  readonly #byCaller = new Map<string, number>();
+  #inFlight = 0;
+  /** Exponentially weighted milliseconds a request holds its place: how soon one is likely to free up. */
+  #heldMs = 10;
+
+  constructor(places = WORK_IN_FLIGHT) {
+    this.#places = places;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** A place for `caller`, or the -32011 to answer with. */
+  enter(caller: string): WorkTicket | RpcError {
+    const held = this.#byCaller.get(caller) ?? 0;
+    if (this.#inFlight >= this.#places) {
+      const callers = this.#byCaller.size + (held === 0 ? 1 : 0);
+      const share = Math.max(1, Math.floor(this.#places / callers));
+      if (held >= share || this.#inFlight >= 2 * this.#places) return this.#busy();
+    }
+    this.#inFlight++;
+    this.#byCaller.set(caller, held + 1);
+    const entered = performance.now();
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#inFlight--;
+        const left = (this.#byCaller.get(caller) ?? 1) - 1;
+        if (left === 0) this.#byCaller.delete(caller);
+        else this.#byCaller.set(caller, left);
+        this.#heldMs += (performance.now() - entered - this.#heldMs) / 8;
+      },
+    };
+  }
+
+  /** §15.5: retry once about one request's time has passed: by then a place has usually freed. */
+  #busy(): RpcError {
+    const retryAfterMs = Math.min(1000, Math.max(5, Math.ceil(this.#heldMs)));
+    return RpcError.rateLimited(
+      retryAfterMs,
+      `server busy: ${this.#inFlight} requests in flight (at most ${this.#places} at once); retry`,
+    );
+  }
+}

@@ -1,0 +1,98 @@
+import { mkdtempSync } from 'node:fs';
+import { connect as tcp } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+import { request, type Frame } from '../helpers/wire.js';
+import { WORK_IN_FLIGHT } from '../../src/transport/work-gate.js';
+
+/**
+ * A burst of work past what the server serves at once (§15.5), against a real server process with the default model
+ * and a small corpus: what cannot be served now is answered -32011 with a `retryAfterMs` at once — never queued for
+ * seconds behind the rest — and what is admitted is served.
+ */
+let server: ServerProcess;
+
+beforeAll(async () => {
+  server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', mkdtempSync(join(tmpdir(), 'rcp-'))]);
+  const words = 'cell protein gene tumor immune receptor signal pathway blood heart brain neuron virus'.split(' ');
+  const documents = Array.from({ length: 300 }, (_, i) => ({
+    id: `d${i}`,
+    text: Array.from({ length: 40 }, (_, w) => words[(i * 7 + w * 3) % words.length]).join(' '),
+  }));
+  const added = await post(request(1, 'index/add', { documents }));
+  expect(added.frame.error).toBeUndefined();
+}, 120_000);
+
+afterAll(async () => {
+  await server.stop();
+});
+
+async function post(frame: Frame): Promise<{ frame: Frame; ms: number }> {
+  const started = performance.now();
+  const response = await fetch(`${server.origin}/rcp/${String(frame.method)}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(frame),
+  });
+  const answer = (await response.json()) as Frame;
+  return { frame: answer, ms: performance.now() - started };
+}
+
+/** An HTTP/1.1 request on a connection of its own, opened beforehand: `send()` writes it and times the answer. */
+async function connection(frame: Frame): Promise<{ send: () => Promise<{ frame: Frame; ms: number }> }> {
+  const { hostname, port } = new URL(server.origin);
+  const socket = tcp({ host: hostname, port: Number(port) });
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  const body = JSON.stringify(frame);
+  const head = `POST /rcp/${String(frame.method)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n`;
+  const text = `${head}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  return {
+    send: () =>
+      new Promise((resolve, reject) => {
+        const chunks: Buffer[] = [];
+        socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+        socket.once('error', reject);
+        const sent = performance.now();
+        socket.once('end', () => {
+          const ms = performance.now() - sent;
+          const answer = Buffer.concat(chunks).toString('utf8');
+          resolve({ frame: JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as Frame, ms });
+        });
+        socket.write(text);
+      }),
+  };
+}
+
+describe('overload (§15.5)', () => {
+  it('a burst beyond capacity is answered -32011 with retryAfterMs at once, not queued; the admitted are served', async () => {
+    const burst = WORK_IN_FLIGHT * 8;
+    // Heavy enough that the first ones still hold their places when the rest arrive.
+    const params = { query: 'protein signal pathway in the heart', k: 200, candidateK: 1000, mode: 'hybrid' };
+    const connections = [];
+    for (let i = 0; i < burst; i++) connections.push(await connection(request(i + 10, 'retrieve', params)));
+    // Every request written at once: the whole burst is at the server within a few milliseconds.
+    const answers = await Promise.all(connections.map((c) => c.send()));
+    const served = answers.filter((answer) => answer.frame.result !== undefined);
+    const refused = answers.filter((answer) => (answer.frame.error as Frame | undefined)?.code === -32011);
+    expect(served.length + refused.length).toBe(burst);
+    expect(served.length).toBeGreaterThanOrEqual(WORK_IN_FLIGHT);
+    expect(refused.length).toBeGreaterThan(burst / 2);
+    for (const { frame } of refused) {
+      const data = (frame.error as { data?: { retryable?: boolean; retryAfterMs?: number } }).data;
+      expect(data?.retryable).toBe(true);
+      expect(data?.retryAfterMs).toBeGreaterThan(0);
+    }
+    // Refusals do not wait for the work admitted before them: the typical one is out before the typical one served,
+    // the last before the last served, and none waits seconds (before, the burst queued and took seconds to clear).
+    const ms = (list: typeof answers) => list.map((answer) => answer.ms).sort((a, b) => a - b);
+    const median = (list: number[]) => list[Math.floor(list.length / 2)]!;
+    expect(median(ms(refused))).toBeLessThan(median(ms(served)));
+    expect(Math.max(...ms(refused))).toBeLessThan(Math.max(...ms(served)));
+    expect(Math.max(...ms(refused))).toBeLessThan(3000);
+    // And the server is itself again at once: a ping, then a retrieve, are served.
+    expect((await post(request(1, 'ping'))).frame.result).toEqual({});
+    expect((await post(request(2, 'retrieve', { query: 'protein', k: 3 }))).frame.result).toBeDefined();
+  }, 120_000);
+});
