@@ -45,9 +45,26 @@ async function rawSession(texts: string[]): Promise<number> {
   const session = await ort.InferenceSession.create(new URL('model.onnx', MODEL_DIR).pathname);
   const vocabulary = JSON.parse(readFileSync(new URL('vocab.json', MODEL_DIR), 'utf8')) as Vocabulary;
   const tokenizer = new SentencePieceTokenizer(vocabulary, { reserved: 6, unknownId: 0 });
+  const sparse = session.inputNames.includes('indices');
   const feeds = [];
   for (let b = 0; b < BATCHES; b++) {
     const ids = texts.slice(b * BATCH, (b + 1) * BATCH).map((text) => tokenizer.encode(text).slice(0, 128));
+    if (!sparse) {
+      // The graph models build writes now: ids padded to the longest row, and each row's length.
+      const time = Math.max(1, ...ids.map((row) => row.length));
+      const dense = new Int32Array(ids.length * time);
+      ids.forEach((row, r) => dense.set(row, r * time));
+      feeds.push({
+        ids: new ort.Tensor('int32', dense, [ids.length, time]),
+        lengths: new ort.Tensor(
+          'int32',
+          Int32Array.from(ids, (row) => row.length),
+          [ids.length],
+        ),
+        with_token_states: new ort.Tensor('bool', [false], []),
+      });
+      continue;
+    }
     const count = ids.reduce((sum, row) => sum + row.length, 0);
     const indices = new Int32Array(count * 2);
     const values = new Int32Array(count);

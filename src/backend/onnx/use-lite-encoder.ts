@@ -15,9 +15,10 @@ interface Job {
 }
 
 /**
- * The default encoder: the converted USE-lite graph. Its input is a sparse token batch (`indices` = [row, position]
- * pairs, `values` = token ids), so a batch carries no padding at all; bucketing still groups similar lengths because
- * the graph densifies to the longest row internally. It has no query/document prefixes: `kind` changes nothing.
+ * The default encoder: the USE-lite graph built by use-lite-graph.ts. Its input is a dense token batch (`ids` padded
+ * to the longest row, and `lengths`), so bucketing by length keeps the padding small; a directory built by an older
+ * version (the op-by-op graph, sparse `indices`/`values` input) is still fed what it expects. It has no
+ * query/document prefixes: `kind` changes nothing.
  */
 export class UseLiteEncoder extends HostedEncoder<SentencePieceTokenizer, Job> {
   constructor(dir: string, manifest: ModelManifest, runtime: RuntimeOptions, queue: QueueOptions) {
@@ -35,23 +36,10 @@ export class UseLiteEncoder extends HostedEncoder<SentencePieceTokenizer, Job> {
   }
 
   protected async runBatch(jobs: readonly Job[]): Promise<EncoderOutput[]> {
-    const count = jobs.reduce((sum, job) => sum + job.ids.length, 0);
-    const indices = new Int32Array(count * 2);
-    const values = new Int32Array(count);
-    let at = 0;
-    jobs.forEach((job, row) => {
-      job.ids.forEach((id, position) => {
-        indices[at * 2] = row;
-        indices[at * 2 + 1] = position;
-        values[at] = id;
-        at += 1;
-      });
-    });
+    const { session } = await this.host.acquire();
     const wantTokens = jobs.some((job) => job.tokens);
-    const result = await this.host.run(
-      { indices: new ort.Tensor('int32', indices, [count, 2]), values: new ort.Tensor('int32', values, [count]) },
-      wantTokens ? ['embeddings', 'token_states'] : ['embeddings'],
-    );
+    const feeds = session.inputNames.includes('indices') ? sparseFeeds(jobs) : denseFeeds(jobs, wantTokens);
+    const result = await this.host.run(feeds, wantTokens ? ['embeddings', 'token_states'] : ['embeddings']);
     const dimension = this.info.dimension;
     const embeddings = result.embeddings?.data as Float32Array;
     const states = result.token_states;
@@ -64,6 +52,39 @@ export class UseLiteEncoder extends HostedEncoder<SentencePieceTokenizer, Job> {
       return { rows: job.ids.length, dimension, data };
     });
   }
+}
+
+/**
+ * The graph built by this version (use-lite-graph.ts): `ids` [batch, time] padded with 0, each row's length, and
+ * whether to compute `token_states` (a sixth of the work).
+ */
+function denseFeeds(jobs: readonly Job[], withTokenStates: boolean): Record<string, ort.Tensor> {
+  const time = Math.max(1, ...jobs.map((job) => job.ids.length));
+  const ids = new Int32Array(jobs.length * time);
+  jobs.forEach((job, row) => ids.set(job.ids, row * time));
+  const lengths = Int32Array.from(jobs, (job) => job.ids.length);
+  return {
+    ids: new ort.Tensor('int32', ids, [jobs.length, time]),
+    lengths: new ort.Tensor('int32', lengths, [jobs.length]),
+    with_token_states: new ort.Tensor('bool', [withTokenStates], []),
+  };
+}
+
+/** A directory built before converter v2 (the op-by-op graph): `indices` = [row, position] pairs, `values` = ids. */
+function sparseFeeds(jobs: readonly Job[]): Record<string, ort.Tensor> {
+  const count = jobs.reduce((sum, job) => sum + job.ids.length, 0);
+  const indices = new Int32Array(count * 2);
+  const values = new Int32Array(count);
+  let at = 0;
+  jobs.forEach((job, row) => {
+    job.ids.forEach((id, position) => {
+      indices[at * 2] = row;
+      indices[at * 2 + 1] = position;
+      values[at] = id;
+      at += 1;
+    });
+  });
+  return { indices: new ort.Tensor('int32', indices, [count, 2]), values: new ort.Tensor('int32', values, [count]) };
 }
 
 async function loadVocabulary(path: string): Promise<SentencePieceTokenizer> {
