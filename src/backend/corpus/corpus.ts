@@ -103,6 +103,11 @@ export class Corpus implements CorpusWriter, CorpusReader {
   };
   #writes: Promise<unknown> = Promise.resolve();
   #savedSeq = 0;
+  /**
+   * The last write in both indexes, not only in the store (whose seq moves at its commit, before the indexes take
+   * the write): the indexVersion a retrieve reports (§7.7.1), and what a replica has applied (read-your-writes).
+   */
+  #appliedSeq = 0;
   #timer: NodeJS.Timeout | undefined;
   /** In memory for recall-time filtering and hit assembly: chunk label → document id, document id → metadata. */
   readonly #chunkPlace = new Map<number, ChunkPlace>();
@@ -134,7 +139,11 @@ export class Corpus implements CorpusWriter, CorpusReader {
         await this.replica?.start();
         this.#state = { status: 'ready' };
         if (!this.#localWritable) return;
-        this.#timer = setInterval(() => void this.save(), settings.saveIntervalMs);
+        // A failed periodic save is logged (the next one retries); it never becomes an unhandled rejection.
+        this.#timer = setInterval(
+          () => void this.save().catch((error: unknown) => this.#saveFailed(error)),
+          settings.saveIntervalMs,
+        );
         this.#timer.unref();
       },
       (error: unknown) => {
@@ -154,10 +163,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   /** What a replica brings up to date: the local snapshot, and the indexes after it, in write order. */
   #target(): ReplicaTarget {
-    const store = () => this.store;
+    const applied = () => this.#appliedSeq;
     return {
       get seq() {
-        return store().seq;
+        return applied();
       },
       getMeta: (key) => this.store.getMeta(key),
       setMeta: (key, value) => this.store.setMeta(key, value),
@@ -211,6 +220,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
       await slice.due();
     }
     this.#savedSeq = savedSeq;
+    this.#appliedSeq = this.store.seq;
     const stats = await this.stats();
     this.log.info(
       {
@@ -421,6 +431,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
       this.#documentMeta.delete(id);
       this.#documentOrigin.delete(id);
     }
+    this.#appliedSeq = Math.max(this.#appliedSeq, write.seq);
   }
 
   /** Saves the dense index if it changed since the last save; tombstones it covers are pruned. */
@@ -436,8 +447,12 @@ export class Corpus implements CorpusWriter, CorpusReader {
     });
   }
 
+  #saveFailed(error: unknown): void {
+    this.log.error({ reason: (error as Error).message }, 'could not save the dense index');
+  }
+
   get indexVersion(): string {
-    return String(this.store.seq);
+    return String(this.#appliedSeq);
   }
 
   /**
@@ -446,9 +461,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
    * `retrieve.snapshots` is not advertised.
    */
   assertVersion(pinned: string | undefined): void {
-    const current = String(this.store.seq);
+    const current = String(this.#appliedSeq);
     if (pinned === undefined || pinned === current) return;
-    if (this.replica !== undefined && /^\d+$/.test(pinned) && Number(pinned) > this.store.seq) {
+    if (this.replica !== undefined && /^\d+$/.test(pinned) && Number(pinned) > this.#appliedSeq) {
       // A version another replica has applied and this one has not yet: it will, within the replication lag.
       throw RpcError.backendUnavailable(`this replica has not reached indexVersion ${pinned} yet (at ${current})`, 250);
     }
@@ -564,7 +579,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
       chunks,
       dense: await this.#dense.count(),
       lexical: this.#lexical.size,
-      indexVersion: String(this.store.seq),
+      indexVersion: String(this.#appliedSeq),
     };
   }
 
@@ -575,7 +590,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     try {
       await this.save();
     } catch (error) {
-      this.log.error({ reason: (error as Error).message }, 'could not save the dense index on close');
+      this.#saveFailed(error);
     }
     await this.#writes;
     await this.#dense.close();
