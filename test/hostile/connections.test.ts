@@ -209,9 +209,10 @@ describe('HTTP/1.1 pipelining (§15.5)', () => {
       await pinger;
       expect(times).toHaveLength(1000);
       // Before, Node handed each next pipelined request over inside the previous answer's callbacks, so the whole
-      // burst ran in one stretch and the other client waited it out (0 or 1 answers meanwhile).
+      // burst ran in one stretch and the other client waited it out (0 or 1 answers meanwhile). Taking turns, it is
+      // answered several times during the burst; how many depends on how fast the burst goes (9 in one CI run).
       const during = pings.filter((at) => at > times[0]! && at < times.at(-1)!);
-      expect(during.length).toBeGreaterThanOrEqual(10);
+      expect(during.length).toBeGreaterThanOrEqual(3);
       await server.stop();
       running.splice(running.indexOf(server), 1);
     }
