@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import * as ort from 'onnxruntime-node';
+import { denseFeeds, sparseFeeds } from '../src/backend/onnx/use-lite-feeds.js';
 import { createApp } from '../src/app.js';
 import { loadConfig, type ConfigOverrides } from '../src/config.js';
 import { SentencePieceTokenizer, type Vocabulary } from '../src/backend/tokenizers/sentencepiece.js';
@@ -49,36 +50,7 @@ async function rawSession(texts: string[]): Promise<number> {
   const feeds = [];
   for (let b = 0; b < BATCHES; b++) {
     const ids = texts.slice(b * BATCH, (b + 1) * BATCH).map((text) => tokenizer.encode(text).slice(0, 128));
-    if (!sparse) {
-      // The graph models build writes now: ids padded to the longest row, and each row's length.
-      const time = Math.max(1, ...ids.map((row) => row.length));
-      const dense = new Int32Array(ids.length * time);
-      ids.forEach((row, r) => dense.set(row, r * time));
-      feeds.push({
-        ids: new ort.Tensor('int32', dense, [ids.length, time]),
-        lengths: new ort.Tensor(
-          'int32',
-          Int32Array.from(ids, (row) => row.length),
-          [ids.length],
-        ),
-        with_token_states: new ort.Tensor('bool', [false], []),
-      });
-      continue;
-    }
-    const count = ids.reduce((sum, row) => sum + row.length, 0);
-    const indices = new Int32Array(count * 2);
-    const values = new Int32Array(count);
-    let at = 0;
-    ids.forEach((row, r) =>
-      row.forEach((id, position) => {
-        indices.set([r, position], at * 2);
-        values[at++] = id;
-      }),
-    );
-    feeds.push({
-      indices: new ort.Tensor('int32', indices, [count, 2]),
-      values: new ort.Tensor('int32', values, [count]),
-    });
+    feeds.push(sparse ? sparseFeeds(ids) : denseFeeds(ids));
   }
   await session.run(feeds[0]!); // warm-up
   const started = performance.now();

@@ -13,6 +13,7 @@
  */
 import { readFileSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
+import { denseFeeds, sparseFeeds } from '../src/backend/onnx/use-lite-feeds.js';
 import { SentencePieceTokenizer, type Vocabulary } from '../src/backend/tokenizers/sentencepiece.js';
 import { corpus } from './scifact.js';
 
@@ -24,36 +25,6 @@ interface Variant {
   readonly label: string;
   readonly session: ort.InferenceSession;
   readonly feeds: { readonly feed: Record<string, ort.Tensor>; readonly docs: number }[];
-}
-
-function sparseFeed(rows: readonly number[][]): Record<string, ort.Tensor> {
-  const count = rows.reduce((sum, row) => sum + row.length, 0);
-  const indices = new Int32Array(count * 2);
-  const values = new Int32Array(count);
-  let at = 0;
-  rows.forEach((row, r) =>
-    row.forEach((id, position) => {
-      indices[at * 2] = r;
-      indices[at * 2 + 1] = position;
-      values[at++] = id;
-    }),
-  );
-  return {
-    indices: new ort.Tensor('int32', indices, [count, 2]),
-    values: new ort.Tensor('int32', values, [count]),
-  };
-}
-
-function denseFeed(rows: readonly number[][]): Record<string, ort.Tensor> {
-  const time = Math.max(1, ...rows.map((row) => row.length));
-  const ids = new Int32Array(rows.length * time);
-  rows.forEach((row, r) => ids.set(row, r * time));
-  const lengths = Int32Array.from(rows, (row) => row.length);
-  return {
-    ids: new ort.Tensor('int32', ids, [rows.length, time]),
-    lengths: new ort.Tensor('int32', lengths, [rows.length]),
-    with_token_states: new ort.Tensor('bool', [false], []),
-  };
 }
 
 async function open(spec: string, batches: readonly number[][][]): Promise<Variant> {
@@ -68,7 +39,7 @@ async function open(spec: string, batches: readonly number[][][]): Promise<Varia
     ...(settings.spin === undefined ? {} : { extra: { session: { intra_op: { allow_spinning: settings.spin } } } }),
   });
   const sparse = session.inputNames.includes('indices');
-  const feeds = batches.map((rows) => ({ feed: sparse ? sparseFeed(rows) : denseFeed(rows), docs: rows.length }));
+  const feeds = batches.map((rows) => ({ feed: sparse ? sparseFeeds(rows) : denseFeeds(rows), docs: rows.length }));
   await session.run(feeds[0]!.feed, ['embeddings']); // warm-up
   return { label: spec, session, feeds };
 }

@@ -10,6 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
+import { denseFeeds } from '../src/backend/onnx/use-lite-feeds.js';
 import { SentencePieceTokenizer, type Vocabulary } from '../src/backend/tokenizers/sentencepiece.js';
 import { corpus, ndcg, recall, trainQueries } from './scifact.js';
 
@@ -21,21 +22,7 @@ async function embedAll(session: ort.InferenceSession, rows: readonly number[][]
   const out = new Float32Array(rows.length * DIMENSION);
   for (let start = 0; start < rows.length; start += BATCH) {
     const batch = rows.slice(start, start + BATCH);
-    const time = Math.max(1, ...batch.map((row) => row.length));
-    const ids = new Int32Array(batch.length * time);
-    batch.forEach((row, r) => ids.set(row, r * time));
-    const result = await session.run(
-      {
-        ids: new ort.Tensor('int32', ids, [batch.length, time]),
-        lengths: new ort.Tensor(
-          'int32',
-          Int32Array.from(batch, (row) => row.length),
-          [batch.length],
-        ),
-        with_token_states: new ort.Tensor('bool', [false], []),
-      },
-      ['embeddings'],
-    );
+    const result = await session.run(denseFeeds(batch), ['embeddings']);
     out.set(result.embeddings!.data as Float32Array, start * DIMENSION);
   }
   return out;

@@ -412,7 +412,12 @@ function reachable(nodes: readonly TfNode[], outputs: readonly string[]): TfNode
   return nodes.filter((node) => needed.has(node.name));
 }
 
-function valueInfo(name: string, elemType: number, dims: readonly (number | string)[]): onnxProto.onnx.IValueInfoProto {
+/** A graph input or output: its name, element type and dims (a number, or a symbolic name). */
+export function valueInfo(
+  name: string,
+  elemType: number,
+  dims: readonly (number | string)[],
+): onnxProto.onnx.IValueInfoProto {
   return {
     name,
     type: {

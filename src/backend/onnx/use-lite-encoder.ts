@@ -3,7 +3,8 @@ import type { QueueItem, QueueOptions } from '../inference-queue.js';
 import type { ModelManifest } from '../manifest.js';
 import { SentencePieceTokenizer, type Vocabulary } from '../tokenizers/sentencepiece.js';
 import { HostedEncoder, type EncoderOutput } from './hosted-model.js';
-import { ort, type RuntimeOptions } from './model-host.js';
+import type { RuntimeOptions } from './model-host.js';
+import { denseFeeds, sparseFeeds } from './use-lite-feeds.js';
 
 /** The converted USE-lite graph's own conventions (see default-model.ts). */
 const RESERVED_IDS = 6;
@@ -38,7 +39,8 @@ export class UseLiteEncoder extends HostedEncoder<SentencePieceTokenizer, Job> {
   protected async runBatch(jobs: readonly Job[]): Promise<EncoderOutput[]> {
     const { session } = await this.host.acquire();
     const wantTokens = jobs.some((job) => job.tokens);
-    const feeds = session.inputNames.includes('indices') ? sparseFeeds(jobs) : denseFeeds(jobs, wantTokens);
+    const rows = jobs.map((job) => job.ids);
+    const feeds = session.inputNames.includes('indices') ? sparseFeeds(rows) : denseFeeds(rows, wantTokens);
     const result = await this.host.run(feeds, wantTokens ? ['embeddings', 'token_states'] : ['embeddings']);
     const dimension = this.info.dimension;
     const embeddings = result.embeddings?.data as Float32Array;
@@ -52,39 +54,6 @@ export class UseLiteEncoder extends HostedEncoder<SentencePieceTokenizer, Job> {
       return { rows: job.ids.length, dimension, data };
     });
   }
-}
-
-/**
- * The graph built by this version (use-lite-graph.ts): `ids` [batch, time] padded with 0, each row's length, and
- * whether to compute `token_states` (a sixth of the work).
- */
-function denseFeeds(jobs: readonly Job[], withTokenStates: boolean): Record<string, ort.Tensor> {
-  const time = Math.max(1, ...jobs.map((job) => job.ids.length));
-  const ids = new Int32Array(jobs.length * time);
-  jobs.forEach((job, row) => ids.set(job.ids, row * time));
-  const lengths = Int32Array.from(jobs, (job) => job.ids.length);
-  return {
-    ids: new ort.Tensor('int32', ids, [jobs.length, time]),
-    lengths: new ort.Tensor('int32', lengths, [jobs.length]),
-    with_token_states: new ort.Tensor('bool', [withTokenStates], []),
-  };
-}
-
-/** A directory built before converter v2 (the op-by-op graph): `indices` = [row, position] pairs, `values` = ids. */
-function sparseFeeds(jobs: readonly Job[]): Record<string, ort.Tensor> {
-  const count = jobs.reduce((sum, job) => sum + job.ids.length, 0);
-  const indices = new Int32Array(count * 2);
-  const values = new Int32Array(count);
-  let at = 0;
-  jobs.forEach((job, row) => {
-    job.ids.forEach((id, position) => {
-      indices[at * 2] = row;
-      indices[at * 2 + 1] = position;
-      values[at] = id;
-      at += 1;
-    });
-  });
-  return { indices: new ort.Tensor('int32', indices, [count, 2]), values: new ort.Tensor('int32', values, [count]) };
 }
 
 async function loadVocabulary(path: string): Promise<SentencePieceTokenizer> {

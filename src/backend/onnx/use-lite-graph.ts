@@ -25,6 +25,7 @@
  * activations quantised per call): faster, but not within the golden vectors' 1e-5.
  */
 import onnxProto from 'onnx-proto';
+import { valueInfo } from './tf-to-onnx.js';
 import type { TfConstant, TfGraph } from './tfjs-graph.js';
 
 const { onnx } = onnxProto;
@@ -441,17 +442,5 @@ function intTensorAttribute(name: string, value: number): AttributeProto {
     name,
     type: AttributeType.TENSOR,
     t: { dims: [], dataType: INT32, int32Data: [value] },
-  };
-}
-
-function valueInfo(name: string, elemType: number, dims: readonly (number | string)[]): onnxProto.onnx.IValueInfoProto {
-  return {
-    name,
-    type: {
-      tensorType: {
-        elemType,
-        shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
-      },
-    },
   };
 }

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_MODEL_PACKAGE } from '../../../../src/backend/onnx/default-model.js';
 import { ort } from '../../../../src/backend/onnx/model-host.js';
+import { denseFeeds, sparseFeeds } from '../../../../src/backend/onnx/use-lite-feeds.js';
 import { convertTfGraph } from '../../../../src/backend/onnx/tf-to-onnx.js';
 import { readTfGraph } from '../../../../src/backend/onnx/tfjs-graph.js';
 import { buildUseLiteGraph } from '../../../../src/backend/onnx/use-lite-graph.js';
@@ -20,29 +21,6 @@ function rows(): number[][] {
   return [5, 1, 128, 40, 17, 3, 96].map((length, r) =>
     Array.from({ length }, (_, i) => (r === 3 && i % 9 === 4 ? 0 : 6 + (next() % 7990))),
   );
-}
-
-function sparseFeeds(batch: readonly number[][]): Record<string, ort.Tensor> {
-  const pairs = batch.flatMap((row, r) => row.map((id, position) => [r, position, id] as const));
-  return {
-    indices: new ort.Tensor('int32', Int32Array.from(pairs.flatMap(([r, p]) => [r, p])), [pairs.length, 2]),
-    values: new ort.Tensor('int32', Int32Array.from(pairs.map(([, , id]) => id)), [pairs.length]),
-  };
-}
-
-function denseFeeds(batch: readonly number[][], withTokenStates = false): Record<string, ort.Tensor> {
-  const time = Math.max(...batch.map((row) => row.length));
-  const ids = new Int32Array(batch.length * time);
-  batch.forEach((row, r) => ids.set(row, r * time));
-  return {
-    ids: new ort.Tensor('int32', ids, [batch.length, time]),
-    lengths: new ort.Tensor(
-      'int32',
-      Int32Array.from(batch, (row) => row.length),
-      [batch.length],
-    ),
-    with_token_states: new ort.Tensor('bool', [withTokenStates], []),
-  };
 }
 
 function maxAbsoluteDifference(a: Float32Array, b: Float32Array): number {
