@@ -24,7 +24,8 @@ const INGEST_DOCS = 1000;
 
 const settings = benchCorpusSettings;
 
-function randomUnit(dimension: number, seed: number): Float32Array {
+/** A random unit vector of `dimension`, the same for the same seed (a stand-in for an embedding). */
+export function randomUnit(dimension: number, seed: number): Float32Array {
   let state = seed >>> 0 || 1;
   const vector = new Float32Array(dimension);
   let norm = 0;

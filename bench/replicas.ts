@@ -19,6 +19,7 @@ import { PostgresStore } from '../src/backend/store/postgres/postgres-store.js';
 import type { NewDocument } from '../src/backend/store/writes.js';
 import { HAS_POSTGRES, PostgresCluster } from '../test/helpers/postgres.js';
 import { startHttpProcess, type ServerProcess } from '../test/helpers/processes.js';
+import { randomUnit } from './corpus.js';
 import { benchCorpusSettings, benchEncoder } from './settings.js';
 import { corpus as scifact } from './scifact.js';
 import { silentLogger as silent } from '../test/helpers/logger.js';
@@ -26,17 +27,6 @@ import { silentLogger as silent } from '../test/helpers/logger.js';
 const CHUNKS = Number(process.env.RCP_BENCH_CHUNKS ?? 100_000);
 const READ_SECONDS = Number(process.env.RCP_BENCH_SECONDS ?? 6);
 const CLIENTS = 8;
-
-function randomUnit(dimension: number, seed: number): Float32Array {
-  let state = seed >>> 0 || 1;
-  const vector = new Float32Array(dimension);
-  for (let k = 0; k < dimension; k++) {
-    state = (state * 1664525 + 1013904223) >>> 0;
-    vector[k] = state / 2 ** 32 - 0.5;
-  }
-  const norm = Math.hypot(...vector);
-  return vector.map((x) => x / norm);
-}
 
 function documentOf(id: string, text: string, dimension: number, seed: number): NewDocument {
   const vector = randomUnit(dimension, seed);

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Changes, ChangedDocument } from '../changes.js';
 import { IDEMPOTENCY_KEPT, type DocumentOrigin, type Idempotency, type NewDocument } from '../writes.js';
-import { LOCKS, migrate } from './schema.js';
+import { LOCKS, migrate, text, utf8 } from './schema.js';
 import { unavailable } from './failures.js';
 import { PostgresSeen, type SeenBounds } from './seen.js';
 import { PostgresSessions } from './sessions.js';
@@ -14,8 +14,6 @@ const PRUNE_EVERY = 256;
 /** The channel a committed write notifies, with its seq as payload (replicas LISTEN on it to wake). */
 export const WRITES_CHANNEL = 'rcp_writes';
 
-const utf8 = (text: string) => Buffer.from(text, 'utf8');
-const text = (bytes: Buffer) => bytes.toString('utf8');
 const blob = (vector: Float32Array) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
 
 /** A committed write: its seq, and for a keyed write seen before, the first answer (§7.10) instead of a new write. */
@@ -92,19 +90,15 @@ export class PostgresStore {
   }
 
   /** The first answer of a keyed write (§7.10), if the store still remembers it. */
-  async idempotentResult(key: string): Promise<Record<string, unknown> | undefined> {
-    const found = await this.#pool.query<{ result: Buffer }>('SELECT result FROM rcp_idempotency WHERE key = $1', [
-      utf8(key),
-    ]);
-    const row = found.rows[0];
-    return row === undefined ? undefined : (JSON.parse(text(row.result)) as Record<string, unknown>);
+  idempotentResult(key: string): Promise<Record<string, unknown> | undefined> {
+    return rememberedAnswer(this.#pool, key);
   }
 
   /** Upserts documents in one transaction (each replaces any stored one with its id); a keyed repeat writes nothing. */
   upsert(documents: readonly NewDocument[], idempotency?: Idempotency): Promise<Committed> {
     return this.#transaction(async (client) => {
       if (idempotency !== undefined) {
-        const repeated = await this.#repeated(client, idempotency.key);
+        const repeated = await rememberedAnswer(client, idempotency.key);
         if (repeated !== undefined) return { seq: Number(repeated.indexVersion), repeated };
       }
       const seq = await nextSeq(client);
@@ -166,14 +160,6 @@ export class PostgresStore {
     await this.#pool.end();
   }
 
-  async #repeated(client: pg.PoolClient, key: string): Promise<Record<string, unknown> | undefined> {
-    const found = await client.query<{ result: Buffer }>('SELECT result FROM rcp_idempotency WHERE key = $1', [
-      utf8(key),
-    ]);
-    const row = found.rows[0];
-    return row === undefined ? undefined : (JSON.parse(text(row.result)) as Record<string, unknown>);
-  }
-
   /**
    * Runs `body` as one write transaction in commit order (the advisory lock). A database that cannot be reached
    * rejects with -32010 retryable; one lost during COMMIT says that the write may have been applied.
@@ -208,6 +194,16 @@ export class PostgresStore {
       client.release(failed);
     }
   }
+}
+
+/** A keyed write's stored answer, read on the pool or inside a write's transaction (its re-check under the lock). */
+async function rememberedAnswer(
+  on: pg.Pool | pg.PoolClient,
+  key: string,
+): Promise<Record<string, unknown> | undefined> {
+  const found = await on.query<{ result: Buffer }>('SELECT result FROM rcp_idempotency WHERE key = $1', [utf8(key)]);
+  const row = found.rows[0];
+  return row === undefined ? undefined : (JSON.parse(text(row.result)) as Record<string, unknown>);
 }
 
 async function currentSeq(client: pg.PoolClient): Promise<number> {

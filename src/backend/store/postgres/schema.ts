@@ -46,6 +46,10 @@ const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (key, id));`,
 ];
 
+/** Client text to the `bytea` it is stored as (see above), and back. */
+export const utf8 = (text: string): Buffer => Buffer.from(text, 'utf8');
+export const text = (bytes: Buffer): string => bytes.toString('utf8');
+
 /** The schema version this build writes and reads. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
 

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { text, utf8 } from './schema.js';
 import { callerScoped } from '../../../protocol/context.js';
 
 /** The ids a §7.7.3 session returned before `mark` (the transport-free shape retrieve reads). */
@@ -14,8 +15,6 @@ export interface SeenBounds {
   readonly maxHits: number;
   readonly maxSessionsPerCaller: number;
 }
-
-const utf8 = (text: string) => Buffer.from(text, 'utf8');
 
 /**
  * §7.7.3 `sessionId` sessions shared by replicas, in the store of record: a session's next retrieve may reach any
@@ -36,7 +35,7 @@ export class PostgresSeen {
        WHERE key = $1 AND expires > clock_timestamp() AND s.serial < $2`,
       [utf8(callerScoped(caller, sessionId)), upTo],
     );
-    const ids = new Set(found.rows.map((row) => row.id.toString('utf8')));
+    const ids = new Set(found.rows.map((row) => text(row.id)));
     return { mark: upTo, size: ids.size, has: (id) => ids.has(id) };
   }
 

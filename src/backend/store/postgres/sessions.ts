@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { text, utf8 } from './schema.js';
 
 /** What an HTTP session negotiated, as the transport shares it (structurally its SessionState). */
 export interface NegotiatedState {
@@ -6,8 +7,6 @@ export interface NegotiatedState {
   readonly clientCapabilities: Record<string, unknown>;
   readonly logFloor?: number | undefined;
 }
-
-const utf8 = (text: string) => Buffer.from(text, 'utf8');
 
 /**
  * HTTP sessions shared by replicas (§5.2), in the store of record: a session opened on one replica continues on any.
@@ -23,7 +22,7 @@ export class PostgresSessions {
       [utf8(key), idleMs],
     );
     const row = found.rows[0];
-    return row === undefined ? undefined : (JSON.parse(row.state.toString('utf8')) as NegotiatedState);
+    return row === undefined ? undefined : (JSON.parse(text(row.state)) as NegotiatedState);
   }
 
   async save(
