@@ -5,7 +5,7 @@ import { StoreError } from '../store/dir-lock.js';
 import { Follower } from '../store/postgres/follower.js';
 import { unavailable } from '../store/postgres/failures.js';
 import { PostgresStore, type Committed } from '../store/postgres/postgres-store.js';
-import type { SeenBounds } from '../store/postgres/seen.js';
+import type { PostgresSeen, SeenBounds } from '../store/postgres/seen.js';
 import type { PostgresSessions } from '../store/postgres/sessions.js';
 import type { Idempotency, NewDocument } from '../store/writes.js';
 
@@ -199,11 +199,13 @@ export class Replica {
     const failed = (error: unknown) => {
       throw unavailable(error, 'the session cannot be read or remembered');
     };
+    let shared: PostgresSeen | undefined;
+    const sessions = () => (shared ??= this.#connected().seen(bounds));
     return {
       seen: (caller: string, sessionId: string, mark?: number) =>
-        this.#connected().seen(bounds).seen(caller, sessionId, mark).catch(failed),
+        sessions().seen(caller, sessionId, mark).catch(failed),
       remember: (caller: string, sessionId: string, ids: readonly string[]) =>
-        this.#connected().seen(bounds).remember(caller, sessionId, ids).catch(failed),
+        sessions().remember(caller, sessionId, ids).catch(failed),
     };
   }
 
