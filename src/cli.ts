@@ -12,7 +12,7 @@ export interface ServeCommand {
 }
 
 export type ModelsCommand =
-  | { command: 'models'; action: 'build'; dir: string | undefined }
+  | { command: 'models'; action: 'build'; name: string | undefined; dir: string | undefined }
   | { command: 'models'; action: 'fetch'; names: string[]; dir: string | undefined; hub: string; unpinned: boolean };
 
 export interface IngestCommand {
@@ -77,7 +77,7 @@ export const USAGE = `usage:
                   [--mode M] [--fusion F] [--alpha A] [--rrf-k N] [--candidate-k N] [--rerank METHOD]
                   [--unit U] [--params JSON]
   rcp-server config --print [--config FILE]
-  rcp-server models build [--dir DIR]
+  rcp-server models build [use-lite|use-lite-int8] [--dir DIR]
   rcp-server models fetch NAME... [--dir DIR] [--hub URL] [--unpinned]
 
   serve              run the server
@@ -93,7 +93,9 @@ export const USAGE = `usage:
   eval               run judged queries through retrieve; print nDCG@10, Recall@100, MRR@10
   config --print     print the effective configuration (file < environment), secrets hidden
   models build       build the default encoder (USE-lite, converted to ONNX) into DIR
-                     (default: models/use-lite); a no-op when it is up to date
+                     (default: models/use-lite); a no-op when it is up to date; use-lite-int8 builds
+                     its int8-quantised variant (default DIR models/use-lite-int8), served with
+                     models.encoder use-lite-int8
   models fetch       download standard models (models/catalog.json) at their pinned revision into
                      DIR/NAME (default: models/NAME), refusing any file whose sha256 differs;
                      --hub (or HF_ENDPOINT) sets the hub, default https://huggingface.co
@@ -224,7 +226,7 @@ function parseModels(args: readonly string[]): ModelsCommand {
   });
   const [action = 'build', ...names] = parsed.positionals;
   const { dir, hub, unpinned } = parsed.values;
-  if (action === 'build' && names.length === 0) return { command: 'models', action, dir };
+  if (action === 'build' && names.length <= 1) return { command: 'models', action, name: names[0], dir };
   if (action === 'fetch' && names.length > 0) {
     return {
       command: 'models',
@@ -235,7 +237,7 @@ function parseModels(args: readonly string[]): ModelsCommand {
       unpinned: unpinned === true,
     };
   }
-  throw new UsageError(`models expects 'build' or 'fetch NAME...'\n\n${USAGE}`);
+  throw new UsageError(`models expects 'build [NAME]' or 'fetch NAME...'\n\n${USAGE}`);
 }
 
 function parseIngest(args: readonly string[]): IngestCommand {
@@ -257,7 +259,10 @@ function parseIngest(args: readonly string[]): IngestCommand {
     command: 'ingest',
     paths: parsed.positionals,
     configFile: config,
-    overrides: { ...(data === undefined ? {} : { dataDir: data }), ...(store === undefined ? {} : { 'store.url': store }) },
+    overrides: {
+      ...(data === undefined ? {} : { dataDir: data }),
+      ...(store === undefined ? {} : { 'store.url': store }),
+    },
     chunk: chunk === true,
     contextual: contextual === true,
   };

@@ -48,10 +48,15 @@ export interface BuildResult {
 
 export interface BuildOptions {
   /**
-   * `int8`: weights quantised to int8 (use-lite-graph.ts), about 1.6× the float graph's docs/s but not within the
-   * golden vectors' 1e-5; its identity names it (`…-int8`), so it never mixes with a float-embedded corpus.
+   * `int8`: weights quantised to int8 (use-lite-graph.ts), faster (bench/encoder-ingest.ts) but not within the
+   * golden vectors' 1e-5; its identity names it (`…-int8`).
    */
   readonly quantize?: 'int8';
+}
+
+/** The identity a build carries: the quantised one is named apart, so it never mixes with a float-embedded corpus. */
+export function builtIdentity(options: BuildOptions): string {
+  return options.quantize === undefined ? USE_LITE.identity : `${USE_LITE.identity}-${options.quantize}`;
 }
 
 /** Converts the package's graph into `dir` unless `dir` already holds this exact conversion. */
@@ -74,7 +79,7 @@ export async function buildDefaultModel(dir: string, options: BuildOptions = {})
   const manifest: ModelManifest = {
     kind: 'encoder',
     architecture: 'use-lite',
-    identity: options.quantize === undefined ? USE_LITE.identity : `${USE_LITE.identity}-${options.quantize}`,
+    identity: builtIdentity(options),
     files: { model: 'model.onnx', tokenizer: 'vocab.json' },
     sha256: {
       'model.onnx': createHash('sha256').update(onnx).digest('hex'),

@@ -1,19 +1,25 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fetchModel, readCatalog } from '../../backend/model-fetch.js';
-import { DEFAULT_ENCODER, modelDir } from '../../backend/models.js';
+import { BUILT_IN_ENCODERS, builtInEncoder, DEFAULT_ENCODER, modelDir } from '../../backend/models.js';
 import { buildDefaultModel } from '../../backend/onnx/default-model.js';
 import type { ModelsCommand } from '../../cli.js';
 import { loadConfig } from '../../config.js';
+import { StartupError } from '../../startup-error.js';
 
 /** `rcp-server models build|fetch`: prepares model directories; progress goes to stderr, a failure is thrown. */
 export async function modelsCommand(command: ModelsCommand): Promise<number> {
   const settings = loadConfig({ env: process.env }).models;
   const say = (line: string) => process.stderr.write(`rcp-server: ${line}\n`);
   if (command.action === 'build') {
-    const target = command.dir ?? modelDir(settings, DEFAULT_ENCODER);
+    const name = command.name ?? DEFAULT_ENCODER;
+    const options = builtInEncoder(name);
+    if (options === undefined) {
+      throw new StartupError(`models build builds ${Object.keys(BUILT_IN_ENCODERS).join(' or ')}, not '${name}'`);
+    }
+    const target = command.dir ?? modelDir(settings, name);
     const started = Date.now();
-    const { built } = await buildDefaultModel(target);
+    const { built } = await buildDefaultModel(target, options);
     say(built ? `built ${target} in ${Date.now() - started} ms` : `${target} is up to date`);
     return 0;
   }
