@@ -26,6 +26,7 @@ import { BodyBudget } from './transport/body.js';
 import { Outbox } from './transport/outbox.js';
 import { WorkerCodec } from './backend/codec/worker-codec.js';
 import { Admission } from './transport/admission.js';
+import { WorkGate } from './transport/work-gate.js';
 import { LoadShedder } from './transport/load-shedding.js';
 import { RateLimiter } from './transport/rate-limit.js';
 import { RedisBucketStore } from './transport/redis-bucket-store.js';
@@ -395,7 +396,7 @@ function openAdmission(config: Config, shedder: LoadShedder, logger: Logger, met
           onFallback: metrics.rateLimitStoreFallback,
         });
   const limiter = new RateLimiter(rateLimit, store);
-  return new Admission(shedder, limiter, metrics.refused);
+  return new Admission(shedder, limiter, metrics.refused, new WorkGate(config.limits.maxWorkInFlight));
 }
 
 /** `embed` when an encoder is configured; `rerank` when something can really rerank (§7.6: methods name what runs). */

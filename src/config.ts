@@ -169,6 +169,14 @@ export const ConfigSchema = Section({
         description:
           'HTTP bodies being received, all connections together, in bytes; past it a body is refused -32011.',
       }),
+      maxWorkInFlight: Type.Integer({
+        minimum: 1,
+        default: 16,
+        description:
+          'HTTP requests carrying work (anything but the lifecycle methods) run at once, all callers together; past ' +
+          'it a request is answered -32011 with retryAfterMs at once instead of queueing (§15.5). A caller within ' +
+          'its fair share is still admitted, up to twice this.',
+      }),
       maxInFlightPerConnection: Type.Integer({
         minimum: 1,
         default: 16,

@@ -3,7 +3,7 @@ import { isJsonObject } from '../protocol/messages.js';
 import type { LoadShedder } from './load-shedding.js';
 import { rateClassOf } from '../protocol/method-table.js';
 import type { RateLimiter } from './rate-limit.js';
-import { WorkGate, type WorkTicket } from './work-gate.js';
+import type { WorkGate, WorkTicket } from './work-gate.js';
 
 export type RefusalReason = 'overload' | 'rate_limit';
 
@@ -17,9 +17,9 @@ export class Admission {
   constructor(
     private readonly shedder: LoadShedder | undefined,
     private readonly limiter: RateLimiter | undefined,
-    private readonly onRefused: (reason: RefusalReason, method: string) => void = () => undefined,
+    private readonly onRefused: (reason: RefusalReason, method: string) => void,
     /** The HTTP work in flight (see work-gate.ts). */
-    readonly work: WorkGate = new WorkGate(),
+    readonly work: WorkGate,
   ) {}
 
   get enabled(): boolean {

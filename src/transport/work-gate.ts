@@ -1,24 +1,22 @@
 import { RpcError } from '../protocol/errors.js';
 
-/**
- * How many HTTP requests carrying work (anything but the lifecycle) run at once, all callers together (§15.5). The
- * event loop serves them in turns (protocol/time-slice.ts), so each one admitted past what the process can serve
- * in parallel only adds its own time to everyone's wait: 64 connections of sparse retrieves once waited seconds at
- * p99 (a few clients timed out) where 8 waited 80 ms. Past this many, a request is refused at once with -32011 and a
- * `retryAfterMs` from how long the work in flight is taking, instead of joining a queue. Enough in flight to fill a
- * model batch or the index worker's queue; few enough that a queue of them stays a fraction of a second.
- */
-export const WORK_IN_FLIGHT = 16;
-
 /** A place among the work in flight; give it back once the answer is known. */
 export interface WorkTicket {
   release(): void;
 }
 
 /**
- * The work in flight, and who holds it. A caller within its fair share (the places divided among the callers
- * holding any) is admitted even when every place is taken, up to twice the places: a client that floods the server
- * takes the places it finds free, but cannot keep a caller with one request waiting out.
+ * The HTTP requests carrying work (anything but the lifecycle) in flight, all callers together (§15.5;
+ * `limits.maxWorkInFlight` places). The event loop serves them in turns (protocol/time-slice.ts), so each one
+ * admitted past what the process can serve in parallel only adds its own time to everyone's wait: 64 connections of
+ * sparse retrieves once waited seconds at p99 (a few clients timed out) where 8 waited 80 ms. Past the places, a
+ * request is refused at once with -32011 and a `retryAfterMs` from how long the work in flight is taking, instead of
+ * joining a queue. The default, 16, is enough in flight to fill a model batch or the index worker's queue, and few
+ * enough that a queue of them stays a fraction of a second.
+ *
+ * A caller within its fair share (the places divided among the callers holding any) is admitted even when every
+ * place is taken, up to twice the places: a client that floods the server takes the places it finds free, but cannot
+ * keep a caller with one request waiting out.
  */
 export class WorkGate {
   readonly #places: number;
@@ -27,7 +25,7 @@ export class WorkGate {
   /** Exponentially weighted milliseconds a request holds its place: how soon one is likely to free up. */
   #heldMs = 10;
 
-  constructor(places = WORK_IN_FLIGHT) {
+  constructor(places: number) {
     this.#places = places;
   }
 

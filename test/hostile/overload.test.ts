@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 import { request, type Frame } from '../helpers/wire.js';
-import { WORK_IN_FLIGHT } from '../../src/transport/work-gate.js';
 
 /**
  * A burst of work past what the server serves at once (§15.5), against a real server process with the default model
@@ -15,7 +14,9 @@ import { WORK_IN_FLIGHT } from '../../src/transport/work-gate.js';
 let server: ServerProcess;
 
 beforeAll(async () => {
-  server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', mkdtempSync(join(tmpdir(), 'rcp-'))]);
+  server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', mkdtempSync(join(tmpdir(), 'rcp-'))], {
+    RCP_LIMITS_MAX_WORK_IN_FLIGHT: String(WORK_IN_FLIGHT),
+  });
   const words = 'cell protein gene tumor immune receptor signal pathway blood heart brain neuron virus'.split(' ');
   const documents = Array.from({ length: 300 }, (_, i) => ({
     id: `d${i}`,
@@ -64,6 +65,9 @@ async function connection(frame: Frame): Promise<{ send: () => Promise<{ frame: 
       }),
   };
 }
+
+/** limits.maxWorkInFlight, below its default so that the burst is quick to send. */
+const WORK_IN_FLIGHT = 8;
 
 describe('overload (§15.5)', () => {
   it('a burst beyond capacity is answered -32011 with retryAfterMs at once, not queued; the admitted are served', async () => {
