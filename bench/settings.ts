@@ -7,8 +7,9 @@ import { silentLogger } from '../test/helpers/logger.js';
 
 /** The corpus settings every bench uses: the server's defaults (`index.*`), with saves left to close. */
 export function benchCorpusSettings(dir: string): CorpusSettings {
+  const index = defaultConfig().index;
   const { space, m, efConstruction, efSearch, maxDocumentBytes, maxMetadataBytes, maxMetadataDepth, fields, bm25 } =
-    defaultConfig().index;
+    index;
   return {
     dir,
     space,
@@ -21,6 +22,7 @@ export function benchCorpusSettings(dir: string): CorpusSettings {
     metadata: { maxBytes: maxMetadataBytes, maxDepth: maxMetadataDepth },
     fields,
     bm25,
+    chunkCacheBytes: index.chunkCacheBytes,
   };
 }
 

@@ -504,6 +504,7 @@ function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): 
     bm25,
     writable: config.index.writable,
     store: config.store.url === '' ? undefined : config.store,
+    chunkCacheBytes: config.index.chunkCacheBytes,
   };
   return new Corpus(settings, encoder, logger);
 }

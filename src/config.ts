@@ -480,6 +480,13 @@ export const ConfigSchema = Section({
         default: 8,
         description: "A document's metadata, in levels of nesting, at most; more is -32602 on its `meta` (§15.5).",
       }),
+      chunkCacheBytes: Type.Integer({
+        minimum: 0,
+        default: 64 * 1024 * 1024,
+        description:
+          'Chunk texts kept in memory for building hits, least recently used out first, in bytes; 0 reads every ' +
+          "hit's text from the store.",
+      }),
       maxDocumentsPerAdd: Type.Integer({
         minimum: 1,
         default: 1000,

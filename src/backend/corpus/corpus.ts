@@ -27,6 +27,7 @@ import {
 } from '../store/corpus-store.js';
 import { StoreError } from '../store/dir-lock.js';
 import { Replica, type ReplicaTarget } from './replica.js';
+import { ChunkCache } from './chunk-cache.js';
 import { chunkText } from './chunking.js';
 import { validateMetadata, type FieldType, type MetadataLimits } from './metadata.js';
 import { StartupError } from '../../startup-error.js';
@@ -49,6 +50,8 @@ export interface CorpusSettings {
    * it, written only by catching up (replica.ts).
    */
   readonly store?: { readonly url: string; readonly pollMs: number } | undefined;
+  /** `index.chunkCacheBytes`: chunk texts kept in memory for building hits; 0 or absent reads each from the store. */
+  readonly chunkCacheBytes?: number | undefined;
 }
 
 export interface AddOptions extends WriteCaller {
@@ -113,6 +116,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
   readonly #chunkPlace = new Map<number, ChunkPlace>();
   readonly #documentMeta = new Map<string, Record<string, unknown>>();
   readonly #documentOrigin = new Map<string, DocumentOrigin>();
+  /** Recently served chunks (text and offsets, never vectors), bounded in bytes: no store read per hit when warm. */
+  readonly #chunks: ChunkCache | undefined;
   /** Present when the corpus of record is a shared PostgreSQL store. */
   readonly replica: Replica | undefined;
 
@@ -122,6 +127,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     private readonly log: Logger,
   ) {
     this.store = openStore(settings.dir, !this.#localWritable);
+    this.#chunks = settings.chunkCacheBytes ? new ChunkCache(settings.chunkCacheBytes) : undefined;
     const built = this.store.getMeta('encoder');
     if (built !== undefined && built !== encoder.info.identity && this.store.counts().chunks > 0) {
       void this.store.close();
@@ -413,6 +419,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     for (const label of removed) {
       this.#lexical.remove(label);
       this.#chunkPlace.delete(label);
+      this.#chunks?.delete(label);
     }
     // Analysing long texts for BM25 is CPU work on the event loop: in time slices (DESIGN §5b).
     const slice = new TimeSlice();
@@ -561,7 +568,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
   }
 
   getChunk(label: number): ChunkBody | undefined {
-    return this.store.getChunk(label);
+    if (this.#chunks === undefined) return this.store.getChunk(label);
+    // A label names one chunk for ever (a replaced document's chunks get new labels), so a cached body never goes
+    // stale; a removed label is dropped from the cache when the write is applied.
+    return this.#chunks.get(label) ?? this.#chunks.keep(this.store.getChunk(label));
   }
 
   vectorOf(label: number): Float32Array | undefined {

@@ -91,6 +91,25 @@ describe('corpus: store + dense + lexical in step', () => {
     await corpus.close();
   });
 
+  it('serves hits from its chunk cache after one store read each, and never a replaced chunk', async () => {
+    const corpus = await open('chunk-cache', { chunkCacheBytes: 1 << 20 });
+    await corpus.add(docs(5), { chunk: false, contextual: false });
+    const reads: number[] = [];
+    const read = corpus.store.getChunk.bind(corpus.store);
+    corpus.store.getChunk = (label) => (reads.push(label), read(label));
+    const labels = (await corpus.searchLexical('protein blood', 5)).map((hit) => hit.label);
+    expect(labels).toHaveLength(5);
+    const first = labels.map((label) => corpus.getChunk(label)?.text);
+    const again = labels.map((label) => corpus.getChunk(label)?.text);
+    expect(again).toEqual(first);
+    expect(reads.sort()).toEqual([...labels].sort());
+    const [label] = labels;
+    const docId = corpus.getChunk(label!)!.docId;
+    await corpus.add([{ id: docId, text: 'replaced text about the brain' }], { chunk: false, contextual: false });
+    expect(corpus.getChunk(label!)).toBeUndefined();
+    await corpus.close();
+  });
+
   it('deletes idempotently, removing the chunks from every index', async () => {
     const corpus = await open('delete');
     await corpus.add(docs(4), { chunk: false, contextual: false });
