@@ -3,7 +3,6 @@ import { RpcErrorCode } from '../../protocol/codes.js';
 import { RpcError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/logger.js';
 import { TimeSlice } from '../../protocol/time-slice.js';
-import { cosineSimilarity, dotProduct } from '../../protocol/vectors.js';
 import { requireWellFormed } from '../../protocol/validation.js';
 import { DenseIndex, type DenseIndexOptions } from '../hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
@@ -510,15 +509,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   /** Each label's similarity to `vector`, from its stored vector (a read and a dot product each: in time slices). */
   async denseScores(vector: Float32Array, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
-    const similarity = this.settings.space === 'cosine' ? cosineSimilarity : dotProduct;
-    const slice = new TimeSlice(8, signal);
-    const scores: number[] = [];
-    for (const label of labels) {
-      const stored = this.store.vectorOf(label);
-      scores.push(stored === undefined ? -1 : similarity(stored, vector));
-      await slice.due();
-    }
-    return scores;
+    await this.#whenReady();
+    // From the vectors the index worker holds: no store read per label, and no arithmetic on the event loop.
+    return this.#dense.scores(vector, labels, signal);
   }
 
   async transformQuery(
