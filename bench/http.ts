@@ -83,7 +83,7 @@ function stopper(child: ChildProcess): () => Promise<void> {
 }
 
 /** The real server over `data`, at the default log level; ready once `/readyz` says so. */
-async function startServer(data: string): Promise<Child> {
+export async function startServer(data: string): Promise<Child> {
   const args = ['bin/rcp-server.js', 'serve', '--http', '127.0.0.1:0', '--data', data];
   const cpuProf = process.env.RCP_BENCH_CPU_PROF;
   if (cpuProf !== undefined) args.unshift('--cpu-prof', `--cpu-prof-dir=${cpuProf}`);
@@ -114,14 +114,17 @@ async function startBareFastify(): Promise<Child> {
   return { origin, stop: stopper(child) };
 }
 
-/** 1,000 SciFact abstracts ingested into `dir` (once per model: a folder holding them for this model is reused). */
-function ingest(dir: string): void {
-  const marker = join(dir, '.bench-http-ingested');
-  const model = readFileSync('models/use-lite/manifest.json', 'utf8');
+/**
+ * The first `count` SciFact abstracts ingested into `dir` with `rcp-server ingest` (a folder already holding them for
+ * this model is reused).
+ */
+export function ingest(dir: string, count: number): void {
+  const marker = join(dir, '.bench-ingested');
+  const model = `${count}\n${readFileSync('models/use-lite/manifest.json', 'utf8')}`;
   if (existsSync(marker) && readFileSync(marker, 'utf8') === model) return;
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const lines = readFileSync(scifactPath('corpus.jsonl'), 'utf8').split('\n').filter(Boolean).slice(0, DOCS);
+  const lines = readFileSync(scifactPath('corpus.jsonl'), 'utf8').split('\n').filter(Boolean).slice(0, count);
   const file = join(mkdtempSync(join(tmpdir(), 'rcp-bench-http-docs-')), 'corpus.jsonl');
   writeFileSync(file, `${lines.join('\n')}\n`);
   const started = performance.now();
@@ -132,7 +135,7 @@ function ingest(dir: string): void {
   rmSync(file, { force: true });
   if (run.status !== 0) throw new Error(`rcp-server ingest exited ${run.status}`);
   writeFileSync(marker, model);
-  console.log(`  ingested ${DOCS} SciFact abstracts in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.log(`  ingested ${lines.length} SciFact abstracts in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
 interface Load {
@@ -232,7 +235,7 @@ export async function benchHttp(): Promise<void> {
   // RCP_BENCH_HTTP_PARTS=ping or =retrieve runs one part.
   const parts = new Set((process.env.RCP_BENCH_HTTP_PARTS ?? 'ping,retrieve').split(','));
   console.log(`\nhttp: autocannon, ${SECONDS} s per run, same run for every ratio`);
-  ingest(data);
+  ingest(data, DOCS);
   const bare = await startBareFastify();
   let server: Child | undefined;
   try {

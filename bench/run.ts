@@ -11,7 +11,8 @@
  * the attacker under its own key and under the polite one) and replicas (read throughput with 1-3 replicas over a
  * PostgreSQL store of record against one SQLite server, write-to-visible lag, replica cold start from the store vs
  * its snapshot; needs Debian's postgresql) and http (autocannon at 8 and 64 connections: ping against a bare Fastify
- * route, sparse retrieve p99 at 64 against 8, -32011 refusals and client timeouts). The suites that read SciFact take its folder from `--scifact DIR` or
+ * route, sparse retrieve p99 at 64 against 8, -32011 refusals and client timeouts) and peers (sparse and hybrid
+ * retrieve over HTTP against LanceDB's full-text and hybrid search in-process, SciFact, one client). The suites that read SciFact take its folder from `--scifact DIR` or
  * RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -30,6 +31,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   fairness: async () => (await import('./fairness.js')).benchFairness(),
   replicas: async () => (await import('./replicas.js')).benchReplicas(),
   http: async () => (await import('./http.js')).benchHttp(),
+  peers: async () => (await import('./peers.js')).benchPeers(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

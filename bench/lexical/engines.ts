@@ -101,7 +101,7 @@ async function miniSearch(docs: readonly Doc[]): Promise<Engine | string> {
   };
 }
 
-function median(values: number[]): number {
+export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
 }
