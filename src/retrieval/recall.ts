@@ -40,16 +40,26 @@ export async function recall(
   const lists: FusionInput[] = [];
   const weights = plan.fusion.weights;
   let queryVector: Float32Array = new Float32Array(0);
-  if (plan.mode !== 'sparse') {
-    queryVector = (await encoder.embed([plan.query], 'query', ctx.signal))[0] ?? queryVector;
-    const hits = await corpus.searchDense(queryVector, plan.candidateK, plan.allow, ctx.signal, ctx.caller);
-    lists.push({ name: 'dense', weight: weights.dense ?? 1, hits, floor: SCORE_FLOOR.dense });
-  }
+  // The dense list is embedded and searched in worker threads while BM25 scores on this one: started first, awaited
+  // after, and listed first either way (fusion's order).
+  const dense =
+    plan.mode === 'sparse'
+      ? undefined
+      : (async () => {
+          queryVector = (await encoder.embed([plan.query], 'query', ctx.signal))[0] ?? queryVector;
+          const hits = await corpus.searchDense(queryVector, plan.candidateK, plan.allow, ctx.signal, ctx.caller);
+          return { name: 'dense', weight: weights.dense ?? 1, hits, floor: SCORE_FLOOR.dense };
+        })();
+  // A dense failure is awaited below; until then it must not count as unhandled.
+  dense?.catch(() => undefined);
+  let sparse: FusionInput | undefined;
   if (plan.mode !== 'dense') {
     const allow = plan.allow === undefined ? undefined : new Set(plan.allow);
     const hits = await corpus.searchLexical(plan.lexicalQuery, plan.candidateK, allow, ctx.signal);
-    lists.push({ name: 'sparse', weight: weights.sparse ?? 1, hits, floor: SCORE_FLOOR.sparse });
+    sparse = { name: 'sparse', weight: weights.sparse ?? 1, hits, floor: SCORE_FLOOR.sparse };
   }
+  if (dense !== undefined) lists.push(await dense);
+  if (sparse !== undefined) lists.push(sparse);
   // A chunk deleted while recall ran is no candidate (its label could not be named as the client's id).
   for (const [i, list] of lists.entries()) {
     lists[i] = { ...list, hits: list.hits.filter((hit) => corpus.placeOf(hit.label) !== undefined) };
@@ -87,16 +97,20 @@ export async function completeUnion(
   signal: AbortSignal,
 ): Promise<void> {
   const union = [...new Set(lists.flatMap((list) => list.hits.map((hit) => hit.label)))];
-  for (const [i, list] of lists.entries()) {
-    const present = new Set(list.hits.map((hit) => hit.label));
-    const missing = union.filter((label) => !present.has(label));
-    const scores =
-      list.name === 'dense'
-        ? await corpus.denseScores(vector, missing, signal)
-        : await corpus.lexicalScores(query, missing, signal);
-    lists[i] = {
-      ...list,
-      hits: [...list.hits, ...missing.map((label, j) => ({ label, score: scores[j] ?? list.floor }))],
-    };
-  }
+  // Both lists at once: the dense scores come from the index's worker thread while BM25 scores on this one.
+  const completed = await Promise.all(
+    lists.map(async (list) => {
+      const present = new Set(list.hits.map((hit) => hit.label));
+      const missing = union.filter((label) => !present.has(label));
+      const scores =
+        list.name === 'dense'
+          ? await corpus.denseScores(vector, missing, signal)
+          : await corpus.lexicalScores(query, missing, signal);
+      return {
+        ...list,
+        hits: [...list.hits, ...missing.map((label, j) => ({ label, score: scores[j] ?? list.floor }))],
+      };
+    }),
+  );
+  lists.splice(0, lists.length, ...completed);
 }
