@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type * as LanceDb from '@lancedb/lancedb';
 import { decodeF32Base64 } from '../src/protocol/vectors.js';
 import { ingest, startServer } from './http.js';
-import { median } from './lexical/engines.js';
+import { LANCE_FTS, median } from './lexical/engines.js';
 import { corpus, ndcg, trainQueries, type Doc } from './scifact.js';
 
 const ROUNDS = Number(process.env.RCP_BENCH_PEERS_ROUNDS ?? 3);
@@ -71,7 +71,7 @@ function served(origin: string, mode: 'sparse' | 'hybrid'): Engine {
   };
 }
 
-/** LanceDB with the analyzer closest to ours (as bench/lexical/engines.ts), the vectors in a flat column. */
+/** LanceDB with the analyzer closest to ours (LANCE_FTS), the vectors in a flat column. */
 async function lance(docs: readonly Doc[], vectors: readonly Float32Array[], dir: string): Promise<Engine[]> {
   // Its scanner warns on stderr at every hybrid query that selects no score column: silenced, not paid for per query.
   process.env.LANCEDB_LOG ??= 'error';
@@ -80,15 +80,7 @@ async function lance(docs: readonly Doc[], vectors: readonly Float32Array[], dir
   const rows = docs.map((doc, i) => ({ id: doc.id, text: doc.text, vector: Array.from(vectors[i]!) }));
   const table = await db.createTable('scifact', rows);
   await table.createIndex('text', {
-    config: lancedb.Index.fts({
-      baseTokenizer: 'simple',
-      lowercase: true,
-      asciiFolding: true,
-      stem: true,
-      language: 'English',
-      removeStopWords: false,
-      withPosition: false,
-    }),
+    config: lancedb.Index.fts(LANCE_FTS),
   });
   const rrf = await lancedb.rerankers.RRFReranker.create();
   const ids = (found: unknown[]) => (found as { id: string }[]).map((row) => row.id);

@@ -40,7 +40,18 @@ function ours(docs: readonly Doc[]): Engine[] {
   ];
 }
 
-/** LanceDB's FTS with the closest analyzer to ours: simple tokenizer, lower case, ASCII folding, English stemming. */
+/** LanceDB's full-text index with the analyzer closest to ours: simple tokenizer, lower case, ASCII folding, stemming. */
+export const LANCE_FTS = {
+  baseTokenizer: 'simple',
+  lowercase: true,
+  asciiFolding: true,
+  stem: true,
+  language: 'English',
+  removeStopWords: false,
+  withPosition: false,
+} as const;
+
+/** LanceDB's FTS (LANCE_FTS). */
 async function lance(docs: readonly Doc[]): Promise<Engine | string> {
   let lancedb: typeof LanceDb;
   try {
@@ -55,15 +66,7 @@ async function lance(docs: readonly Doc[]): Promise<Engine | string> {
     docs.map((doc) => ({ id: doc.id, text: doc.text })),
   );
   await table.createIndex('text', {
-    config: lancedb.Index.fts({
-      baseTokenizer: 'simple',
-      lowercase: true,
-      asciiFolding: true,
-      stem: true,
-      language: 'English',
-      removeStopWords: false,
-      withPosition: false,
-    }),
+    config: lancedb.Index.fts(LANCE_FTS),
   });
   return {
     name: 'LanceDB 0.31.0 FTS',
