@@ -507,7 +507,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return this.#lexical.search(query, k, allow, new TimeSlice(8, signal));
   }
 
-  /** Each label's similarity to `vector`, from its stored vector (a read and a dot product each: in time slices). */
+  /** Each label's exact similarity to `vector` (-1 for a label no longer in the index). */
   async denseScores(vector: Float32Array, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
     await this.#whenReady();
     // From the vectors the index worker holds: no store read per label, and no arithmetic on the event loop.
