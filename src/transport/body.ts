@@ -67,9 +67,9 @@ export function receiveBody(
   return new Promise<Buffer>((resolve, reject) => {
     const settle = (error: Error | undefined): void => {
       stream.off('data', onData).off('end', onEnd).off('error', settle).off('close', onClose);
-      const body = error === undefined ? Buffer.concat(chunks, held) : undefined;
+      const body = error === undefined ? Buffer.concat(chunks, held) : error;
       budget.give(held);
-      if (body === undefined) reject(error);
+      if (body instanceof Error) reject(body);
       else resolve(body);
     };
     // Refused while arriving: nothing more is read; the answer says `connection: close`, which ends the socket once
