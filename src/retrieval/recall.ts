@@ -97,20 +97,16 @@ export async function completeUnion(
   signal: AbortSignal,
 ): Promise<void> {
   const union = [...new Set(lists.flatMap((list) => list.hits.map((hit) => hit.label)))];
-  // Both lists at once: the dense scores come from the index's worker thread while BM25 scores on this one.
-  const completed = await Promise.all(
-    lists.map(async (list) => {
-      const present = new Set(list.hits.map((hit) => hit.label));
-      const missing = union.filter((label) => !present.has(label));
-      const scores =
-        list.name === 'dense'
-          ? await corpus.denseScores(vector, missing, signal)
-          : await corpus.lexicalScores(query, missing, signal);
-      return {
-        ...list,
-        hits: [...list.hits, ...missing.map((label, j) => ({ label, score: scores[j] ?? list.floor }))],
-      };
-    }),
-  );
-  lists.splice(0, lists.length, ...completed);
+  for (const [i, list] of lists.entries()) {
+    const present = new Set(list.hits.map((hit) => hit.label));
+    const missing = union.filter((label) => !present.has(label));
+    const scores =
+      list.name === 'dense'
+        ? await corpus.denseScores(vector, missing, signal)
+        : await corpus.lexicalScores(query, missing, signal);
+    lists[i] = {
+      ...list,
+      hits: [...list.hits, ...missing.map((label, j) => ({ label, score: scores[j] ?? list.floor }))],
+    };
+  }
 }

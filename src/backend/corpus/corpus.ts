@@ -3,6 +3,7 @@ import { RpcErrorCode } from '../../protocol/codes.js';
 import { RpcError } from '../../protocol/errors.js';
 import type { Logger } from '../../protocol/logger.js';
 import { TimeSlice } from '../../protocol/time-slice.js';
+import { cosineSimilarity, dotProduct } from '../../protocol/vectors.js';
 import { requireWellFormed } from '../../protocol/validation.js';
 import { DenseIndex, type DenseIndexOptions } from '../hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
@@ -507,11 +508,17 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return this.#lexical.search(query, k, allow, new TimeSlice(8, signal));
   }
 
-  /** Each label's exact similarity to `vector` (-1 for a label no longer in the index). */
+  /** Each label's similarity to `vector`, from its stored vector (a read and a dot product each: in time slices). */
   async denseScores(vector: Float32Array, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
-    await this.#whenReady();
-    // From the vectors the index worker holds: no store read per label, and no arithmetic on the event loop.
-    return this.#dense.scores(vector, labels, signal);
+    const similarity = this.settings.space === 'cosine' ? cosineSimilarity : dotProduct;
+    const slice = new TimeSlice(8, signal);
+    const scores: number[] = [];
+    for (const label of labels) {
+      const stored = this.store.vectorOf(label);
+      scores.push(stored === undefined ? -1 : similarity(stored, vector));
+      await slice.due();
+    }
+    return scores;
   }
 
   async transformQuery(

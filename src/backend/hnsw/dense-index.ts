@@ -113,17 +113,6 @@ export class DenseIndex {
     return Array.from(labels, (label, i) => ({ label, distance: reply.distances?.[i] ?? 0 }));
   }
 
-  /** The exact similarity of `vector` to each of `labels`, -1 for a label not in the index; in the caller's lane. */
-  async scores(
-    vector: Float32Array,
-    labels: readonly number[],
-    signal?: AbortSignal,
-    lane?: string,
-  ): Promise<number[]> {
-    const reply = await this.#call({ op: 'scores', vector, labels: Float64Array.from(labels) }, [], signal, lane);
-    return Array.from(reply.similarities ?? [], Number);
-  }
-
   async count(): Promise<number> {
     return (await this.#call({ op: 'count' })).count ?? 0;
   }

@@ -13,7 +13,6 @@ export type DenseRequest =
   | { op: 'add'; labels: Float64Array; vectors: Float32Array }
   | { op: 'remove'; labels: Float64Array }
   | { op: 'search'; vector: Float32Array; k: number; ef: number; allow: Float64Array | undefined }
-  | { op: 'scores'; vector: Float32Array; labels: Float64Array }
   | { op: 'save'; file: string }
   | { op: 'count' }
   | { op: 'labels' };
@@ -25,8 +24,6 @@ export type DenseReply =
       count?: number;
       labels?: Float64Array;
       distances?: Float32Array;
-      /** `scores`: the similarity of each label asked for, -1 for one not in the index. */
-      similarities?: Float64Array;
       /** `save`: the written file's size and digest. */
       digest?: { bytes: number; sha256: string };
     }

@@ -41,17 +41,6 @@ function exact(query: Float32Array, allow: ReadonlySet<number>, k: number): Dens
   };
 }
 
-/** The exact similarity of `query` to each of `labels` (-1 for one not in the index), as exact() scores them. */
-function scores(request: Extract<DenseRequest, { op: 'scores' }>): DenseReply {
-  if (index === undefined || options === undefined) throw new Error('index not open');
-  const similarity = options.space === 'cosine' ? cosineSimilarity : dotProduct;
-  const within = request.vector.subarray(0, options.dimension);
-  const similarities = Float64Array.from(request.labels, (label) =>
-    live.has(label) ? similarity(index!.getPoint(label), within) : -1,
-  );
-  return { ok: true, similarities };
-}
-
 function ensureCapacity(extra: number): void {
   if (index === undefined) return;
   const needed = index.getCurrentCount() + extra;
@@ -137,8 +126,6 @@ function handle(request: DenseRequest): DenseReply {
     }
     case 'search':
       return search(request);
-    case 'scores':
-      return scores(request);
     case 'save': {
       index?.writeIndexSync(request.file);
       syncPath(request.file);

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DenseIndex } from '../../../../src/backend/hnsw/dense-index.js';
-import { cosineSimilarity } from '../../../../src/protocol/vectors.js';
 import { mulberry32 } from '../../../helpers/random.js';
 
 const DIR = mkdtempSync(join(tmpdir(), 'rcp-dense-'));
@@ -19,33 +18,6 @@ const options = {
 };
 
 describe('the HNSW dense index in its worker', () => {
-  it('§16.3 scores named labels exactly (union completion), -1 for a removed or unknown one', async () => {
-    const index = new DenseIndex();
-    await index.open(join(DIR, 'scores'), options, { id: 'test', seq: 0 });
-    const next = mulberry32(3);
-    const unit = () => {
-      const v = Float32Array.from({ length: DIMENSION }, () => next() - 0.5);
-      const norm = Math.hypot(...v);
-      return v.map((x) => x / norm);
-    };
-    const vectors = Array.from({ length: 50 }, unit);
-    await index.add(
-      vectors.map((_, i) => i),
-      vectors,
-      DIMENSION,
-    );
-    await index.remove([7]);
-    const query = unit();
-    const scores = await index.scores(query, [3, 7, 49, 1000]);
-    expect(scores[0]).toBeCloseTo(cosineSimilarity(vectors[3]!, query), 5);
-    expect(scores[2]).toBeCloseTo(cosineSimilarity(vectors[49]!, query), 5);
-    expect([scores[1], scores[3]]).toEqual([-1, -1]);
-    // The same number the graph search gives for a label it returns.
-    const [best] = await index.search(query, 1, 50);
-    expect((await index.scores(query, [best!.label]))[0]).toBeCloseTo(1 - best!.distance, 5);
-    await index.close();
-  });
-
   it('§13.1 a search whose caller gave up before its turn is never run: abandoned searches cost nobody', async () => {
     const index = new DenseIndex();
     await index.open(DIR, options, { id: 'test', seq: 0 });
