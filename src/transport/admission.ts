@@ -30,13 +30,11 @@ export class Admission {
   appliesTo(value: unknown): boolean {
     if (!this.enabled) return false;
     const members: unknown[] = Array.isArray(value) ? value : [value];
-    return members.some(
-      (member) => isJsonObject(member) && typeof member.method === 'string' && rateClassOf(member.method) !== undefined,
-    );
+    return members.some((member) => isJsonObject(member) && this.isWork(member.method));
   }
 
   /** Whether `method` is work: subject to admission (the lifecycle and notifications are not). */
-  isWork(method: unknown): boolean {
+  isWork(method: unknown): method is string {
     return typeof method === 'string' && rateClassOf(method) !== undefined;
   }
 
@@ -56,7 +54,7 @@ export class Admission {
   }
 
   async check(caller: string, method: unknown): Promise<RpcError | undefined> {
-    if (typeof method !== 'string' || rateClassOf(method) === undefined) return undefined;
+    if (!this.isWork(method)) return undefined;
     const overloaded = this.shedder?.check();
     if (overloaded !== undefined) {
       this.onRefused('overload', method);

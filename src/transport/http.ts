@@ -4,6 +4,7 @@ import { RpcError } from '../protocol/errors.js';
 import type { FrameCodec } from '../protocol/frame-codec.js';
 import { serialize } from '../protocol/frames.js';
 import { failure, isJsonObject, type Response } from '../protocol/messages.js';
+import { accessFor } from '../protocol/method-table.js';
 import { mergeReplies, requestId, screen, type Screened } from '../protocol/screen.js';
 import type { NotificationSink, Reply } from '../protocol/session.js';
 import type { Admission } from './admission.js';
@@ -183,14 +184,16 @@ function hangUpSignal(reply: FastifyReply): AbortSignal {
   return hangUp.signal;
 }
 
-/** Whether any member of the frame runs a method that can be cancelled (anything but the lifecycle, §13). */
+/**
+ * Whether any member of the frame runs a method that can be cancelled (§13): anything but the lifecycle methods and
+ * notifications (the method table's `lifecycle` access), which the session answers at once, never a handler.
+ */
 function cancellable(value: unknown): boolean {
-  if (!Array.isArray(value)) return isJsonObject(value) && !LIFECYCLE.has(value.method);
-  return value.some((member) => isJsonObject(member) && !LIFECYCLE.has(member.method));
+  const members: unknown[] = Array.isArray(value) ? value : [value];
+  return members.some(
+    (member) => isJsonObject(member) && (typeof member.method !== 'string' || accessFor(member.method) !== 'lifecycle'),
+  );
 }
-
-/** Answered at once by the session, never by a handler: nothing to cancel. */
-const LIFECYCLE: ReadonlySet<unknown> = new Set(['ping', 'info', 'initialize', 'shutdown']);
 
 /** §5.2: the answer as HTTP 200 JSON, or 204 when there is nothing to answer (notifications only). */
 async function sendReplies(

@@ -69,10 +69,7 @@ export async function buildDefaultModel(dir: string, options: BuildOptions = {})
     if (existing.source?.endsWith(digest) === true) return { dir, built: false };
   }
   const graph = await readTfGraph(source);
-  const onnx = buildUseLiteGraph(graph, {
-    producer: `rcp-server tfjs converter v${CONVERTER_VERSION}`,
-    ...(options.quantize === undefined ? {} : { quantize: options.quantize }),
-  });
+  const onnx = buildUseLiteGraph(graph, { producer: `rcp-server tfjs converter v${CONVERTER_VERSION}`, ...options });
   await mkdir(dir, { recursive: true });
   await writeAtomically(join(dir, 'model.onnx'), onnx);
   await copyFile(join(source, 'vocab.json'), join(dir, 'vocab.json'));
