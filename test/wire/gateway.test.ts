@@ -493,15 +493,16 @@ describe('the Selector (gateway --select primary)', () => {
 
 describe('retries (§12.2)', () => {
   it("honours an engine's -32011 retryAfterMs and answers within the deadline", async () => {
-    const limited = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()], { RCP_RATE_LIMIT: '1' });
+    // One token every 4 s: no stall of this process refills the engine's bucket between the calls below.
+    const limited = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()], { RCP_RATE_LIMIT: '0.25' });
     const gw = await gateway(
       'patient',
       registryFile([{ id: 'limited', transport: 'http', url: `${limited.origin}/rcp` }]),
     );
     expect(result<RetrieveResult>(await call(gw.origin, 'retrieve', { query: 'a', k: 1 })).hits).toEqual([]);
-    // The engine's bucket is empty now: the gateway waits out retryAfterMs (~1 s) and retries, once.
+    // The engine's bucket is empty now: the gateway waits out retryAfterMs (up to 4 s) and retries, once.
     const started = Date.now();
-    const second = await call(gw.origin, 'retrieve', { query: 'b', k: 1, _meta: { deadlineMs: 5000 } });
+    const second = await call(gw.origin, 'retrieve', { query: 'b', k: 1, _meta: { deadlineMs: 15_000 } });
     expect(second).toHaveProperty('result');
     expect(Date.now() - started).toBeGreaterThan(500);
     // Without the time to wait, the engine's -32011 is not retried past the deadline: the query degrades to -32010.

@@ -1,4 +1,5 @@
 import { mkdtempSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -208,15 +209,36 @@ describe('§5.2 the real binary over HTTP', () => {
       await call(address, 2, 'index/add', { documents: [{ id: 'kept', text: 'written before the signal' }] }),
     ).toHaveProperty('result');
     // A large embed is in flight when the signal arrives: it is answered in full before the process exits, and the
-    // client's keep-alive connection (this test process keeps it open) does not hold the shutdown.
+    // client's keep-alive connection (this test process keeps it open) does not hold the shutdown. In flight for
+    // certain, however fast the embed: its headers are sent with `Expect: 100-continue`, and its body only once the
+    // server has taken the request (its 100 Continue) and has logged that it is shutting down.
     const sentence = 'the heart pumps blood through arteries and veins while the lungs move oxygen into it';
     const texts = Array.from({ length: 250 }, (_, i) => `${i}: ${sentence} ${sentence} ${sentence}`);
-    const inFlight = call(address, 3, 'embed', { inputs: texts }).then((answer) => ({ answer, at: performance.now() }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const signalledAt = performance.now();
+    const body = JSON.stringify(request(3, 'embed', { inputs: texts }));
+    const embed = httpRequest(`${address}/rcp/embed`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        expect: '100-continue',
+      },
+    });
+    const inFlight = new Promise<{ result?: Record<string, unknown> }>((resolve, reject) => {
+      embed.once('error', reject);
+      embed.once('response', (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+        response.once('end', () => resolve(JSON.parse(text) as { result?: Record<string, unknown> }));
+      });
+    });
+    await new Promise((resolve) => embed.once('continue', resolve));
     server.child.kill('SIGTERM');
-    const { answer, at } = await inFlight;
-    expect(at).toBeGreaterThan(signalledAt);
+    for (let i = 0; i < 400 && !server.stderr().includes('"msg":"shutting down"'); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(server.stderr()).toMatch(/"msg":"shutting down"/);
+    embed.end(body);
+    const answer = await inFlight;
     expect((answer.result?.vectors as unknown[] | undefined)?.length).toBe(250);
     expect(await server.exited).toBe(0);
     expect(server.stderr()).toMatch(/"msg":"stopped"/);

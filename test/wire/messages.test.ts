@@ -5,6 +5,24 @@ import { connect, INITIALIZE, request, TRANSPORTS, type Connection, type Frame }
 type Answer = Frame | Frame[];
 const byId = (batch: Answer, id: unknown) => (batch as Frame[]).find((member) => member.id === id);
 
+/**
+ * Resolves once the x-test/commit request with this progress token has committed: over stdio and in-process, when
+ * its progress frame for the commit arrives (a cancel sent before it could reach the server in the same read as the
+ * request and be handled first). Over HTTP, where progress needs an SSE stream this helper does not open, after
+ * 100 ms: the cancel is a request of its own, on a connection opened only then, read after the request it names.
+ */
+async function committed(conn: Connection, token: string): Promise<void> {
+  if (conn.transport === 'http') return new Promise((resolve) => setTimeout(resolve, 100));
+  const done = () =>
+    conn.notifications.some(
+      (frame) => (frame.params as { progressToken?: unknown } | undefined)?.progressToken === token,
+    );
+  for (const deadline = Date.now() + 10_000; !done();) {
+    if (Date.now() > deadline) throw new Error(`no progress frame for ${token}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 describe.each(TRANSPORTS)('envelopes, notifications, batches, cancellation over %s', (transport) => {
   let conn: Connection;
   afterEach(async () => conn?.close());
@@ -167,8 +185,8 @@ describe.each(TRANSPORTS)('envelopes, notifications, batches, cancellation over 
     await conn.exchange(INITIALIZE());
     const late = await conn.exchange(request(1, 'x-test/commit', { before: 0, after: 300, _meta: { deadlineMs: 30 } }));
     expect(late).toMatchObject({ result: { committed: true } });
-    conn.send(request(2, 'x-test/commit', { before: 0, after: 300 }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    conn.send(request(2, 'x-test/commit', { before: 0, after: 300, _meta: { progressToken: 'commit-2' } }));
+    await committed(conn, 'commit-2');
     conn.send({ jsonrpc: '2.0', method: 'notifications/cancel', params: { id: 2 } });
     expect(await conn.reply(2)).toMatchObject({ result: { committed: true } });
     // Before its commit, the deadline still wins and nothing is applied.

@@ -205,20 +205,41 @@ describe('overload', () => {
       'models.embedBatchLimit': 8,
       'models.rerankMaxCandidates': 4,
       'models.batching.maxQueuedItems': 8,
-      // Collect for a while so the first request is still queued when the second arrives.
-      'models.batching.maxWaitMs': 200,
       'models.batching.maxBatchItems': 64,
     });
+    // The model is held: its batches wait for `release` (the queue, not the model's speed, is under test), so the
+    // queue's state is known before the probe, however this process is scheduled.
+    const model = app.models.encoder as unknown as { runBatch(jobs: unknown[]): Promise<unknown[]> };
+    const run = model.runBatch.bind(model);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let running!: () => void;
+    const started = new Promise<void>((resolve) => (running = resolve));
+    model.runBatch = async (jobs) => {
+      running();
+      await released;
+      return run(jobs);
+    };
     const inputs = Array.from({ length: 8 }, (_, i) => `the cell ${i}`);
-    const started = performance.now();
-    const first = call(session, 'embed', { inputs });
-    const second = await call(session, 'embed', { inputs });
-    const refusedAfter = performance.now() - started;
-    expect(error(second).code).toBe(-32011);
-    expect(error(second).data).toMatchObject({ retryable: true });
-    expect(error(second).data.retryAfterMs).toBeGreaterThan(0);
-    expect(refusedAfter).toBeLessThan(150);
-    expect(((await first).result as { vectors: unknown[] }).vectors).toHaveLength(8);
+    const held = call(session, 'embed', { inputs });
+    await started;
+    // Eight more texts wait behind the running batch: the queue is full.
+    const queued = call(session, 'embed', { inputs });
+    while (app.models.queueDepths().encoder !== 8) await new Promise((resolve) => setTimeout(resolve, 5));
+    // At once: refused while the work ahead of it is still held, not once the queue has drained (which it cannot
+    // before the release: a probe left waiting in the queue shows as the timer's answer, not as a hang).
+    const refused = await Promise.race([
+      call(session, 'embed', { inputs: ['one more'] }),
+      new Promise<Frame>((resolve) => setTimeout(resolve, 10_000, { waiting: 'in the queue' })),
+    ]);
+    expect(error(refused).code).toBe(-32011);
+    expect(error(refused).data.detail).toMatch(/queue full/);
+    expect(error(refused).data).toMatchObject({ retryable: true });
+    expect(error(refused).data.retryAfterMs).toBeGreaterThan(0);
+    expect(app.models.queueDepths().encoder).toBe(8);
+    release();
+    expect(((await held).result as { vectors: unknown[] }).vectors).toHaveLength(8);
+    expect(((await queued).result as { vectors: unknown[] }).vectors).toHaveLength(8);
     await app.close();
   });
 });

@@ -20,6 +20,14 @@ afterAll(() => {
 
 type Reply = { id: number; result?: { hits?: { id: string }[] }; error?: { code: number } };
 
+/** One NDJSON request line. */
+const line = (id: number, method: string, params: object) =>
+  `${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`;
+const INITIALIZE: [string, object] = [
+  'initialize',
+  { protocolVersion: 1, client: { name: 'ro', version: '1' }, capabilities: {} },
+];
+
 /** Runs a stdio server on `dir` with `env`, sends `calls` after initialize, and returns the replies and exit code. */
 async function session(dir: string, writable: boolean, calls: [string, object][]) {
   const server = spawnStdio({ config: { 'models.encoder': ENCODER_DIR, dataDir: dir, 'index.writable': writable } }, [
@@ -29,10 +37,7 @@ async function session(dir: string, writable: boolean, calls: [string, object][]
   ]);
   const replies = new Map<number, Reply>();
   readFrames(server.child, (frame) => replies.set((frame as Reply).id, frame as Reply));
-  const send = (id: number, method: string, params: object) =>
-    server.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
-  send(0, 'initialize', { protocolVersion: 1, client: { name: 'ro', version: '1' }, capabilities: {} });
-  calls.forEach(([method, params], i) => send(i + 1, method, params));
+  [INITIALIZE, ...calls].forEach(([method, params], id) => server.child.stdin.write(line(id, method, params)));
   while (replies.size < calls.length + 1 && server.child.exitCode === null)
     await new Promise((resolve) => setTimeout(resolve, 20));
   server.child.stdin.end();
@@ -94,7 +99,15 @@ describe('§15.3 read-only serving (index.writable: false)', () => {
       '--stdio',
     ]);
     try {
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      // The server opens its store, and takes the dir's (shared) lock, before it reads its first frame: once the
+      // reader answers a ping, it holds the lock, however long its start took.
+      const answered = new Set<number>();
+      readFrames(reader.child, (frame) => answered.add((frame as Reply).id));
+      reader.child.stdin.write(line(0, ...INITIALIZE) + line(1, 'ping', {}));
+      while (!answered.has(1)) {
+        if (reader.child.exitCode !== null) throw new Error(`the reader exited: ${reader.stderr()}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       expect((await session(dir, false, [['ping', {}]])).code).toBe(0);
       const writer = await session(dir, true, [['ping', {}]]);
       expect(writer.code).toBe(2);
