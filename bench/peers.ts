@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- peers`: `retrieve` over HTTP against LanceDB (@lancedb/lancedb 0.31.0, in-process, a
  * devDependency of the benchmark only) on the same work: BEIR SciFact's whole corpus, its training queries, one client,
- * top 10. Sparse against LanceDB's full-text search, hybrid against LanceDB's hybrid (full-text + flat vector search,
+ * top 10, ids and scores (the text of hits is not asked for on either side); our client is bench/client.ts. Sparse against LanceDB's full-text search, hybrid against LanceDB's hybrid (full-text + flat vector search,
  * RRF). LanceDB is handed the server's own USE-lite vectors for documents and queries, embedded before the clock
  * starts, while the server embeds each query inside its `retrieve`. q/s and nDCG@10 as ratios to the peer measured in
  * the same run; rounds interleaved, medians reported (RCP_BENCH_PEERS_ROUNDS, default 3).
@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type * as LanceDb from '@lancedb/lancedb';
 import { decodeF32Base64 } from '../src/protocol/vectors.js';
+import { call } from './client.js';
 import { ingest, startServer } from './http.js';
 import { LANCE_FTS, median } from './lexical/engines.js';
 import { corpus, ndcg, trainQueries, type Doc } from './scifact.js';
@@ -34,23 +35,12 @@ interface Engine {
   readonly search: (query: Query) => Promise<string[]>;
 }
 
-async function rpc(origin: string, method: string, params: object): Promise<unknown> {
-  const response = await fetch(`${origin}/rcp/${method}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const frame = (await response.json()) as { result?: unknown; error?: unknown };
-  if (frame.result === undefined) throw new Error(`${method}: ${JSON.stringify(frame.error)}`);
-  return frame.result;
-}
-
 /** The server's own vectors for `texts` (`embed`, f32-base64), as documents or queries. */
 async function embedAll(origin: string, texts: readonly string[], kind: 'document' | 'query'): Promise<Float32Array[]> {
   const vectors: Float32Array[] = [];
   for (let at = 0; at < texts.length; at += EMBED_BATCH) {
     const inputs = texts.slice(at, at + EMBED_BATCH);
-    const result = (await rpc(origin, 'embed', { inputs, kind, encoding: 'f32-base64' })) as {
+    const result = (await call(origin, 'embed', { inputs, kind, encoding: 'f32-base64' })) as {
       vectors: string[];
       dimension: number;
     };
@@ -63,7 +53,9 @@ function served(origin: string, mode: 'sparse' | 'hybrid'): Engine {
   return {
     name: `rcp-server ${mode} over HTTP`,
     search: async (query) => {
-      const { hits } = (await rpc(origin, 'retrieve', { query: query.text, k: K, mode })) as {
+      // The peer's rows carry ids and scores only (select): so do ours (hits keep meta and citation, not the text).
+      const params = { query: query.text, k: K, mode, includeText: false };
+      const { hits } = (await call(origin, 'retrieve', params)) as {
         hits: { id: string; chunk?: { docId: string } }[];
       };
       return hits.map((hit) => hit.chunk?.docId ?? hit.id);

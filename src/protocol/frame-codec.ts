@@ -8,11 +8,12 @@ import { parseFrame, serializeReply, type ParsedFrame } from './frames.js';
 export interface FrameCodec {
   /**
    * The frame in `body` (UTF-8 JSON); `body` may be handed to another thread: the caller must not read it after.
-   * Large frames of different callers take turns (§15.5).
+   * Large frames of different callers take turns (§15.5). A promise only for a frame handled away from the calling
+   * thread: a small one is parsed at once, without a turn of the microtask queue per request.
    */
-  parse(body: Buffer, caller?: string): Promise<ParsedFrame>;
-  /** The answer as one JSON text of at most `maxBytes` (serializeReply), as text or as its UTF-8 bytes. */
-  serializeReply(reply: unknown, maxBytes: number, caller?: string): Promise<EncodedReply>;
+  parse(body: Buffer, caller?: string): ParsedFrame | Promise<ParsedFrame>;
+  /** The answer as one JSON text of at most `maxBytes` (serializeReply), as text or as its UTF-8 bytes; as `parse`. */
+  serializeReply(reply: unknown, maxBytes: number, caller?: string): EncodedReply | Promise<EncodedReply>;
 }
 
 /**
@@ -26,9 +27,9 @@ export interface EncodedReply {
 
 /** Everything on the calling thread: for in-process use and tests, and for the small frames of any codec. */
 export const inlineCodec: FrameCodec = {
-  parse: (body) => Promise.resolve(parseFrame(body.toString('utf8'))),
+  parse: (body) => parseFrame(body.toString('utf8')),
   serializeReply: (reply, maxBytes) => {
     const { text, bytes } = serializeReply(reply, maxBytes);
-    return Promise.resolve({ body: text, bytes });
+    return { body: text, bytes };
   },
 };

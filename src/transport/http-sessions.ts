@@ -71,9 +71,19 @@ export class HttpSessionStore {
    * resolve(), after looking in the shared store for a session this replica does not hold: one another replica
    * opened continues here as it was negotiated (§13.2). A store that cannot answer is -32010: the session may exist.
    */
-  async find(ref: SessionRef, caller: string, isInitialize: boolean): Promise<Session | RpcError> {
+  find(ref: SessionRef, caller: string, isInitialize: boolean): Session | RpcError | Promise<Session | RpcError> {
     const shared = this.#shared;
+    // Without a shared store, or without a session named, the answer is known at once.
     if (shared === undefined || ref === undefined) return this.resolve(ref, caller, isInitialize);
+    return this.#findShared(shared, ref, caller, isInitialize);
+  }
+
+  async #findShared(
+    shared: SharedSessions,
+    ref: NonNullable<SessionRef>,
+    caller: string,
+    isInitialize: boolean,
+  ): Promise<Session | RpcError> {
     const key = keyOf(ref, caller);
     if (!this.#entries.has(key)) {
       let restored: SessionState | undefined;
@@ -92,26 +102,31 @@ export class HttpSessionStore {
   /**
    * After a request in `session`: an initialized session is saved to the shared store before its answer goes (a
    * client's next request may reach another replica), and its last use is passed on now and then (a quarter of the
-   * idle time), not at every request.
+   * idle time), not at every request. Undefined when there is nothing to share (no shared store, or a session that
+   * negotiated nothing): no turn of the microtask queue for it.
    */
-  async share(session: Session): Promise<void> {
+  share(session: Session): Promise<void> | undefined {
     const entry = this.#bySession.get(session);
     const state = session.state;
-    if (this.#shared === undefined || entry === undefined || state === undefined) return;
+    if (this.#shared === undefined || entry === undefined || state === undefined) return undefined;
+    return this.#share(this.#shared, entry, session, state);
+  }
+
+  async #share(shared: SharedSessions, entry: Entry, session: Session, state: SessionState): Promise<void> {
     // Ended here: gone from the shared store before `shutdown` is answered, so no replica continues it after.
-    if (session.shutDown) return void (await this.#shared.forget(entry.key).catch(() => undefined));
+    if (session.shutDown) return void (await shared.forget(entry.key).catch(() => undefined));
     const now = Date.now();
     if (entry.sharedAt === undefined) {
       const { idleMs, maxSessionsPerCaller: perCaller } = this.#config;
       // A store that cannot take it leaves the session to this replica until a later request saves it.
-      const saved = await this.#shared.save(entry.key, entry.caller, state, { idleMs, perCaller }).then(
+      const saved = await shared.save(entry.key, entry.caller, state, { idleMs, perCaller }).then(
         () => true,
         () => false,
       );
       if (saved) entry.sharedAt = now;
     } else if (now - entry.sharedAt > this.#config.idleMs / 4) {
       entry.sharedAt = now;
-      void this.#shared.touch(entry.key).catch(() => undefined);
+      void shared.touch(entry.key).catch(() => undefined);
     }
   }
 

@@ -1,7 +1,7 @@
 import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RpcError } from '../protocol/errors.js';
-import type { FrameCodec } from '../protocol/frame-codec.js';
+import type { EncodedReply, FrameCodec } from '../protocol/frame-codec.js';
 import { serialize } from '../protocol/frames.js';
 import { failure, isJsonObject, type Response } from '../protocol/messages.js';
 import { accessFor } from '../protocol/method-table.js';
@@ -122,19 +122,22 @@ async function answer(
   // Authenticated before the body was read (the onRequest hook); each member needs its method's scope.
   const caller = callers.get(request);
   const callerId = caller?.id ?? request.ip;
-  const parsed = await options.codec.parse(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), callerId);
+  // A small frame is parsed at once (a large one in the codec's worker).
+  const parsing = options.codec.parse(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), callerId);
+  const parsed = parsing instanceof Promise ? await parsing : parsing;
   if (!parsed.ok) return void reply.code(200).send(parsed.reply);
   const byPath = checkPathMethod(parsed.value, pathMethod);
   const byScope: Screened =
     caller === undefined ? { accepted: byPath.accepted, rejected: [] } : await checkScopes(byPath.accepted, caller);
-  // Load shedding and per-caller rate limits by method class: a refused member is -32011 with retryAfterMs.
-  const admission = options.admission;
+  // Load shedding and per-caller rate limits by method class: a refused member is -32011 with retryAfterMs. A frame
+  // without work (the lifecycle, notifications) is never refused, so it is not screened at all.
+  const admission = options.admission?.appliesTo(byScope.accepted) === true ? options.admission : undefined;
   const byLoad: Screened =
-    admission?.enabled === true
+    admission !== undefined
       ? await screen(byScope.accepted, (method) => admission.check(callerId, method))
       : { accepted: byScope.accepted, rejected: [] };
   // §15.5: work past what the process serves at once is refused now (-32011), never queued behind the rest.
-  const place = admission?.enabled === true ? admission.enterWork(callerId, byLoad.accepted) : undefined;
+  const place = admission?.enterWork(callerId, byLoad.accepted);
   const byWork: Screened =
     place instanceof RpcError
       ? await screen(byLoad.accepted, (method) => (admission!.isWork(method) ? place : undefined))
@@ -159,7 +162,8 @@ async function serve(
   // Members refused above keep their own answers; only what is left needs a session.
   if (accepted === undefined) return await sendReplies(reply, mergeReplies(undefined, rejected), options, callerId);
   const ref = sessionRef(request);
-  const session = ref instanceof RpcError ? ref : await options.sessions.find(ref, callerId, isInitialize(accepted));
+  const finding = ref instanceof RpcError ? ref : options.sessions.find(ref, callerId, isInitialize(accepted));
+  const session = finding instanceof Promise ? await finding : finding;
   if (session instanceof RpcError) {
     return await sendReplies(reply, mergeReplies(answerEach(accepted, session), rejected), options, callerId);
   }
@@ -173,8 +177,10 @@ async function serve(
     return stream(request, reply, options, run);
   }
   const replies = mergeReplies(await session.handle(accepted, undefined, hangUp), rejected);
-  await options.sessions.share(session);
-  await sendReplies(reply, replies, options, callerId);
+  const sharing = options.sessions.share(session);
+  if (sharing !== undefined) await sharing;
+  const sending = sendReplies(reply, replies, options, callerId);
+  if (sending !== undefined) await sending;
 }
 
 /** Aborts when the client hangs up before its answer is written (§13.1). */
@@ -195,24 +201,36 @@ function cancellable(value: unknown): boolean {
   );
 }
 
-/** §5.2: the answer as HTTP 200 JSON, or 204 when there is nothing to answer (notifications only). */
-async function sendReplies(
+/**
+ * §5.2: the answer as HTTP 200 JSON, or 204 when there is nothing to answer (notifications only). Sent at once when
+ * the answer was serialised here (a promise only while a large one is serialised in the codec's worker).
+ */
+function sendReplies(
   reply: FastifyReply,
   replies: Reply | undefined,
   options: HttpTransportOptions,
   caller: string,
-): Promise<void> {
+): Promise<void> | undefined {
   if (replies === undefined) return void reply.code(204).send();
-  const body = await outgoing(replies, options, caller);
-  reply.code(200).header('content-type', 'application/json; charset=utf-8').send(body);
+  const send = (body: string | Buffer) =>
+    void reply.code(200).header('content-type', 'application/json; charset=utf-8').send(body);
+  const body = outgoing(replies, options, caller);
+  return body instanceof Promise ? body.then(send) : send(body);
 }
 
 /** The answer's text, capped in size; -32011 for each member while unread answers fill the outbox (§15.5). */
-async function outgoing(replies: Reply, options: HttpTransportOptions, caller: string): Promise<string | Buffer> {
-  const { body, bytes } = await options.codec.serializeReply(replies, options.maxResponseBytes, caller);
-  if (options.outbox === undefined || options.outbox.admits(bytes)) return body;
-  const busy = RpcError.rateLimited(1000, `answers of ${options.outbox.held} bytes wait for clients to read them`);
-  return serialize(Array.isArray(replies) ? replies.map((r) => failure(r.id, busy)) : failure(replies.id, busy));
+function outgoing(
+  replies: Reply,
+  options: HttpTransportOptions,
+  caller: string,
+): string | Buffer | Promise<string | Buffer> {
+  const admit = ({ body, bytes }: EncodedReply): string | Buffer => {
+    if (options.outbox === undefined || options.outbox.admits(bytes)) return body;
+    const busy = RpcError.rateLimited(1000, `answers of ${options.outbox.held} bytes wait for clients to read them`);
+    return serialize(Array.isArray(replies) ? replies.map((r) => failure(r.id, busy)) : failure(replies.id, busy));
+  };
+  const encoding = options.codec.serializeReply(replies, options.maxResponseBytes, caller);
+  return encoding instanceof Promise ? encoding.then(admit) : admit(encoding);
 }
 
 /**

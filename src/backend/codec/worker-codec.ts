@@ -1,5 +1,5 @@
-import { approximateBytes } from '../../protocol/frames.js';
-import { inlineCodec, type FrameCodec } from '../../protocol/frame-codec.js';
+import { approximateBytes, type ParsedFrame } from '../../protocol/frames.js';
+import { inlineCodec, type EncodedReply, type FrameCodec } from '../../protocol/frame-codec.js';
 import { WorkerChannel } from '../worker-thread.js';
 import type { CodecReply, CodecRequest } from './codec-protocol.js';
 
@@ -14,8 +14,19 @@ export const OFFLOAD_BYTES = 256 * 1024;
 export class WorkerCodec implements FrameCodec {
   #worker: WorkerChannel<CodecRequest, CodecReply> | undefined;
 
-  async parse(body: Buffer, caller = ''): ReturnType<FrameCodec['parse']> {
+  parse(body: Buffer, caller = ''): ReturnType<FrameCodec['parse']> {
     if (body.byteLength < OFFLOAD_BYTES || this.#worker?.failed === true) return inlineCodec.parse(body);
+    return this.#parseAway(body, caller);
+  }
+
+  serializeReply(reply: unknown, maxBytes: number, caller = ''): ReturnType<FrameCodec['serializeReply']> {
+    if (this.#worker?.failed === true || approximateBytes(reply) < OFFLOAD_BYTES) {
+      return inlineCodec.serializeReply(reply, maxBytes);
+    }
+    return this.#serializeAway(reply, maxBytes, caller);
+  }
+
+  async #parseAway(body: Buffer, caller: string): Promise<ParsedFrame> {
     // Handed over, not copied, when the body owns its memory (a large Buffer.concat does).
     const owns = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
     const transfer = owns && body.buffer instanceof ArrayBuffer ? [body.buffer] : [];
@@ -23,10 +34,7 @@ export class WorkerCodec implements FrameCodec {
     return reply.parsed!;
   }
 
-  async serializeReply(reply: unknown, maxBytes: number, caller = ''): ReturnType<FrameCodec['serializeReply']> {
-    if (this.#worker?.failed === true || approximateBytes(reply) < OFFLOAD_BYTES) {
-      return inlineCodec.serializeReply(reply, maxBytes);
-    }
+  async #serializeAway(reply: unknown, maxBytes: number, caller: string): Promise<EncodedReply> {
     const answer = await this.#channel().call({ op: 'serialize', reply, maxBytes }, [], undefined, caller);
     const { body, bytes } = answer.serialized!;
     return { body: Buffer.from(body.buffer, body.byteOffset, body.byteLength), bytes };
