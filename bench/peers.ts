@@ -1,9 +1,10 @@
 /**
  * `npm run bench -- peers`: `retrieve` over HTTP against LanceDB (@lancedb/lancedb 0.31.0, in-process, a
  * devDependency of the benchmark only) on the same work: BEIR SciFact's whole corpus, its training queries, one client,
- * top 10, ids and scores (the text of hits is not asked for on either side); our client is bench/client.ts. Sparse against LanceDB's full-text search, hybrid against LanceDB's hybrid (full-text + flat vector search,
- * RRF). LanceDB is handed the server's own USE-lite vectors for documents and queries, embedded before the clock
- * starts, while the server embeds each query inside its `retrieve`. q/s and nDCG@10 as ratios to the peer measured in
+ * top 10, ids and scores (the text of hits is not asked for on either side); our client is bench/client.ts. Sparse
+ * against LanceDB's full-text search, hybrid against LanceDB's hybrid (full-text + flat vector search, RRF). LanceDB
+ * is handed the server's own USE-lite vectors for documents and queries, embedded before the clock starts, while the
+ * server embeds each query inside its `retrieve`. q/s and nDCG@10 as ratios to the peer measured in
  * the same run; rounds interleaved, medians reported (RCP_BENCH_PEERS_ROUNDS, default 3).
  *
  * The server is the real one (`bin/rcp-server.js serve` from dist/, default configuration and log level) over a data

@@ -265,9 +265,16 @@ interface HttpParts {
   readonly shared: SharedSessions | undefined;
 }
 
+/** A listener, with its responses in flight and its open connections (what `drain` waits on). */
+interface TrackedServer {
+  readonly server: FastifyInstance;
+  readonly inFlight: () => number;
+  readonly sockets: ReadonlySet<Socket>;
+}
+
 /** The HTTP listeners this app has built, and how to drain them all on close. */
 class HttpServers {
-  readonly #servers: { server: FastifyInstance; inFlight: () => number; sockets: ReadonlySet<Socket> }[] = [];
+  readonly #servers: TrackedServer[] = [];
 
   constructor(private readonly parts: HttpParts) {}
 
@@ -379,10 +386,7 @@ const LINGER_MS = 2000;
  * so the process does not exit while that answer's bytes still wait in the kernel (a container's network goes with
  * its process, and bytes left there are lost: a 1.4 MB answer arrived cut at 892 KB).
  */
-async function drain(
-  { server, inFlight, sockets }: { server: FastifyInstance; inFlight: () => number; sockets: ReadonlySet<Socket> },
-  deadlineMs: number,
-): Promise<void> {
+async function drain({ server, inFlight, sockets }: TrackedServer, deadlineMs: number): Promise<void> {
   const sweep = setInterval(() => {
     if (inFlight() > 0) return void server.server.closeIdleConnections();
     for (const socket of sockets) {

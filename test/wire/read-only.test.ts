@@ -3,7 +3,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
+import { INITIALIZE, readFrames, request, ROOT, spawnStdio } from '../helpers/wire.js';
 
 /**
  * §15.3 read-only serving: a data dir served with `index.writable: false` is never written — not its store, not its
@@ -20,13 +20,8 @@ afterAll(() => {
 
 type Reply = { id: number; result?: { hits?: { id: string }[] }; error?: { code: number } };
 
-/** One NDJSON request line. */
-const line = (id: number, method: string, params: object) =>
-  `${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`;
-const INITIALIZE: [string, object] = [
-  'initialize',
-  { protocolVersion: 1, client: { name: 'ro', version: '1' }, capabilities: {} },
-];
+/** One NDJSON line. */
+const line = (frame: object) => `${JSON.stringify(frame)}\n`;
 
 /** Runs a stdio server on `dir` with `env`, sends `calls` after initialize, and returns the replies and exit code. */
 async function session(dir: string, writable: boolean, calls: [string, object][]) {
@@ -37,7 +32,8 @@ async function session(dir: string, writable: boolean, calls: [string, object][]
   ]);
   const replies = new Map<number, Reply>();
   readFrames(server.child, (frame) => replies.set((frame as Reply).id, frame as Reply));
-  [INITIALIZE, ...calls].forEach(([method, params], id) => server.child.stdin.write(line(id, method, params)));
+  const frames = [INITIALIZE(0), ...calls.map(([method, params], i) => request(i + 1, method, params))];
+  for (const frame of frames) server.child.stdin.write(line(frame));
   while (replies.size < calls.length + 1 && server.child.exitCode === null)
     await new Promise((resolve) => setTimeout(resolve, 20));
   server.child.stdin.end();
@@ -103,7 +99,7 @@ describe('§15.3 read-only serving (index.writable: false)', () => {
       // reader answers a ping, it holds the lock, however long its start took.
       const answered = new Set<number>();
       readFrames(reader.child, (frame) => answered.add((frame as Reply).id));
-      reader.child.stdin.write(line(0, ...INITIALIZE) + line(1, 'ping', {}));
+      reader.child.stdin.write(line(INITIALIZE(0)) + line(request(1, 'ping')));
       while (!answered.has(1)) {
         if (reader.child.exitCode !== null) throw new Error(`the reader exited: ${reader.stderr()}`);
         await new Promise((resolve) => setTimeout(resolve, 20));
