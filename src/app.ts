@@ -1,4 +1,3 @@
-import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
@@ -32,6 +31,7 @@ import { LoadShedder } from './transport/load-shedding.js';
 import { RateLimiter } from './transport/rate-limit.js';
 import { RedisBucketStore } from './transport/redis-bucket-store.js';
 import { HttpSessionStore, type SharedSessions } from './transport/http-sessions.js';
+import { Drain } from './transport/drain.js';
 import { operatorRoutes, type OperatorOptions } from './transport/operator.js';
 import { rcpHttp } from './transport/http.js';
 import type { Logger } from './protocol/logger.js';
@@ -265,11 +265,10 @@ interface HttpParts {
   readonly shared: SharedSessions | undefined;
 }
 
-/** A listener, with its responses in flight and its open connections (what `drain` waits on). */
+/** A listener, and how to close it gracefully. */
 interface TrackedServer {
   readonly server: FastifyInstance;
-  readonly inFlight: () => number;
-  readonly sockets: ReadonlySet<Socket>;
+  readonly drain: Drain;
 }
 
 /** The HTTP listeners this app has built, and how to drain them all on close. */
@@ -347,10 +346,10 @@ class HttpServers {
     return app;
   }
 
-  /** Closes every listener built, each after its requests in flight (see `drain`). */
+  /** Closes every listener built, each after its answers in progress have gone out (see transport/drain.ts). */
   async drain(): Promise<void> {
     const deadlineMs = this.parts.config.limits.requestTimeoutMs;
-    await Promise.all(this.#servers.splice(0).map((tracked) => drain(tracked, deadlineMs)));
+    await Promise.all(this.#servers.splice(0).map(({ server, drain }) => drain.close(() => server.close(), deadlineMs)));
   }
 
   #operatorOptions(auth?: ApiKeys): OperatorOptions {
@@ -359,49 +358,9 @@ class HttpServers {
     return { health, metrics: metrics.registry, metricsPath: config.metrics.path, auth };
   }
 
-  /** Responses in flight (SSE included: a hijacked response still closes), for a graceful close. */
+  /** Follows the listener's connections and answers from before it listens, for its graceful close. */
   #track(app: FastifyInstance): void {
-    let inFlight = 0;
-    app.server.on('request', (_request: unknown, response: { once(event: 'close', listener: () => void): void }) => {
-      inFlight++;
-      response.once('close', () => inFlight--);
-    });
-    const sockets = new Set<Socket>();
-    app.server.on('connection', (socket: Socket) => {
-      sockets.add(socket);
-      socket.once('close', () => sockets.delete(socket));
-    });
-    this.#servers.push({ server: app, inFlight: () => inFlight, sockets });
-  }
-}
-
-/** How long an ended connection may stay idle, waiting for its client to hang up, during a drain. */
-const LINGER_MS = 2000;
-
-/**
- * Graceful HTTP close: stop accepting, let requests in flight finish, then end. Node closes only the connections it
- * sees as idle, and a keep-alive connection that served an SSE stream or outlived an aborted request may never look
- * idle; so once no response is in flight every connection is ended, and whatever is still open at the request
- * deadline is cut. Ended, not destroyed: the connection closes once its client has read the last answer and hung up,
- * so the process does not exit while that answer's bytes still wait in the kernel (a container's network goes with
- * its process, and bytes left there are lost: a 1.4 MB answer arrived cut at 892 KB).
- */
-async function drain({ server, inFlight, sockets }: TrackedServer, deadlineMs: number): Promise<void> {
-  const sweep = setInterval(() => {
-    if (inFlight() > 0) return void server.server.closeIdleConnections();
-    for (const socket of sockets) {
-      if (socket.writableEnded) continue;
-      socket.end();
-      // A client that does not hang up once it has all it asked for is not waited for long.
-      socket.setTimeout(LINGER_MS, () => socket.destroy());
-    }
-  }, 50);
-  const cut = setTimeout(() => server.server.closeAllConnections(), deadlineMs);
-  try {
-    await server.close();
-  } finally {
-    clearInterval(sweep);
-    clearTimeout(cut);
+    this.#servers.push({ server: app, drain: new Drain(app.server) });
   }
 }
 

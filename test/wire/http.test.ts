@@ -1,5 +1,6 @@
 import { mkdtempSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { connect as tcp } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -155,6 +156,37 @@ describe('§5.2 HTTP transport', () => {
     expect((await post('/rcp/x-test/sleep', request('hang', 'x-test/sleep', { ms: 1 }))).json).toMatchObject({
       result: { slept: 1 },
     });
+  });
+
+  it('a graceful close delivers whole an answer still waiting in the server for a slow reader', async () => {
+    await start();
+    // 10 MB: more than the kernel's socket buffers take from a client that does not read, so most of the answer
+    // waits in the server's own buffer when the close begins.
+    const text = 'x'.repeat(10_000_000);
+    const body = JSON.stringify(request(1, 'x-test/echo', { text }));
+    const { hostname, port } = new URL(origin);
+    const socket = tcp({ host: hostname, port: Number(port) });
+    socket.write(
+      `POST /rcp/x-test/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    const received: Buffer[] = [];
+    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.on('error', () => undefined);
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    socket.pause();
+    // The answer has begun to arrive: the server has written all of it (one write) and counts it as sent.
+    while (socket.readableLength === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    const closed = app.close();
+    // Node's own idle sweep counts the connection idle from here on; give a drain every chance to cut it.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    socket.resume();
+    await ended;
+    await closed;
+    const answer = Buffer.concat(received).toString('utf8');
+    const json = answer.slice(answer.indexOf('\r\n\r\n') + 4);
+    expect(json.length).toBeGreaterThan(text.length);
+    expect(JSON.parse(json)).toMatchObject({ id: 1, result: { text } });
   });
 });
 
