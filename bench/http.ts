@@ -4,15 +4,16 @@
  *
  * - The protocol floor: `POST /rcp/ping` at 8 connections against a bare Fastify route in a process of the same kind
  *   (node, one JSON body in, one JSON-RPC answer out) — target ≥ 0.8×.
- * - Fair under concurrency: sparse `retrieve` over 1,000 SciFact abstracts at 8 and 64 connections: p50/p99 of the
- *   requests served, -32011 refusals, other errors and client timeouts, and p99(64)/p99(8) — target ≤ 3×, no
+ * - Fair under concurrency: sparse and hybrid `retrieve` over 1,000 SciFact abstracts at 8 and 64 connections: p50/p99
+ *   of the requests served, -32011 refusals, other errors and client timeouts, and p99(64)/p99(8) — target ≤ 3×, no
  *   timeouts (overload is answered -32011 at once, not queued).
  *
  * The server is the real one (`bin/rcp-server.js serve` from dist/, default model, default log level); the corpus is
  * ingested once into a temporary data folder with `rcp-server ingest` (RCP_BENCH_HTTP_DATA names a folder to reuse
  * between runs). SciFact comes from `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact. RCP_BENCH_SECONDS
  * sets each run's length (default 5); RCP_BENCH_HTTP_ROUNDS the ping rounds (default 5, the median reported);
- * RCP_BENCH_HTTP_PARTS=ping (or retrieve) runs one part.
+ * RCP_BENCH_HTTP_PARTS=ping (or retrieve) runs one part; RCP_BENCH_HTTP_MODES the retrieve modes (default
+ * sparse,hybrid).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -55,6 +56,8 @@ const autocannon = require('autocannon') as Autocannon;
 const SECONDS = Number(process.env.RCP_BENCH_SECONDS ?? 5);
 /** Rounds of the ping comparison (RCP_BENCH_HTTP_ROUNDS). */
 const PING_ROUNDS = Number(process.env.RCP_BENCH_HTTP_ROUNDS ?? 5);
+/** The retrieve modes loaded at 8 and 64 connections (RCP_BENCH_HTTP_MODES, comma-separated). */
+const MODES = (process.env.RCP_BENCH_HTTP_MODES ?? 'sparse,hybrid').split(',');
 const DOCS = 1000;
 const CLIENT_TIMEOUT_S = 10;
 const RATE_LIMITED = -32011;
@@ -231,9 +234,9 @@ export async function benchHttp(): Promise<void> {
     .split('\n')
     .filter(Boolean)
     .map((line) => (JSON.parse(line) as { text: string }).text);
-  const retrieve = (i: number) => ({
+  const retrieve = (mode: string) => (i: number) => ({
     method: 'retrieve',
-    params: { query: queries[i % queries.length], k: 10, mode: 'sparse' },
+    params: { query: queries[i % queries.length], k: 10, mode },
   });
   // RCP_BENCH_HTTP_PARTS=ping or =retrieve runs one part.
   const parts = new Set((process.env.RCP_BENCH_HTTP_PARTS ?? 'ping,retrieve').split(','));
@@ -259,18 +262,14 @@ export async function benchHttp(): Promise<void> {
       console.log(row('bare Fastify ping, 8 conn', bareRun, 'ratio 1.000'));
       console.log(row('rcp ping, 8 conn', pingRun, `ratio ${ratio.toFixed(3)} of bare Fastify (median round)`));
     }
-    if (parts.has('retrieve')) {
-      await load(server.origin, '/rcp/retrieve', 8, retrieve);
-      const sparse8 = await load(server.origin, '/rcp/retrieve', 8, retrieve);
-      const sparse64 = await load(server.origin, '/rcp/retrieve', 64, retrieve);
-      const p99 = (sparse64.p99 / Math.max(1, sparse8.p99)).toFixed(2);
-      console.log(row('sparse retrieve, 8 conn', sparse8, 'ratio 1.000'));
+    for (const mode of parts.has('retrieve') ? MODES : []) {
+      await load(server.origin, '/rcp/retrieve', 8, retrieve(mode));
+      const at8 = await load(server.origin, '/rcp/retrieve', 8, retrieve(mode));
+      const at64 = await load(server.origin, '/rcp/retrieve', 64, retrieve(mode));
+      const p99 = (at64.p99 / Math.max(1, at8.p99)).toFixed(2);
+      console.log(row(`${mode} retrieve, 8 conn`, at8, 'ratio 1.000'));
       console.log(
-        row(
-          'sparse retrieve, 64 conn',
-          sparse64,
-          `rate ${(sparse64.rate / sparse8.rate).toFixed(3)}, p99 ${p99}× of 8 conn`,
-        ),
+        row(`${mode} retrieve, 64 conn`, at64, `rate ${(at64.rate / at8.rate).toFixed(3)}, p99 ${p99}× of 8 conn`),
       );
     }
   } finally {

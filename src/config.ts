@@ -171,7 +171,7 @@ export const ConfigSchema = Section({
       }),
       maxWorkInFlight: Type.Integer({
         minimum: 1,
-        default: 16,
+        default: 8,
         description:
           'HTTP requests carrying work (anything but the lifecycle methods) run at once, all callers together; past ' +
           'it a request is answered -32011 with retryAfterMs at once instead of queueing (§15.5). A caller within ' +

@@ -11,8 +11,8 @@ export interface WorkTicket {
  * admitted past what the process can serve in parallel only adds its own time to everyone's wait: 64 connections of
  * sparse retrieves once waited seconds at p99 (a few clients timed out) where 8 waited 80 ms. Past the places, a
  * request is refused at once with -32011 and a `retryAfterMs` from how long the work in flight is taking, instead of
- * joining a queue. The default, 16, is enough in flight to fill a model batch or the index worker's queue, and few
- * enough that a queue of them stays a fraction of a second.
+ * joining a queue. The default, 8, keeps the slowest answers at 64 connections within 3× of those at 8 (measured
+ * by `npm run bench -- http` on 2 cores: sparse 2.6-2.7× at 8 places, 3.0-3.3× at 16; hybrid 1.9-2.9× and 2.9-4.6×).
  *
  * A caller within its fair share (the places divided among the callers holding any) is admitted even when every
  * place is taken, up to twice the places: a client that floods the server takes the places it finds free, but cannot
