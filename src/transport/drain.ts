@@ -19,22 +19,17 @@ const SWEEP_MS = 50;
  * gone out.
  */
 export class Drain {
-  /** Every open connection, with how many answers are in progress on it. */
-  readonly #answering = new Map<Socket, number>();
+  /** Every open connection, with the last answer begun on it (answers go out in order: when it has, all have). */
+  readonly #last = new Map<Socket, ServerResponse | undefined>();
 
   constructor(private readonly server: Server) {
     server.on('connection', (socket: Socket) => {
-      this.#answering.set(socket, 0);
-      socket.once('close', () => this.#answering.delete(socket));
+      this.#last.set(socket, undefined);
+      socket.once('close', () => this.#last.delete(socket));
     });
+    // No listener per answer: this runs for every request, and a listener on each answer cost a ping 5%.
     server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-      const socket = request.socket;
-      this.#answering.set(socket, (this.#answering.get(socket) ?? 0) + 1);
-      // 'close' follows 'finish', which comes once the last byte has left Node for the kernel (or the socket died).
-      response.once('close', () => {
-        const answering = this.#answering.get(socket);
-        if (answering !== undefined) this.#answering.set(socket, answering - 1);
-      });
+      if (this.#last.has(request.socket)) this.#last.set(request.socket, response);
     });
     server.closeIdleConnections = () => this.#endIdle();
   }
@@ -53,8 +48,9 @@ export class Drain {
 
   /** Ends every connection with no answer in progress; one whose client does not hang up soon after is cut. */
   #endIdle(): void {
-    for (const [socket, answering] of this.#answering) {
-      if (answering > 0 || socket.writableEnded) continue;
+    for (const [socket, last] of this.#last) {
+      // `writableFinished`: the answer's last byte has left Node for the kernel (a cut connection is closing anyway).
+      if (last?.writableFinished === false || socket.writableEnded) continue;
       socket.end();
       socket.setTimeout(LINGER_MS, () => socket.destroy());
     }

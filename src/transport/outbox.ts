@@ -20,11 +20,12 @@ export class Outbox {
       this.#sockets.add(socket);
       socket.once('close', () => this.#sockets.delete(socket));
     });
+    // Only an answer queued behind another on its connection has no socket yet: only those are followed (a listener
+    // on every answer cost a ping 5%). 'close' follows 'finish', or comes alone when the connection dies.
     server.on('request', (_request: IncomingMessage, response: ServerResponse) => {
+      if (response.socket !== null) return;
       this.#responses.add(response);
-      const done = () => this.#responses.delete(response);
-      response.once('finish', done);
-      response.once('close', done);
+      response.on('close', () => this.#responses.delete(response));
     });
   }
 
@@ -32,7 +33,7 @@ export class Outbox {
   get held(): number {
     let held = 0;
     for (const socket of this.#sockets) held += socket.writableLength;
-    // An answer without its connection yet holds its bytes itself (a response on a connection is counted above).
+    // An answer without its connection yet holds its bytes itself (one given its connection is counted above).
     for (const response of this.#responses) if (response.socket === null) held += response.writableLength;
     return held;
   }
