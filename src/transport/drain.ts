@@ -27,7 +27,7 @@ export class Drain {
       this.#last.set(socket, undefined);
       socket.once('close', () => this.#last.delete(socket));
     });
-    // No listener per answer: this runs for every request, and a listener on each answer cost a ping 5%.
+    // No listener on each answer: this one's and the outbox's together cost a ping about 6% (npm run bench -- http).
     server.on('request', (request: IncomingMessage, response: ServerResponse) => {
       if (this.#last.has(request.socket)) this.#last.set(request.socket, response);
     });
