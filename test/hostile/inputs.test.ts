@@ -63,11 +63,15 @@ describe('hostile inputs (§15.5)', () => {
   it('a 12 MB frame of 900,000 keys is -32013 before it is parsed, while ping keeps answering', async () => {
     const junk = `{${Array.from({ length: 900_000 }, (_, i) => `"k${i}":1`).join(',')}}`;
     const body = `{"jsonrpc":"2.0","id":8,"method":"ping","params":{"junk":${junk}}}`;
-    const { answer, worstPingMs } = await whilePinging(() => post('ping', body));
-    expect(answer).toMatchObject({ error: { code: -32013 } });
-    // Parsing it whole held the event loop for 1.3 s on this machine: one stall, over the two or three pings that
-    // the refusal leaves time for, so the slowest is bounded.
-    expect(worstPingMs).toBeLessThan(STALL_MS / 2);
+    // Parsing it whole held the event loop for 1.3 s on this machine, on every try; a loaded machine also stalls a
+    // round trip now and then, but seldom on three tries running. So the best of three tries' slowest pings is bounded.
+    const worst: number[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const { answer, worstPingMs } = await whilePinging(() => post('ping', body));
+      expect(answer).toMatchObject({ error: { code: -32013 } });
+      worst.push(worstPingMs);
+    }
+    expect(Math.min(...worst)).toBeLessThan(STALL_MS / 2);
   });
 
   it('metadata over its byte or depth bound is -32602 on documents.N.meta', async () => {
