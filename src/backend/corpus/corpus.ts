@@ -80,6 +80,8 @@ export interface CorpusStats {
 const EMBED_SLICE = 64;
 /** Chunks per dense-index message while rebuilding or replaying. */
 const REPLAY_BATCH = 1024;
+/** Stored vectors read per statement when completing dense scores (64 × 2 KB rows: well under a millisecond). */
+const VECTOR_BATCH = 64;
 
 /** A data dir that cannot serve this configuration: a start-up error with clear text, never a wire code. */
 export class CorpusError extends StartupError {
@@ -508,14 +510,21 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return this.#lexical.search(query, k, allow, new TimeSlice(8, signal));
   }
 
-  /** Each label's similarity to `vector`, from its stored vector (a read and a dot product each: in time slices). */
+  /**
+   * Each label's similarity to `vector`, from its stored vector, -1 for a label not stored. Vectors are read a batch
+   * per statement, in time slices.
+   */
   async denseScores(vector: Float32Array, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
     const similarity = this.settings.space === 'cosine' ? cosineSimilarity : dotProduct;
     const slice = new TimeSlice(8, signal);
     const scores: number[] = [];
-    for (const label of labels) {
-      const stored = this.store.vectorOf(label);
-      scores.push(stored === undefined ? -1 : similarity(stored, vector));
+    for (let start = 0; start < labels.length; start += VECTOR_BATCH) {
+      const batch = labels.slice(start, start + VECTOR_BATCH);
+      const stored = this.store.vectorsOf(batch);
+      for (const label of batch) {
+        const found = stored.get(label);
+        scores.push(found === undefined ? -1 : similarity(found, vector));
+      }
       await slice.due();
     }
     return scores;

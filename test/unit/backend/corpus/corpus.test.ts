@@ -110,6 +110,23 @@ describe('corpus: store + dense + lexical in step', () => {
     await corpus.close();
   });
 
+  it('§16.3 dense completion scores each label as dense recall does, reading vectors a batch per statement', async () => {
+    const corpus = await open('dense-scores');
+    await corpus.add(docs(6), { chunk: false, contextual: false });
+    const [query] = await encoder.embed(['protein in blood'], 'query');
+    const recalled = await corpus.searchDense(query!, 6);
+    const single: number[] = [];
+    const read = corpus.store.vectorOf.bind(corpus.store);
+    corpus.store.vectorOf = (label) => (single.push(label), read(label));
+    const scores = await corpus.denseScores(query!, [...recalled.map((hit) => hit.label), 9999]);
+    recalled.forEach((hit, i) => expect(scores[i]).toBeCloseTo(hit.score, 6));
+    expect(scores.at(-1)).toBe(-1);
+    expect(single).toEqual([]);
+    await corpus.delete([corpus.getChunk(recalled[0]!.label)!.docId]);
+    expect(await corpus.denseScores(query!, [recalled[0]!.label])).toEqual([-1]);
+    await corpus.close();
+  });
+
   it('deletes idempotently, removing the chunks from every index', async () => {
     const corpus = await open('delete');
     await corpus.add(docs(4), { chunk: false, contextual: false });
