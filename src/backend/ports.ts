@@ -143,6 +143,8 @@ export interface CorpusReader {
   getChunk(label: number): ChunkBody | undefined;
   /** A chunk's stored vector alone. */
   vectorOf(label: number): Float32Array | undefined;
+  /** The stored vectors of many chunks (a label not stored is absent), read in time slices. */
+  vectorsOf(labels: readonly number[], signal?: AbortSignal): Promise<Map<number, Float32Array>>;
   /** Where a chunk sits, from memory (no store read): hit ids and grouping need only this. */
   placeOf(label: number): ChunkPlace | undefined;
   metaOf(documentId: string): Record<string, unknown>;

@@ -1,5 +1,4 @@
 import type { CorpusReader } from '../backend/ports.js';
-import { TimeSlice } from '../protocol/time-slice.js';
 import { mmr, type MmrCandidate } from './mmr.js';
 import type { Scored } from './ranking.js';
 
@@ -12,16 +11,17 @@ export async function diversify(
   ranked: Scored[],
   picks: number,
   lambda: number,
-  corpus: Pick<CorpusReader, 'vectorOf'>,
+  corpus: Pick<CorpusReader, 'vectorsOf'>,
   signal: AbortSignal,
 ): Promise<Scored[]> {
-  // A stored vector per candidate (up to maxCandidates store reads): read in time slices.
-  const slice = new TimeSlice(8, signal);
-  const candidates: MmrCandidate[] = [];
-  for (const hit of ranked) {
-    candidates.push({ score: hit.score, vector: corpus.vectorOf(hit.label) ?? new Float32Array(0) });
-    await slice.due();
-  }
+  const vectors = await corpus.vectorsOf(
+    ranked.map((hit) => hit.label),
+    signal,
+  );
+  const candidates: MmrCandidate[] = ranked.map((hit) => ({
+    score: hit.score,
+    vector: vectors.get(hit.label) ?? new Float32Array(0),
+  }));
   const order = await mmr(candidates, picks, lambda, signal);
   return order.map((i) => ranked[i]!);
 }

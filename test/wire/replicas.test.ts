@@ -61,7 +61,10 @@ async function search(at: string, query: string, extra: object = {}): Promise<Fr
   return call(at, 'retrieve', { query, k: 5, mode: 'sparse', ...extra });
 }
 
-/** Adds one document; a refusal (-32010 the store away, -32011 overloaded) is retried with the same idempotency key until answered. */
+/**
+ * Adds one document; a refusal (-32010 the store away, -32011 overloaded) is retried with the same idempotency key
+ * until answered.
+ */
 async function addUntilAnswered(at: () => string, id: string, text: string): Promise<Frame> {
   for (let attempt = 0; attempt < 200; attempt++) {
     const frame = await call(at(), 'index/add', { documents: [{ id, text }] }, `key-${id}`).catch(() => undefined);

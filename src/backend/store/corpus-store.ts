@@ -66,8 +66,6 @@ interface ChunkRow {
 }
 
 /** A stored vector as floats: copied out of the driver's buffer, which need not be 4-byte aligned. */
-const VECTORS_OF = 'SELECT label, vector FROM chunks WHERE label IN (SELECT value FROM json_each(?))';
-
 function vectorFrom(blob: Buffer): Float32Array {
   const bytes = new Uint8Array(blob);
   return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
@@ -88,6 +86,8 @@ function chunkBodyOf(row: Omit<ChunkRow, 'vector'>): ChunkBody {
     end: row.end_offset === -1 ? row.start_offset + row.text.length : row.end_offset,
   };
 }
+
+const VECTORS_OF = 'SELECT label, vector FROM chunks WHERE label IN (SELECT value FROM json_each(?))';
 
 const CHUNK_BODY = 'SELECT label, doc_id, ordinal, text, context, start_offset, end_offset FROM chunks WHERE label = ?';
 
@@ -352,10 +352,7 @@ export class CorpusStore {
     return bytes === undefined ? undefined : vectorFrom(bytes);
   }
 
-  /**
-   * The vectors of many chunks in one statement (a read per label cost about 35 µs here, in one statement about 9 µs
-   * each); a label not stored is absent from the map.
-   */
+  /** The vectors of many chunks in one statement; a label not stored is absent from the map. */
   vectorsOf(labels: readonly number[]): Map<number, Float32Array> {
     const rows = this.#sql(VECTORS_OF).raw().all(JSON.stringify(labels)) as [number, Buffer][];
     return new Map(rows.map(([label, bytes]) => [label, vectorFrom(bytes)]));

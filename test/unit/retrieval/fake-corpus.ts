@@ -103,6 +103,10 @@ export function fakeCorpus(
     labelsWhere: () => Promise.resolve([]),
     getChunk: body,
     vectorOf: vector,
+    vectorsOf: (labels) =>
+      Promise.resolve(
+        new Map(labels.flatMap((label) => (vector(label) === undefined ? [] : [[label, vector(label)!] as const]))),
+      ),
     placeOf: (label) => {
       const chunk = live(label);
       return chunk === undefined ? undefined : { docId: chunk.docId, ordinal: chunk.ordinal };

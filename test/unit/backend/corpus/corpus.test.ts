@@ -127,6 +127,26 @@ describe('corpus: store + dense + lexical in step', () => {
     await corpus.close();
   });
 
+  it('§7.14 reads stored vectors (MMR, dense completion) in time slices and stops there once the request is aborted', async () => {
+    const corpus = await open('vectors-aborted');
+    await corpus.add(docs(6), { chunk: false, contextual: false });
+    let statements = 0;
+    const read = corpus.store.vectorsOf.bind(corpus.store);
+    corpus.store.vectorsOf = (labels) => {
+      statements++;
+      const until = performance.now() + 2; // a slow store read
+      while (performance.now() < until);
+      return read(labels);
+    };
+    const controller = new AbortController();
+    controller.abort(new Error('cancelled'));
+    const labels = Array.from({ length: 1000 }, (_, i) => i);
+    await expect(corpus.vectorsOf(labels, controller.signal)).rejects.toThrow('cancelled');
+    expect(statements).toBeLessThan(labels.length / 64);
+    expect((await corpus.vectorsOf(labels)).size).toBe(6);
+    await corpus.close();
+  });
+
   it('deletes idempotently, removing the chunks from every index', async () => {
     const corpus = await open('delete');
     await corpus.add(docs(4), { chunk: false, contextual: false });
