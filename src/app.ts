@@ -34,6 +34,7 @@ import { HttpSessionStore, type SharedSessions } from './transport/http-sessions
 import { Drain } from './transport/drain.js';
 import { operatorRoutes, type OperatorOptions } from './transport/operator.js';
 import { rcpHttp } from './transport/http.js';
+import { registerPreflights } from './transport/cors.js';
 import type { Logger } from './protocol/logger.js';
 import { serveStdio, type StdioConnection } from './transport/stdio.js';
 
@@ -282,24 +283,7 @@ class HttpServers {
     const { config, logger, createSession, codec, admission } = this.parts;
     // Bodies being received, all connections together: those of requests still waiting their turn included.
     const bodies = new BodyBudget(config.limits.maxBufferedBodyBytes);
-    const app: FastifyInstance = Fastify({
-      loggerInstance: logger,
-      // The request log is the session's `answered` line (debug, §15.6): Fastify's own two lines per request, written
-      // synchronously at info, cost more than a ping and stalled the loop under a burst of them.
-      logController: QUIET_REQUESTS,
-      // Only configured proxies may name the client (X-Forwarded-For); anyone else could choose their address.
-      trustProxy: config.http.trustProxy.length > 0 ? [...config.http.trustProxy] : false,
-      bodyLimit: config.limits.maxBodyBytes,
-      // A session name longer than the router's default (100) must reach its own -32600, not another route.
-      routerOptions: { maxParamLength: 1024 },
-      ...serverOptions(config.http, config.limits.requestTimeoutMs, {
-        budget: bodies,
-        maxBodyBytes: config.limits.maxBodyBytes,
-      }),
-    });
-    capConnections(app.server, config.http);
     const outbox = new Outbox(config.limits.maxUnsentBytes);
-    outbox.track(app.server);
     const sessions = new HttpSessionStore(
       createSession,
       {
@@ -310,9 +294,7 @@ class HttpServers {
       this.parts.shared,
     );
     const auth = new ApiKeys(config.auth.apiKeys);
-    // With an operator listener, readiness and metrics are served there only.
-    operatorRoutes(app, config.http.operatorPort === 0 ? this.#operatorOptions(auth) : { metricsPath: '' });
-    await app.register(rcpHttp, {
+    const rcp = rcpHttp({
       base: config.http.base,
       sessions,
       bodyLimit: config.limits.maxBodyBytes,
@@ -322,9 +304,29 @@ class HttpServers {
       codec,
       outbox,
       corsOrigins: config.http.corsOrigins,
+      trustProxy: config.http.trustProxy,
       auth,
       admission,
+      log: logger,
     });
+    // The RCP routes are served beside Fastify (transport/http.ts); Fastify serves the rest of the listener.
+    const app: FastifyInstance = Fastify({
+      loggerInstance: logger,
+      // The request log is the session's `answered` line (debug, §15.6): Fastify's own two lines per request, written
+      // synchronously at info, cost more than a ping and stalled the loop under a burst of them.
+      logController: QUIET_REQUESTS,
+      ...serverOptions(
+        config.http,
+        config.limits.requestTimeoutMs,
+        { budget: bodies, maxBodyBytes: config.limits.maxBodyBytes },
+        rcp,
+      ),
+    });
+    capConnections(app.server, config.http);
+    outbox.track(app.server);
+    // With an operator listener, readiness and metrics are served there only.
+    operatorRoutes(app, config.http.operatorPort === 0 ? this.#operatorOptions(auth) : { metricsPath: '' });
+    await registerPreflights(app, config.http.corsOrigins);
     await app.ready();
     this.#track(app);
     return app;
@@ -349,7 +351,9 @@ class HttpServers {
   /** Closes every listener built, each after its answers in progress have gone out (see transport/drain.ts). */
   async drain(): Promise<void> {
     const deadlineMs = this.parts.config.limits.requestTimeoutMs;
-    await Promise.all(this.#servers.splice(0).map(({ server, drain }) => drain.close(() => server.close(), deadlineMs)));
+    await Promise.all(
+      this.#servers.splice(0).map(({ server, drain }) => drain.close(() => server.close(), deadlineMs)),
+    );
   }
 
   #operatorOptions(auth?: ApiKeys): OperatorOptions {

@@ -22,7 +22,8 @@ export function parseFrame(text: string): ParsedFrame {
       reply: failure(null, RpcError.parseError(error instanceof Error ? error.message : 'invalid JSON')),
     };
   }
-  if (!deeperThan(value, MAX_NESTING)) return { ok: true, value };
+  // Each level takes an opening bracket: a text this short cannot nest too deep, and most frames are that short.
+  if (text.length <= MAX_NESTING || !deeperThan(value, MAX_NESTING)) return { ok: true, value };
   const id = isJsonObject(value) ? requestId(value) : null;
   return { ok: false, reply: failure(id, RpcError.invalidRequest(`JSON nested deeper than ${MAX_NESTING} levels`)) };
 }
@@ -142,9 +143,10 @@ export function approximateBytes(value: unknown): number {
       bytes += 2 + item.length;
       for (const child of item) stack.push(child);
     } else {
-      for (const [key, child] of Object.entries(item)) {
+      const record = item as Record<string, unknown>;
+      for (const key of Object.keys(record)) {
         bytes += key.length + 4;
-        stack.push(child);
+        stack.push(record[key]);
       }
     }
   }

@@ -67,7 +67,8 @@ export function receiveBody(
   return new Promise<Buffer>((resolve, reject) => {
     const settle = (error: Error | undefined): void => {
       stream.off('data', onData).off('end', onEnd).off('error', settle).off('close', onClose);
-      const body = error === undefined ? Buffer.concat(chunks, held) : error;
+      // A body of one read (most of them) is that read's bytes, not a copy.
+      const body = error !== undefined ? error : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, held);
       budget.give(held);
       if (body instanceof Error) reject(body);
       else resolve(body);

@@ -30,14 +30,27 @@ export const PIPELINE_IN_FLIGHT = 4;
 /** Requests of one connection waiting their turn at most; a client with more is cut. */
 export const PIPELINE_WAITING = 1024;
 
+/** Serves a request it recognises (true); the rest go on to Fastify (false). */
+export type FrontListener = (request: IncomingMessage, response: ServerResponse) => boolean;
+
 /**
  * Fastify's server options for these limits: a server of our own (Fastify's `serverFactory`), so that every request
- * passes the pipelining gate first. With a factory Fastify applies none of its timeout options, so every timeout is
- * set here; the longest answer (`requestTimeoutMs`) never counts as idle.
+ * passes the pipelining gate first, then `front` (the RCP routes, served beside Fastify), then Fastify. With a factory
+ * Fastify applies none of its timeout options, so every timeout is set here; the longest answer
+ * (`requestTimeoutMs`) never counts as idle.
  */
-export function serverOptions(limits: ConnectionLimits, requestTimeoutMs: number, bodies?: WaitingBodies) {
+export function serverOptions(
+  limits: ConnectionLimits,
+  requestTimeoutMs: number,
+  bodies?: WaitingBodies,
+  front?: FrontListener,
+) {
   return {
     serverFactory: (handler: RequestListener): Server => {
+      const listener: RequestListener =
+        front === undefined
+          ? handler
+          : (request, response) => front(request, response) || void handler(request, response);
       const server = createServer(
         {
           // Node's requestTimeout bounds receiving the request (headers and body), not producing the answer.
@@ -46,7 +59,7 @@ export function serverOptions(limits: ConnectionLimits, requestTimeoutMs: number
           // Timeouts are checked this often (Node's default, 30 s, would let a slow client overstay by that much).
           connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
         },
-        pipelineGate(handler, bodies),
+        pipelineGate(listener, bodies),
       );
       server.keepAliveTimeout = limits.keepAliveTimeoutMs;
       server.setTimeout(Math.max(limits.idleTimeoutMs, requestTimeoutMs + 1000));

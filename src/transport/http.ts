@@ -1,5 +1,5 @@
-import cors from '@fastify/cors';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import proxyAddr from 'proxy-addr';
 import { RpcError } from '../protocol/errors.js';
 import type { EncodedReply, FrameCodec } from '../protocol/frame-codec.js';
 import { serialize } from '../protocol/frames.js';
@@ -9,10 +9,11 @@ import { mergeReplies, requestId, screen, type Screened } from '../protocol/scre
 import type { NotificationSink, Reply } from '../protocol/session.js';
 import type { Admission } from './admission.js';
 import { authorize, type ApiKeys, type Caller } from './auth.js';
+import { corsHeaders } from './cors.js';
 import type { HttpSessionStore, SessionRef } from './http-sessions.js';
+import { rcpRoute, type RcpRoute } from './http-route.js';
 import { BodyRefusal, receiveBody, type BodyBudget } from './body.js';
 import type { Outbox } from './outbox.js';
-import { lazyChildLogger } from './lazy-logger.js';
 
 export interface HttpTransportOptions {
   /** The RCP base path (§5.2 default `/rcp`). */
@@ -29,104 +30,137 @@ export interface HttpTransportOptions {
   codec: FrameCodec;
   /** Answers not yet read by their clients, across connections: a large one past its bound is -32011. */
   outbox?: Outbox | undefined;
-  /** Origins allowed by CORS; empty means no cross-origin access (no CORS headers, and no preflight route: 404). */
+  /** Origins allowed by CORS; empty means no cross-origin access (no CORS headers; preflights: see cors.ts). */
   corsOrigins: readonly string[];
+  /** The proxies whose `X-Forwarded-For` names the client; empty: a client is its socket's address. */
+  trustProxy: readonly string[];
   /** API keys; when any are configured every request must carry one (§15.6). */
   auth?: ApiKeys | undefined;
   /** Load shedding and per-caller rate limits: -32011 with retryAfterMs. */
   admission?: Admission | undefined;
+  /** Where a request that could not be answered is reported. */
+  log: { error(details: object, message: string): void };
+}
+
+/** Serves a request when it is an RCP one (true); anything else is left to the rest of the server (false). */
+export type RcpListener = (request: IncomingMessage, response: ServerResponse) => boolean;
+
+/** One RCP request on its way: where it came from and where its answer goes. */
+interface Exchange {
+  readonly request: IncomingMessage;
+  readonly response: ServerResponse;
+  readonly route: RcpRoute;
+  /** The API key's caller when keys are configured (§15.6). */
+  readonly caller: Caller | undefined;
+  /** Who rate limits, session ownership and turns count against: the key's id, else the client's address. */
+  readonly callerId: string;
 }
 
 const SESSION_HEADER = 'rcp-session';
-/** The API key's caller for each authenticated request. */
-const callers = new WeakMap<FastifyRequest, Caller>();
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
  * §5.2 HTTP: `POST <base>/<method>` (a batch may also be posted to `<base>` itself). Every JSON-RPC answer,
- * errors included, is HTTP 200; a notification is 204; unknown paths are 404 (Fastify's default).
- * With `Accept: text/event-stream` and `streaming` advertised, the answer is an SSE stream of
- * notifications/progress frames followed by exactly one final frame.
+ * errors included, is HTTP 200; a notification is 204; other paths and methods are left to the listener's Fastify
+ * instance (404, preflights, the operator endpoints). With `Accept: text/event-stream` and `streaming` advertised, the
+ * answer is an SSE stream of notifications/progress frames followed by exactly one final frame.
+ *
+ * Served on Node's request and response, beside Fastify rather than through it: an RCP request needs none of its
+ * routing, hooks, body parsing or reply machinery (the body is read here, under the limits of §15.5), and going
+ * through them cost a ping about a quarter of its CPU (npm run bench -- http).
  */
-export async function rcpHttp(app: FastifyInstance, options: HttpTransportOptions): Promise<void> {
+export function rcpHttp(options: HttpTransportOptions): RcpListener {
   const base = options.base.replace(/\/+$/, '');
-
-  // Without origins there is nothing for CORS to add: no plugin, so no hook runs per request, and a preflight is
-  // Fastify's plain 404 (as the plugin's own route answers it when the origin is refused).
-  if (options.corsOrigins.length > 0) {
-    await app.register(cors, {
-      origin: [...options.corsOrigins],
-      methods: ['POST', 'OPTIONS'],
-      allowedHeaders: ['Content-Type', 'Authorization', 'Accept', 'RCP-Session'],
-      exposedHeaders: ['RCP-Session'],
-    });
-  }
-
-  await app.register((scope, _options, done) => {
-    // A request's logger is made when something logs through it (errors only), not for every request.
-    scope.setChildLoggerFactory(lazyChildLogger);
-    // We parse bodies ourselves so that bad JSON is a JSON-RPC -32700, whatever the Content-Type says.
-    scope.removeAllContentTypeParsers();
-    // Read as it arrives, so that a body too large, too complex to parse or past the shared budget is refused early.
-    const limits = { maxBytes: options.bodyLimit, maxTokens: options.maxFrameValues };
-    scope.addContentTypeParser('*', (request, payload, done) => {
-      const declared = Number(request.headers['content-length'] ?? Number.NaN);
-      receiveBody(payload, Number.isNaN(declared) ? undefined : declared, limits, options.bodies).then(
-        (body) => done(null, body),
-        (error: Error) => done(error, undefined),
-      );
-    });
-    scope.setErrorHandler((error: Error & { code?: string; statusCode?: number }, request, reply) => {
-      if (error instanceof BodyRefusal) {
-        // The rest of the body is not read: the connection closes after this answer.
-        const refusal =
-          error.reason === 'busy' ? RpcError.rateLimited(1000, error.message) : RpcError.payloadTooLarge(error.message);
-        return reply.code(200).header('connection', 'close').send(failure(null, refusal));
-      }
-      if (error.statusCode !== undefined && error.statusCode < 500) throw error;
-      // §5.2: a JSON-RPC answer can still be produced, so it is HTTP 200 carrying -32603.
-      request.log.error({ err: error }, 'HTTP dispatch failed');
-      return reply.code(200).send(failure(null, RpcError.internal()));
-    });
-
-    // §15.6: authentication before any work: an unauthenticated request is answered one small -32012 from its
-    // headers alone, whatever its body (discarded as it arrives: never buffered, parsed or answered per member). The
-    // answer is the same for every method, shape and batch, so it tells the caller nothing.
-    const auth = options.auth;
-    if (auth?.enabled === true) {
-      scope.addHook('onRequest', async (request, reply) => {
-        const who = auth.authenticate(request.headers.authorization);
-        if (who instanceof RpcError) return reply.code(200).send(failure(null, who));
-        callers.set(request, who);
-      });
-    }
-
-    const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-      const pathMethod = (request.params as { '*'?: string })['*'];
-      await answer(request, reply, pathMethod === undefined || pathMethod === '' ? undefined : pathMethod, options);
-    };
-    // A client that sends no headers names its session in the path (see http-sessions.ts).
-    for (const prefix of [base, `${base}/sessions/:name`]) {
-      scope.post(prefix === '' ? '/' : prefix, handler);
-      scope.post(`${prefix}/*`, handler);
-    }
-    done();
-  });
+  const listener = { ...options, cors: corsHeaders(options.corsOrigins), addressOf: clientAddress(options.trustProxy) };
+  return (request, response) => {
+    const route = request.method === 'POST' ? rcpRoute(base, request.url ?? '/') : undefined;
+    if (route === undefined) return false;
+    // Whatever fails past this point is answered -32603: nothing thrown here reaches Node's request listener.
+    receive(request, response, route, listener).catch((error: unknown) => failed(request, response, error, options));
+    return true;
+  };
 }
 
-async function answer(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  pathMethod: string | undefined,
-  options: HttpTransportOptions,
+/** The listener's options with what it prepares once: CORS headers and the client's address. */
+type Listener = HttpTransportOptions & {
+  readonly cors: ReturnType<typeof corsHeaders>;
+  readonly addressOf: (request: IncomingMessage) => string;
+};
+
+/**
+ * §15.6: authentication before any work: an unauthenticated request is answered one small -32012 from its headers
+ * alone, whatever its body (discarded as it arrives: never buffered, parsed or answered per member). The answer is
+ * the same for every method, shape and batch, so it tells the caller nothing.
+ */
+function authenticate(request: IncomingMessage, auth: ApiKeys | undefined): Caller | RpcError | undefined {
+  return auth?.enabled === true ? auth.authenticate(request.headers.authorization) : undefined;
+}
+
+/** The client's address: its socket's, or what configured proxies say it is (X-Forwarded-For). */
+function clientAddress(trustProxy: readonly string[]): (request: IncomingMessage) => string {
+  if (trustProxy.length === 0) return (request) => request.socket.remoteAddress ?? '';
+  const trusted = proxyAddr.compile([...trustProxy]);
+  return (request) => proxyAddr(request, trusted);
+}
+
+/** The caller authenticated, the body read as it arrives and refused as soon as it is too much (§15.5), answered. */
+async function receive(
+  request: IncomingMessage,
+  response: ServerResponse,
+  route: RcpRoute,
+  listener: Listener,
 ): Promise<void> {
-  // Authenticated before the body was read (the onRequest hook); each member needs its method's scope.
-  const caller = callers.get(request);
-  const callerId = caller?.id ?? request.ip;
+  listener.cors?.(request, response);
+  const caller = authenticate(request, listener.auth);
+  if (caller instanceof RpcError) return void refuse(response, caller);
+  const exchange = { request, response, route, caller, callerId: caller?.id ?? listener.addressOf(request) };
+  const declared = Number(request.headers['content-length'] ?? Number.NaN);
+  const limits = { maxBytes: listener.bodyLimit, maxTokens: listener.maxFrameValues };
+  let body: Buffer;
+  try {
+    body = await receiveBody(request, Number.isNaN(declared) ? undefined : declared, limits, listener.bodies);
+  } catch (error) {
+    if (!(error instanceof BodyRefusal)) throw error;
+    // The rest of the body is not read: the connection closes after this answer.
+    const refusal =
+      error.reason === 'busy' ? RpcError.rateLimited(1000, error.message) : RpcError.payloadTooLarge(error.message);
+    return void refuse(response, refusal, { connection: 'close' });
+  }
+  await answer(exchange, body, listener);
+}
+
+/** §5.2: a JSON-RPC answer can still be produced, so it is HTTP 200 carrying -32603 (unless one has begun). */
+function failed(
+  request: IncomingMessage,
+  response: ServerResponse,
+  error: unknown,
+  options: HttpTransportOptions,
+): void {
+  options.log.error({ err: error, url: request.url }, 'HTTP dispatch failed');
+  if (response.headersSent) response.destroy();
+  else refuse(response, RpcError.internal());
+}
+
+/** One error answering the whole frame (`id` null: the frame was not read, or not far enough to know its ids). */
+function refuse(response: ServerResponse, error: RpcError, headers: OutgoingHttpHeaders = {}): void {
+  sendJson(response, serialize(failure(null, error)), headers);
+}
+
+/** An HTTP 200 JSON answer. */
+function sendJson(response: ServerResponse, body: string | Buffer, headers: OutgoingHttpHeaders = {}): void {
+  response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body), ...headers });
+  response.end(body);
+}
+
+/** The frame parsed, screened (path, scopes, load), handled and answered. */
+async function answer(exchange: Exchange, body: Buffer, options: HttpTransportOptions): Promise<void> {
+  const { caller, callerId } = exchange;
   // A small frame is parsed at once (a large one in the codec's worker).
-  const parsing = options.codec.parse(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), callerId);
+  const parsing = options.codec.parse(body, callerId);
   const parsed = parsing instanceof Promise ? await parsing : parsing;
-  if (!parsed.ok) return void reply.code(200).send(parsed.reply);
-  const byPath = checkPathMethod(parsed.value, pathMethod);
+  if (!parsed.ok) return sendJson(exchange.response, serialize(parsed.reply));
+  const byPath = checkPathMethod(parsed.value, exchange.route.method);
+  // Authenticated before the body was read; each member needs its method's scope.
   const byScope: Screened =
     caller === undefined ? { accepted: byPath.accepted, rejected: [] } : await checkScopes(byPath.accepted, caller);
   // Load shedding and per-caller rate limits by method class: a refused member is -32011 with retryAfterMs. A frame
@@ -144,7 +178,7 @@ async function answer(
       : { accepted: byLoad.accepted, rejected: [] };
   const rejected = [...byPath.rejected, ...byScope.rejected, ...byLoad.rejected, ...byWork.rejected];
   try {
-    await serve(request, reply, byWork.accepted, rejected, { ...options, caller: callerId });
+    await serve(exchange, byWork.accepted, rejected, options);
   } finally {
     if (place !== undefined && !(place instanceof RpcError)) place.release();
   }
@@ -152,41 +186,39 @@ async function answer(
 
 /** The screened frame, handled in its session, answered. */
 async function serve(
-  request: FastifyRequest,
-  reply: FastifyReply,
+  exchange: Exchange,
   accepted: unknown,
   rejected: Response[],
-  options: HttpTransportOptions & { caller: string },
+  options: HttpTransportOptions,
 ): Promise<void> {
-  const callerId = options.caller;
   // Members refused above keep their own answers; only what is left needs a session.
-  if (accepted === undefined) return await sendReplies(reply, mergeReplies(undefined, rejected), options, callerId);
-  const ref = sessionRef(request);
-  const finding = ref instanceof RpcError ? ref : options.sessions.find(ref, callerId, isInitialize(accepted));
+  if (accepted === undefined) return await sendReplies(exchange, mergeReplies(undefined, rejected), options);
+  const ref = sessionRef(exchange);
+  const finding = ref instanceof RpcError ? ref : options.sessions.find(ref, exchange.callerId, isInitialize(accepted));
   const session = finding instanceof Promise ? await finding : finding;
   if (session instanceof RpcError) {
-    return await sendReplies(reply, mergeReplies(answerEach(accepted, session), rejected), options, callerId);
+    return await sendReplies(exchange, mergeReplies(answerEach(accepted, session), rejected), options);
   }
 
   // §13.1: a client hanging up abandons its request. Only work can be abandoned: the lifecycle methods answer at once,
   // so a frame of those alone needs no signal (nor a listener on the connection).
-  const hangUp = cancellable(accepted) ? hangUpSignal(reply) : undefined;
+  const hangUp = cancellable(accepted) ? hangUpSignal(exchange.response) : undefined;
 
-  if (wantsStream(request) && isJsonObject(accepted) && 'id' in accepted && session.streams) {
+  if (wantsStream(exchange.request) && isJsonObject(accepted) && 'id' in accepted && session.streams) {
     const run = (sink: NotificationSink) => session.handle(accepted, sink, hangUp);
-    return stream(request, reply, options, run);
+    return stream(exchange, options, run);
   }
   const replies = mergeReplies(await session.handle(accepted, undefined, hangUp), rejected);
   const sharing = options.sessions.share(session);
   if (sharing !== undefined) await sharing;
-  const sending = sendReplies(reply, replies, options, callerId);
+  const sending = sendReplies(exchange, replies, options);
   if (sending !== undefined) await sending;
 }
 
 /** Aborts when the client hangs up before its answer is written (§13.1). */
-function hangUpSignal(reply: FastifyReply): AbortSignal {
+function hangUpSignal(response: ServerResponse): AbortSignal {
   const hangUp = new AbortController();
-  reply.raw.on('close', () => reply.raw.writableFinished || hangUp.abort());
+  response.on('close', () => response.writableFinished || hangUp.abort());
   return hangUp.signal;
 }
 
@@ -206,16 +238,14 @@ function cancellable(value: unknown): boolean {
  * the answer was serialised here (a promise only while a large one is serialised in the codec's worker).
  */
 function sendReplies(
-  reply: FastifyReply,
+  exchange: Exchange,
   replies: Reply | undefined,
   options: HttpTransportOptions,
-  caller: string,
 ): Promise<void> | undefined {
-  if (replies === undefined) return void reply.code(204).send();
-  const send = (body: string | Buffer) =>
-    void reply.code(200).header('content-type', 'application/json; charset=utf-8').send(body);
-  const body = outgoing(replies, options, caller);
-  return body instanceof Promise ? body.then(send) : send(body);
+  if (replies === undefined) return void exchange.response.writeHead(204).end();
+  const send = (body: string | Buffer) => sendJson(exchange.response, body);
+  const body = outgoing(replies, options, exchange.callerId);
+  return body instanceof Promise ? body.then(send) : void send(body);
 }
 
 /** The answer's text, capped in size; -32011 for each member while unread answers fill the outbox (§15.5). */
@@ -261,8 +291,8 @@ function checkScopes(value: unknown, caller: Caller): Promise<Screened> {
 }
 
 /** A session name in the path, else the `RCP-Session` header's token, else none (answered statelessly). */
-function sessionRef(request: FastifyRequest): SessionRef | RpcError {
-  const name = (request.params as { name?: string }).name;
+function sessionRef({ request, route }: Exchange): SessionRef | RpcError {
+  const name = route.session;
   if (name !== undefined) {
     if (SESSION_NAME.test(name)) return { name };
     return RpcError.invalidRequest('a session name is 1 to 64 characters of A-Z a-z 0-9 . _ ~ -');
@@ -288,21 +318,17 @@ function isInitialize(value: unknown): boolean {
   return members.some((member) => isJsonObject(member) && member.method === 'initialize');
 }
 
-function wantsStream(request: FastifyRequest): boolean {
+function wantsStream(request: IncomingMessage): boolean {
   return (request.headers.accept ?? '').includes('text/event-stream');
 }
 
 /** §5.2 SSE: progress frames as they happen, then exactly one final frame, then the stream ends. */
 async function stream(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  options: HttpTransportOptions & { caller: string },
+  exchange: Exchange,
+  options: HttpTransportOptions,
   run: (sink: NotificationSink) => Promise<Reply | undefined>,
 ): Promise<void> {
-  reply.hijack();
-  const raw = reply.raw;
-  // Hijacking skips Fastify's header writing, so carry over what hooks (CORS) set.
-  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
+  const raw = exchange.response;
   raw.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
@@ -317,9 +343,9 @@ async function stream(
   };
   try {
     const final = await run((frame) => sendText(serialize(frame)));
-    if (final !== undefined) sendText(await outgoing(final, options, options.caller));
+    if (final !== undefined) sendText(await outgoing(final, options, exchange.callerId));
   } catch (error) {
-    request.log.error({ err: error }, 'SSE dispatch failed');
+    options.log.error({ err: error }, 'SSE dispatch failed');
   } finally {
     raw.end();
   }

@@ -1,0 +1,41 @@
+import cors from '@fastify/cors';
+import type { FastifyInstance } from 'fastify';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** §5.2 what a browser client of an allowed origin may send and read. */
+const SENT_HEADERS = ['Content-Type', 'Authorization', 'Accept', 'RCP-Session'];
+const READ_HEADERS = ['RCP-Session'];
+
+/**
+ * Preflights (`OPTIONS`) for the allowed origins, answered by @fastify/cors on the listener's Fastify instance. With
+ * no origins nothing is registered: no hook runs per request, and a preflight is Fastify's plain 404 (as the plugin
+ * answers one from an origin it refuses).
+ */
+export async function registerPreflights(app: FastifyInstance, origins: readonly string[]): Promise<void> {
+  if (origins.length === 0) return;
+  await app.register(cors, {
+    origin: [...origins],
+    methods: ['POST', 'OPTIONS'],
+    allowedHeaders: SENT_HEADERS,
+    exposedHeaders: READ_HEADERS,
+  });
+}
+
+/**
+ * The CORS headers of an RCP answer (the request after the preflight), as @fastify/cors sets them: the origin itself
+ * when it is allowed, with the headers it may read; `Vary: Origin` either way, for caches. Undefined without origins.
+ */
+export function corsHeaders(
+  origins: readonly string[],
+): ((request: IncomingMessage, response: ServerResponse) => void) | undefined {
+  if (origins.length === 0) return undefined;
+  const allowed = new Set(origins);
+  const readable = READ_HEADERS.join(', ');
+  return (request, response) => {
+    response.setHeader('vary', 'Origin');
+    const origin = request.headers.origin;
+    if (origin === undefined || !allowed.has(origin)) return;
+    response.setHeader('access-control-allow-origin', origin);
+    response.setHeader('access-control-expose-headers', readable);
+  };
+}
