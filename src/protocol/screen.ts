@@ -34,13 +34,17 @@ export async function screen(value: unknown, refuse: Refusal): Promise<Screened>
   return { accepted: accepted.length === 0 && value.length > 0 ? undefined : accepted, rejected };
 }
 
-/** The session's reply with the screened-out answers added (a batch reply stays an array, §11). */
+/**
+ * The session's reply with the screened-out answers added. §11: a batch is answered with an array, even when a
+ * single member of it is answered, and that one was refused before the session saw it.
+ */
 export function mergeReplies(
   handled: Response | Response[] | undefined,
   rejected: readonly Response[],
+  batch: boolean,
 ): Response | Response[] | undefined {
   if (rejected.length === 0) return handled;
-  if (handled === undefined) return rejected.length === 1 && rejected[0] !== undefined ? rejected[0] : [...rejected];
+  if (handled === undefined) return batch ? [...rejected] : rejected[0];
   return [...(Array.isArray(handled) ? handled : [handled]), ...rejected];
 }
 

@@ -23,6 +23,14 @@ export class BodyRefusal extends Error {
   }
 }
 
+/**
+ * The client closed its connection, or it was cut (the body timeout), before its body ended: there is no one left to
+ * answer, and nothing went wrong on the server's side (§15.5 — a client may hang up at any time).
+ */
+export class BodyAbandoned extends Error {
+  override name = 'BodyAbandoned';
+}
+
 /** Bytes of bodies being received, all connections together. */
 export class BodyBudget {
   #held = 0;
@@ -66,7 +74,7 @@ export function receiveBody(
   let refusal: BodyRefusal | undefined;
   return new Promise<Buffer>((resolve, reject) => {
     const settle = (error: Error | undefined): void => {
-      stream.off('data', onData).off('end', onEnd).off('error', settle).off('close', onClose);
+      stream.off('data', onData).off('end', onEnd).off('error', onClose).off('close', onClose);
       // A body of one read (most of them) is that read's bytes, not a copy.
       const body = error !== undefined ? error : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, held);
       budget.give(held);
@@ -91,8 +99,9 @@ export function receiveBody(
       }
     };
     const onEnd = (): void => settle(refusal);
-    const onClose = (): void => settle(new Error('the client closed the connection before its body ended'));
-    stream.on('data', onData).once('end', onEnd).once('error', settle).once('close', onClose);
+    // Node reports a connection lost mid-body as an error of the request ('aborted'), then closes it.
+    const onClose = (): void => settle(new BodyAbandoned('the client closed the connection before its body ended'));
+    stream.on('data', onData).once('end', onEnd).once('error', onClose).once('close', onClose);
   });
 
   /** Keeps `chunk` if the budget and the value count allow it. */

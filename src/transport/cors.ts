@@ -7,17 +7,20 @@ const SENT_HEADERS = ['Content-Type', 'Authorization', 'Accept', 'RCP-Session'];
 const READ_HEADERS = ['RCP-Session'];
 
 /**
- * Preflights (`OPTIONS`) for the allowed origins, answered by @fastify/cors on the listener's Fastify instance. With
- * no origins nothing is registered: no hook runs per request, and a preflight is Fastify's plain 404 (as the plugin
- * answers one from an origin it refuses).
+ * Preflights (`OPTIONS`) for the allowed origins, answered by @fastify/cors on the listener's Fastify instance. In a
+ * scope of their own: the plugin's hook must not add CORS headers to Fastify's other answers (the operator endpoints,
+ * 404s), which a page of an allowed origin has no business reading. With no origins nothing is registered, and a
+ * preflight is Fastify's plain 404 (as the plugin answers one from an origin it refuses).
  */
 export async function registerPreflights(app: FastifyInstance, origins: readonly string[]): Promise<void> {
   if (origins.length === 0) return;
-  await app.register(cors, {
-    origin: [...origins],
-    methods: ['POST', 'OPTIONS'],
-    allowedHeaders: SENT_HEADERS,
-    exposedHeaders: READ_HEADERS,
+  await app.register(async (scope) => {
+    await scope.register(cors, {
+      origin: [...origins],
+      methods: ['POST', 'OPTIONS'],
+      allowedHeaders: SENT_HEADERS,
+      exposedHeaders: READ_HEADERS,
+    });
   });
 }
 

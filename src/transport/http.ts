@@ -12,7 +12,7 @@ import { authorize, type ApiKeys, type Caller } from './auth.js';
 import { corsHeaders } from './cors.js';
 import type { HttpSessionStore, SessionRef } from './http-sessions.js';
 import { rcpRoute, type RcpRoute } from './http-route.js';
-import { BodyRefusal, receiveBody, type BodyBudget } from './body.js';
+import { BodyAbandoned, BodyRefusal, receiveBody, type BodyBudget } from './body.js';
 import type { Outbox } from './outbox.js';
 
 export interface HttpTransportOptions {
@@ -76,7 +76,7 @@ export function rcpHttp(options: HttpTransportOptions): RcpListener {
     const route = request.method === 'POST' ? rcpRoute(base, request.url ?? '/') : undefined;
     if (route === undefined) return false;
     // Whatever fails past this point is answered -32603: nothing thrown here reaches Node's request listener.
-    receive(request, response, route, listener).catch((error: unknown) => failed(request, response, error, options));
+    receive(request, response, route, listener).catch((error: unknown) => failed(response, error, options));
     return true;
   };
 }
@@ -120,6 +120,7 @@ async function receive(
   try {
     body = await receiveBody(request, Number.isNaN(declared) ? undefined : declared, limits, listener.bodies);
   } catch (error) {
+    if (error instanceof BodyAbandoned) return; // no one to answer
     if (!(error instanceof BodyRefusal)) throw error;
     // The rest of the body is not read: the connection closes after this answer.
     const refusal =
@@ -130,13 +131,8 @@ async function receive(
 }
 
 /** §5.2: a JSON-RPC answer can still be produced, so it is HTTP 200 carrying -32603 (unless one has begun). */
-function failed(
-  request: IncomingMessage,
-  response: ServerResponse,
-  error: unknown,
-  options: HttpTransportOptions,
-): void {
-  options.log.error({ err: error, url: request.url }, 'HTTP dispatch failed');
+function failed(response: ServerResponse, error: unknown, options: HttpTransportOptions): void {
+  options.log.error({ err: error }, 'HTTP dispatch failed');
   if (response.headersSent) response.destroy();
   else refuse(response, RpcError.internal());
 }
@@ -178,26 +174,26 @@ async function answer(exchange: Exchange, body: Buffer, options: HttpTransportOp
       : { accepted: byLoad.accepted, rejected: [] };
   const rejected = [...byPath.rejected, ...byScope.rejected, ...byLoad.rejected, ...byWork.rejected];
   try {
-    await serve(exchange, byWork.accepted, rejected, options);
+    await serve(exchange, byWork.accepted, { rejected, batch: Array.isArray(parsed.value) }, options);
   } finally {
     if (place !== undefined && !(place instanceof RpcError)) place.release();
   }
 }
 
-/** The screened frame, handled in its session, answered. */
+/** The screened frame, handled in its session, answered with the answers of the members refused before it. */
 async function serve(
   exchange: Exchange,
   accepted: unknown,
-  rejected: Response[],
+  { rejected, batch }: { rejected: Response[]; batch: boolean },
   options: HttpTransportOptions,
 ): Promise<void> {
   // Members refused above keep their own answers; only what is left needs a session.
-  if (accepted === undefined) return await sendReplies(exchange, mergeReplies(undefined, rejected), options);
+  if (accepted === undefined) return await sendReplies(exchange, mergeReplies(undefined, rejected, batch), options);
   const ref = sessionRef(exchange);
   const finding = ref instanceof RpcError ? ref : options.sessions.find(ref, exchange.callerId, isInitialize(accepted));
   const session = finding instanceof Promise ? await finding : finding;
   if (session instanceof RpcError) {
-    return await sendReplies(exchange, mergeReplies(answerEach(accepted, session), rejected), options);
+    return await sendReplies(exchange, mergeReplies(answerEach(accepted, session), rejected, batch), options);
   }
 
   // §13.1: a client hanging up abandons its request. Only work can be abandoned: the lifecycle methods answer at once,
@@ -208,7 +204,7 @@ async function serve(
     const run = (sink: NotificationSink) => session.handle(accepted, sink, hangUp);
     return stream(exchange, options, run);
   }
-  const replies = mergeReplies(await session.handle(accepted, undefined, hangUp), rejected);
+  const replies = mergeReplies(await session.handle(accepted, undefined, hangUp), rejected, batch);
   const sharing = options.sessions.share(session);
   if (sharing !== undefined) await sharing;
   const sending = sendReplies(exchange, replies, options);

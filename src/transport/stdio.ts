@@ -143,9 +143,9 @@ class StdioServer implements StdioConnection {
 
   readonly #write = (frame: unknown): void => this.#writeText(serialize(frame));
 
-  async #run({ accepted, rejected }: Screened): Promise<void> {
+  async #run({ accepted, rejected }: Screened, batch: boolean): Promise<void> {
     const handled = accepted === undefined ? undefined : await this.#session.handle(accepted, this.#write);
-    const reply = mergeReplies(handled, rejected);
+    const reply = mergeReplies(handled, rejected, batch);
     if (reply !== undefined) {
       this.#writeText((await this.#codec.serializeReply(reply, this.#options.maxResponseBytes)).body);
     }
@@ -159,14 +159,17 @@ class StdioServer implements StdioConnection {
   #admitInOrder(value: unknown): Promise<void> {
     const guard = this.#options.admission;
     const applies = guard?.appliesTo(value) === true;
-    if (guard === undefined || (!applies && this.#waiting === 0)) return this.#run({ accepted: value, rejected: [] });
+    const batch = Array.isArray(value);
+    if (guard === undefined || (!applies && this.#waiting === 0)) {
+      return this.#run({ accepted: value, rejected: [] }, batch);
+    }
     const screened: Promise<Screened> = applies
       ? screen(value, (method) => guard.check('stdio', method))
       : Promise.resolve({ accepted: value, rejected: [] });
     this.#waiting++;
     const ready = Promise.all([this.#previous, screened]).then(([, result]) => result);
     this.#previous = ready.finally(() => this.#waiting--);
-    return ready.then((result) => this.#run(result));
+    return ready.then((result) => this.#run(result, batch));
   }
 
   #dispatch(text: string): void {

@@ -113,6 +113,23 @@ describe('slow clients (§15.5)', () => {
     await pingWithin(server.origin, 1000);
   });
 
+  it('a client that hangs up mid-body, or is cut at the body timeout, has no answer and logs no error', async () => {
+    const server = await serve({ RCP_HTTP_HEADERS_TIMEOUT_MS: '1000', RCP_HTTP_BODY_TIMEOUT_MS: '1500' });
+    // A long query string: a log line that quoted the request would cost the server more than the client sent.
+    const partial = `POST /rcp/ping?${'q'.repeat(4000)} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"jsonrpc"`;
+    const hangUps = Array.from({ length: 40 }, () => stalled(server.origin, partial));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    hangUps.forEach(({ socket }, i) => (i % 2 === 0 ? socket.destroy() : socket.resetAndDestroy()));
+    const cut = stalled(server.origin, partial);
+    await cut.closed;
+    await pingWithin(server.origin, 1000);
+    const errors = server
+      .stderr()
+      .split('\n')
+      .filter((line) => /"level":(50|60)/.test(line));
+    expect(errors).toEqual([]);
+  });
+
   it('full of connections in use, refuses newcomers and keeps serving the ones it holds', async () => {
     const server = await serve({ RCP_HTTP_MAX_CONNECTIONS: '4', RCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: '60000' });
     // Connections that each completed a request (the test's own readiness check holds one too): once full, a

@@ -85,6 +85,11 @@ describe('§5.2 HTTP transport', () => {
     const members = atMethod.json as unknown as Record<string, unknown>[];
     expect(members.find((m) => m.id === 1)).toMatchObject({ result: {} });
     expect(members.find((m) => m.id === 2)).toMatchObject({ error: { code: -32600 } });
+    // §11 a batch is answered with an array even when its only answer is a member refused before the session.
+    const lone = await post('/rcp/ping', [request(3, 'info')]);
+    expect(lone.json).toEqual([expect.objectContaining({ id: 3, error: expect.objectContaining({ code: -32600 }) })]);
+    const withNotification = await post('/rcp/ping', [request(4, 'info'), { jsonrpc: '2.0', method: 'ping' }]);
+    expect(withNotification.json).toEqual([expect.objectContaining({ id: 4 })]);
   });
 
   it('§5.2 CORS: a configured origin gets preflight and response headers; others get none', async () => {
@@ -104,6 +109,11 @@ describe('§5.2 HTTP transport', () => {
     expect(allowed.headers.get('access-control-allow-origin')).toBe('https://app.example');
     const other = await post('/rcp/ping', request(1, 'ping'), { origin: 'https://evil.example' });
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    // Only RCP answers are for browsers: the operator endpoints and 404s carry no CORS headers.
+    for (const path of ['/healthz', '/readyz', '/elsewhere']) {
+      const answer = await fetch(`${origin}${path}`, { headers: { origin: 'https://app.example' } });
+      expect(answer.headers.get('access-control-allow-origin')).toBeNull();
+    }
   });
 
   it('§5.2 §9 SSE: progress frames echoing the token, then exactly one final frame; buffered JSON without Accept', async () => {
