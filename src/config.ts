@@ -800,13 +800,30 @@ const validate = new Ajv2020({
 }).compile(ConfigSchema);
 
 export function validateConfig(candidate: unknown): Config {
-  if (validate(candidate)) return checkTrustedProxies(checkFileRoots(checkQueueAdmitsLargestRequest(candidate)));
+  if (validate(candidate)) {
+    return checkTimeouts(checkTrustedProxies(checkFileRoots(checkQueueAdmitsLargestRequest(candidate))));
+  }
   const problems = (validate.errors ?? []).map((e) => {
     const where = e.instancePath.split('/').slice(1).join('.') || '(root)';
     const extra = (e.params as { additionalProperty?: string }).additionalProperty;
     return extra === undefined ? `${where}: ${e.message ?? 'invalid'}` : `${where}: unknown setting '${extra}'`;
   });
   throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+}
+
+/**
+ * The body's time counts from the request's start, its headers' time included: Node refuses to listen with a body
+ * timeout shorter than the headers' (a bare ERR_OUT_OF_RANGE), so the settings are named here instead.
+ */
+function checkTimeouts(config: Config): Config {
+  const { headersTimeoutMs, bodyTimeoutMs } = config.http;
+  if (bodyTimeoutMs < headersTimeoutMs) {
+    throw new ConfigError(
+      `invalid configuration:\n  http.bodyTimeoutMs (${bodyTimeoutMs}) must be at least http.headersTimeoutMs ` +
+        `(${headersTimeoutMs}): a request's time to send its body includes its headers' time`,
+    );
+  }
+  return config;
 }
 
 /** Every trusted proxy is a name the proxy matcher knows, an address, or a network of a prefix in range (1..32/128). */

@@ -53,6 +53,10 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { RCP_TRUST_PROXY: 'true' } })).toThrow(/http.trustProxy: must be array/);
     expect(() => loadConfig({ env: { RCP_TRUST_PROXY: '10.0.0.0/0' } })).toThrow(/'10.0.0.0\/0' is not an address/);
     expect(() => loadConfig({ env: { RCP_TRUST_PROXY: '10.0.0.300' } })).toThrow(/is not an address/);
+    // Node would refuse to listen with a bare ERR_OUT_OF_RANGE: the settings are named instead.
+    expect(() => loadConfig({ env: { RCP_HTTP_BODY_TIMEOUT_MS: '1500' } })).toThrow(
+      /http.bodyTimeoutMs \(1500\) must be at least http.headersTimeoutMs \(10000\)/,
+    );
     expect(
       loadConfig({ env: { RCP_TRUST_PROXY: '10.0.0.0/8, ::1, fd00::/8, loopback' } }).http.trustProxy,
     ).toHaveLength(4);
