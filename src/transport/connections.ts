@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { RpcError } from '../protocol/errors.js';
-import { failure } from '../protocol/messages.js';
 import type { BodyBudget } from './body.js';
+import { refuse } from './json-answer.js';
 
 /**
  * Connection hygiene for the HTTP listener (§15.5): how long a client may take to send its headers and its body,
@@ -30,7 +30,7 @@ export const PIPELINE_IN_FLIGHT = 4;
 /** Requests of one connection waiting their turn at most; a client with more is cut. */
 export const PIPELINE_WAITING = 1024;
 
-/** Serves a request it recognises (true); the rest go on to Fastify (false). */
+/** Serves a request it recognises (true: the RCP routes, transport/http.ts); the rest go on to Fastify (false). */
 export type FrontListener = (request: IncomingMessage, response: ServerResponse) => boolean;
 
 /**
@@ -163,8 +163,7 @@ export function pipelineGate(handler: RequestListener, waitingBodies?: WaitingBo
 /** §15.5 the body would not fit the budget of bodies being received: -32011, retry later; the connection closes. */
 function busy(response: ServerResponse, bodies: BodyBudget): void {
   const error = RpcError.rateLimited(1000, `request bodies being received exceed ${bodies.maxBytes} bytes; retry`);
-  response.writeHead(200, { 'content-type': 'application/json; charset=utf-8', connection: 'close' });
-  response.end(JSON.stringify(failure(null, error)));
+  refuse(response, error, { connection: 'close' });
 }
 
 /** Caps open connections on `server` below the descriptor limit, and per client address; returns the cap applied. */

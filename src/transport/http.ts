@@ -1,4 +1,4 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import proxyAddr from 'proxy-addr';
 import { RpcError } from '../protocol/errors.js';
 import type { EncodedReply, FrameCodec } from '../protocol/frame-codec.js';
@@ -13,6 +13,8 @@ import { corsHeaders } from './cors.js';
 import type { HttpSessionStore, SessionRef } from './http-sessions.js';
 import { rcpRoute, type RcpRoute } from './http-route.js';
 import { BodyAbandoned, BodyRefusal, receiveBody, type BodyBudget } from './body.js';
+import type { FrontListener } from './connections.js';
+import { refuse, sendJson } from './json-answer.js';
 import type { Outbox } from './outbox.js';
 
 export interface HttpTransportOptions {
@@ -42,9 +44,6 @@ export interface HttpTransportOptions {
   log: { error(details: object, message: string): void };
 }
 
-/** Serves a request when it is an RCP one (true); anything else is left to the rest of the server (false). */
-export type RcpListener = (request: IncomingMessage, response: ServerResponse) => boolean;
-
 /** One RCP request on its way: where it came from and where its answer goes. */
 interface Exchange {
   readonly request: IncomingMessage;
@@ -57,7 +56,6 @@ interface Exchange {
 }
 
 const SESSION_HEADER = 'rcp-session';
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
  * §5.2 HTTP: `POST <base>/<method>` (a batch may also be posted to `<base>` itself). Every JSON-RPC answer,
@@ -69,7 +67,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * routing, hooks, body parsing or reply machinery (the body is read here, under the limits of §15.5), and going
  * through them cost a ping about a quarter of its CPU (npm run bench -- http).
  */
-export function rcpHttp(options: HttpTransportOptions): RcpListener {
+export function rcpHttp(options: HttpTransportOptions): FrontListener {
   const base = options.base.replace(/\/+$/, '');
   const listener = { ...options, cors: corsHeaders(options.corsOrigins), addressOf: clientAddress(options.trustProxy) };
   return (request, response) => {
@@ -135,17 +133,6 @@ function failed(response: ServerResponse, error: unknown, options: HttpTransport
   options.log.error({ err: error }, 'HTTP dispatch failed');
   if (response.headersSent) response.destroy();
   else refuse(response, RpcError.internal());
-}
-
-/** One error answering the whole frame (`id` null: the frame was not read, or not far enough to know its ids). */
-function refuse(response: ServerResponse, error: RpcError, headers: OutgoingHttpHeaders = {}): void {
-  sendJson(response, serialize(failure(null, error)), headers);
-}
-
-/** An HTTP 200 JSON answer. */
-function sendJson(response: ServerResponse, body: string | Buffer, headers: OutgoingHttpHeaders = {}): void {
-  response.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body), ...headers });
-  response.end(body);
 }
 
 /** The frame parsed, screened (path, scopes, load), handled and answered. */
