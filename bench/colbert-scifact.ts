@@ -6,6 +6,7 @@
 import { fileURLToPath } from 'node:url';
 import { readManifest } from '../src/backend/manifest.js';
 import { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
+import { intraOpThreads } from '../src/backend/models.js';
 import { OnnxMaxSim } from '../src/backend/onnx/maxsim.js';
 import type { TokenMatrix } from '../src/backend/ports.js';
 import { corpus, ndcg, recall, trainQueries } from './scifact.js';
@@ -31,7 +32,7 @@ export async function benchColbert(): Promise<void> {
   const encoder = new UseLiteEncoder(
     DIR,
     readManifest(DIR),
-    { intraOpThreads: 0, log: silent },
+    { intraOpThreads: intraOpThreads(0), log: silent },
     {
       maxWaitMs: 0,
       maxBatchTokens: 1 << 20,
@@ -58,7 +59,7 @@ export async function benchColbert(): Promise<void> {
     queries.map((q) => q.text),
     'query',
   );
-  const kernel = new OnnxMaxSim(0);
+  const kernel = new OnnxMaxSim(intraOpThreads(0));
   const encoded = performance.now();
 
   const totals = { dense: 0, colbert: 0, fused: 0, recall: 0 };

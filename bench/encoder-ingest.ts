@@ -6,7 +6,7 @@
  *   node --import tsx bench/encoder-ingest.ts OLD_DIR NEW_DIR...
  *
  * A directory built before converter v2 (sparse input) works as well as a current one. `DIR,threads=N` sets that
- * build's intra-op threads (else RCP_INTRA_OP_THREADS, default 0: the runtime chooses). RCP_BENCH_DOCS (default 512).
+ * build's intra-op threads (else RCP_INTRA_OP_THREADS, default 0: one per core, as the server). RCP_BENCH_DOCS (default 512).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { Writable } from 'node:stream';
 import { Corpus } from '../src/backend/corpus/corpus.js';
 import { readManifest } from '../src/backend/manifest.js';
 import { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
+import { intraOpThreads } from '../src/backend/models.js';
 import { ingest } from '../src/ingest/ingest.js';
 import { corpus as scifact } from './scifact.js';
 import { benchCorpusSettings } from './settings.js';
@@ -37,7 +38,12 @@ interface Subject {
 async function open(spec: string, first: readonly string[]): Promise<Subject> {
   const [dir = '', setting] = spec.split(',threads=');
   const threads = Number(setting ?? process.env.RCP_INTRA_OP_THREADS ?? 0);
-  const encoder = new UseLiteEncoder(dir, readManifest(dir), { intraOpThreads: threads, log: silent }, queue);
+  const encoder = new UseLiteEncoder(
+    dir,
+    readManifest(dir),
+    { intraOpThreads: intraOpThreads(threads), log: silent },
+    queue,
+  );
   await encoder.loaded;
   await encoder.embed(first, 'document'); // a full-size batch: onnxruntime sizes its arenas on the first one
   const work = mkdtempSync(join(tmpdir(), 'rcp-bench-encoder-ingest-'));

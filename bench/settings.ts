@@ -3,6 +3,7 @@ import type { CorpusSettings } from '../src/backend/corpus/corpus.js';
 import { readManifest } from '../src/backend/manifest.js';
 import { defaultConfig } from '../src/config.js';
 import { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
+import { intraOpThreads } from '../src/backend/models.js';
 import { silentLogger } from '../test/helpers/logger.js';
 
 /** The corpus settings every bench uses: the server's defaults (`index.*`), with saves left to close. */
@@ -30,7 +31,12 @@ export function benchCorpusSettings(dir: string): CorpusSettings {
 export async function benchEncoder(): Promise<UseLiteEncoder> {
   const dir = fileURLToPath(new URL('../models/use-lite', import.meta.url));
   const queue = { maxWaitMs: 0, maxBatchTokens: 1 << 16, maxBatchItems: 64, maxQueuedItems: 1 << 16 };
-  const encoder = new UseLiteEncoder(dir, readManifest(dir), { intraOpThreads: 0, log: silentLogger }, queue);
+  const encoder = new UseLiteEncoder(
+    dir,
+    readManifest(dir),
+    { intraOpThreads: intraOpThreads(0), log: silentLogger },
+    queue,
+  );
   await encoder.loaded;
   return encoder;
 }

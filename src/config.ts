@@ -404,7 +404,7 @@ export const ConfigSchema = Section({
         minimum: 0,
         maximum: 256,
         default: 0,
-        description: 'ONNX Runtime intra-op threads per model; 0 lets the runtime choose.',
+        description: 'ONNX Runtime intra-op threads per model; 0: one per core the process may use.',
       }),
       embedBatchLimit: Type.Integer({ minimum: 1, default: 256, description: 'Inputs in one embed request at most.' }),
       rerankMaxCandidates: Type.Integer({

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import type { QueueOptions } from './inference-queue.js';
 import { ManifestError, readManifest, type ModelManifest } from './manifest.js';
@@ -105,11 +106,17 @@ function manifestFor(name: string, dir: string): ModelManifest {
   return readManifest(dir);
 }
 
+/**
+ * ONNX Runtime's intra-op threads per session: the setting, or with 0 one per core this process may use. onnxruntime's
+ * own choice (its physical-core count) ran the default encoder on one thread of a 2-vCPU container, at 0.55× the
+ * docs/s and 1.7× the lone-query latency of two (bench/encoder-graph.ts, bench/encoder-ingest.ts).
+ */
+export function intraOpThreads(setting: number): number {
+  return setting > 0 ? setting : availableParallelism();
+}
+
 export function openModels(settings: ModelSettings, log: Logger): Models {
-  const runtime: RuntimeOptions = {
-    intraOpThreads: settings.intraOpThreads,
-    log,
-  };
+  const runtime: RuntimeOptions = { intraOpThreads: intraOpThreads(settings.intraOpThreads), log };
   let encoder: (Encoder & Closable) | undefined;
   if (settings.encoder !== NONE) {
     const dir = modelDir(settings, settings.encoder);
@@ -132,7 +139,7 @@ export function openModels(settings: ModelSettings, log: Logger): Models {
     crossEncoder = new BertCrossEncoder(dir, manifest, runtime, settings.batching);
   }
   const lateInteraction =
-    settings.colbert && encoder?.embedTokens !== undefined ? new OnnxMaxSim(settings.intraOpThreads) : undefined;
+    settings.colbert && encoder?.embedTokens !== undefined ? new OnnxMaxSim(runtime.intraOpThreads) : undefined;
   const all = { encoder, reranker: crossEncoder };
   return {
     encoder,

@@ -2,7 +2,7 @@ import onnxProto from 'onnx-proto';
 import { RpcError } from '../../protocol/errors.js';
 import { TimeSlice } from '../../protocol/time-slice.js';
 import type { LateInteractionKernel, TokenMatrix } from '../ports.js';
-import { ort } from './model-host.js';
+import { ort, sessionThreads } from './model-host.js';
 import { WorkerSession } from './worker-session.js';
 
 const { onnx } = onnxProto;
@@ -77,10 +77,7 @@ export class OnnxMaxSim implements LateInteractionKernel {
 
   constructor(intraOpThreads: number) {
     // In a worker thread: scoring a thousand passages must not hold the event loop.
-    this.#session = WorkerSession.create(
-      maxSimGraph(),
-      intraOpThreads > 0 ? { intraOpNumThreads: intraOpThreads } : {},
-    );
+    this.#session = WorkerSession.create(maxSimGraph(), sessionThreads(intraOpThreads));
   }
 
   async maxSim(query: TokenMatrix, documents: readonly TokenMatrix[], signal?: AbortSignal): Promise<Float32Array> {
