@@ -3,17 +3,23 @@
  * batching queue, store, indexes) and embedded alone (the encoder's `embed` in ingest-sized batches), for two or more
  * model directories open side by side and measured interleaved batch by batch, ratios to the first.
  *
+ *   npm run bench -- ingest        the op-by-op conversion at onnxruntime's own threads (the server's default before
+ *                                  converter v2 and the thread choice of models.ts), against the default encoder
+ *                                  and its int8 build at the server's default threads
  *   node --import tsx bench/encoder-ingest.ts OLD_DIR NEW_DIR...
  *
  * A directory built before converter v2 (sparse input) works as well as a current one. `DIR,threads=N` sets that
- * build's intra-op threads (else RCP_INTRA_OP_THREADS, default 0: one per core, as the server). RCP_BENCH_DOCS (default 512).
+ * build's intra-op threads (else RCP_INTRA_OP_THREADS, default 0: one per core, as the server); `threads=ort` leaves
+ * the choice to onnxruntime. RCP_BENCH_DOCS (default 512).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Corpus } from '../src/backend/corpus/corpus.js';
 import { readManifest } from '../src/backend/manifest.js';
+import { buildDefaultModel } from '../src/backend/onnx/default-model.js';
 import { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
 import { intraOpThreads } from '../src/backend/models.js';
 import { ingest } from '../src/ingest/ingest.js';
@@ -37,13 +43,9 @@ interface Subject {
 
 async function open(spec: string, first: readonly string[]): Promise<Subject> {
   const [dir = '', setting] = spec.split(',threads=');
-  const threads = Number(setting ?? process.env.RCP_INTRA_OP_THREADS ?? 0);
-  const encoder = new UseLiteEncoder(
-    dir,
-    readManifest(dir),
-    { intraOpThreads: intraOpThreads(threads), log: silent },
-    queue,
-  );
+  // 0 reaches onnxruntime as "choose for yourself".
+  const threads = setting === 'ort' ? 0 : intraOpThreads(Number(setting ?? process.env.RCP_INTRA_OP_THREADS ?? 0));
+  const encoder = new UseLiteEncoder(dir, readManifest(dir), { intraOpThreads: threads, log: silent }, queue);
   await encoder.loaded;
   await encoder.embed(first, 'document'); // a full-size batch: onnxruntime sizes its arenas on the first one
   const work = mkdtempSync(join(tmpdir(), 'rcp-bench-encoder-ingest-'));
@@ -100,6 +102,22 @@ export async function benchEncoderIngest(dirs: readonly string[]): Promise<void>
     rmSync(subject.work, { recursive: true, force: true });
   }
   rmSync(scratch, { recursive: true, force: true });
+}
+
+/** The `ingest` suite: the op-by-op conversion built into a temporary folder as the baseline. */
+export async function benchIngest(): Promise<void> {
+  const models = fileURLToPath(new URL('../models/', import.meta.url));
+  const reference = mkdtempSync(join(tmpdir(), 'rcp-bench-op-by-op-'));
+  try {
+    await buildDefaultModel(reference, { graph: 'op-by-op' });
+    await buildDefaultModel(join(models, 'use-lite-int8'), { quantize: 'int8' });
+    console.log(
+      "\ningest: the op-by-op conversion at onnxruntime's own threads, then the default encoder and its int8 build",
+    );
+    await benchEncoderIngest([`${reference},threads=ort`, join(models, 'use-lite'), join(models, 'use-lite-int8')]);
+  } finally {
+    rmSync(reference, { recursive: true, force: true });
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

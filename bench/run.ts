@@ -12,7 +12,9 @@
  * PostgreSQL store of record against one SQLite server, write-to-visible lag, replica cold start from the store vs
  * its snapshot; needs Debian's postgresql) and http (autocannon at 8 and 64 connections: ping against a bare Fastify
  * route, sparse retrieve p99 at 64 against 8, -32011 refusals and client timeouts) and peers (sparse and hybrid
- * retrieve over HTTP against LanceDB's full-text and hybrid search in-process, SciFact, one client). The suites that read SciFact take its folder from `--scifact DIR` or
+ * retrieve over HTTP against LanceDB's full-text and hybrid search in-process, SciFact, one client) and ingest
+ * (SciFact through the index/add path with the default encoder, its int8 build and the op-by-op conversion it
+ * replaced, at the thread settings each ran with by default; RCP_BENCH_DOCS, default 512). The suites that read SciFact take its folder from `--scifact DIR` or
  * RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -32,6 +34,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   replicas: async () => (await import('./replicas.js')).benchReplicas(),
   http: async () => (await import('./http.js')).benchHttp(),
   peers: async () => (await import('./peers.js')).benchPeers(),
+  ingest: async () => (await import('./encoder-ingest.js')).benchIngest(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

@@ -4,7 +4,8 @@ import { copyFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { ModelManifest } from '../manifest.js';
-import { graphModelFiles, readTfGraph } from './tfjs-graph.js';
+import { convertTfGraph } from './tf-to-onnx.js';
+import { graphModelFiles, readTfGraph, type TfGraph } from './tfjs-graph.js';
 import { buildUseLiteGraph } from './use-lite-graph.js';
 
 /**
@@ -31,10 +32,9 @@ function packageDir(): string {
   return join(dirname(require.resolve(`${DEFAULT_MODEL_PACKAGE}/package.json`)), 'dist');
 }
 
-async function sourceDigest(source: string, quantize: 'int8' | undefined): Promise<string> {
-  const hash = createHash('sha256').update(
-    `converter:${CONVERTER_VERSION}${quantize === undefined ? '' : `:${quantize}`}\n`,
-  );
+async function sourceDigest(source: string, options: BuildOptions): Promise<string> {
+  const variant = [options.quantize, options.graph].filter((part) => part !== undefined).map((part) => `:${part}`);
+  const hash = createHash('sha256').update(`converter:${CONVERTER_VERSION}${variant.join('')}\n`);
   for (const name of [...(await graphModelFiles(source)), 'vocab.json']) {
     hash.update(`${name}\n`).update(await readFile(join(source, name)));
   }
@@ -52,6 +52,31 @@ export interface BuildOptions {
    * golden vectors' 1e-5; its identity names it (`…-int8`).
    */
   readonly quantize?: 'int8';
+  /**
+   * `op-by-op`: the TF graph converted node for node (tf-to-onnx.ts, sparse input), as converter v1 shipped it: the
+   * reference the inference graph is tested against, and the baseline of `npm run bench -- ingest`.
+   */
+  readonly graph?: 'op-by-op';
+}
+
+/** The TF graph's own endpoints: the sentence vectors, and the last transformer layer's token vectors. */
+const TF_EMBEDDINGS = 'module_apply_default/Encoder_en/hidden_layers/l2_normalize';
+const TF_TOKEN_STATES =
+  'module_apply_default/Encoder_en/KonaTransformer/Encode/TransformerStack/Layer_1/TransformerLayer/FFN/layer_postprocess/add';
+
+/** The op-by-op conversion: inputs `indices` [tokens, 2] and `values` [tokens]; outputs as the inference graph's. */
+export function opByOpGraph(graph: TfGraph, producer: string): Uint8Array {
+  return convertTfGraph(graph, {
+    producer,
+    inputs: [
+      { name: 'indices', dims: ['tokens', 2] },
+      { name: 'values', dims: ['tokens'] },
+    ],
+    outputs: [
+      { tensor: TF_EMBEDDINGS, name: 'embeddings', dims: ['batch', USE_LITE.dimension] },
+      { tensor: TF_TOKEN_STATES, name: 'token_states', dims: ['batch', 'time', USE_LITE.dimension] },
+    ],
+  });
 }
 
 /** The identity a build carries: the quantised one is named apart, so it never mixes with a float-embedded corpus. */
@@ -62,14 +87,21 @@ export function builtIdentity(options: BuildOptions): string {
 /** Converts the package's graph into `dir` unless `dir` already holds this exact conversion. */
 export async function buildDefaultModel(dir: string, options: BuildOptions = {}): Promise<BuildResult> {
   const source = packageDir();
-  const digest = await sourceDigest(source, options.quantize);
+  const digest = await sourceDigest(source, options);
   const manifestPath = join(dir, 'manifest.json');
   if (existsSync(manifestPath)) {
     const existing = JSON.parse(await readFile(manifestPath, 'utf8')) as Partial<ModelManifest>;
     if (existing.source?.endsWith(digest) === true) return { dir, built: false };
   }
   const graph = await readTfGraph(source);
-  const onnx = buildUseLiteGraph(graph, { producer: `rcp-server tfjs converter v${CONVERTER_VERSION}`, ...options });
+  const producer = `rcp-server tfjs converter v${CONVERTER_VERSION}`;
+  const onnx =
+    options.graph === 'op-by-op'
+      ? opByOpGraph(graph, `${producer} (op-by-op)`)
+      : buildUseLiteGraph(graph, {
+          producer,
+          ...(options.quantize === undefined ? {} : { quantize: options.quantize }),
+        });
   await mkdir(dir, { recursive: true });
   await writeAtomically(join(dir, 'model.onnx'), onnx);
   await copyFile(join(source, 'vocab.json'), join(dir, 'vocab.json'));

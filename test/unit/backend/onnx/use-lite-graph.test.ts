@@ -1,17 +1,12 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_MODEL_PACKAGE } from '../../../../src/backend/onnx/default-model.js';
+import { DEFAULT_MODEL_PACKAGE, opByOpGraph } from '../../../../src/backend/onnx/default-model.js';
 import { ort } from '../../../../src/backend/onnx/model-host.js';
 import { denseFeeds, sparseFeeds } from '../../../../src/backend/onnx/use-lite-feeds.js';
-import { convertTfGraph } from '../../../../src/backend/onnx/tf-to-onnx.js';
 import { readTfGraph } from '../../../../src/backend/onnx/tfjs-graph.js';
 import { buildUseLiteGraph } from '../../../../src/backend/onnx/use-lite-graph.js';
 
-/** The TF graph's own endpoints, for the op-by-op reference conversion. */
-const ENCODER = 'module_apply_default/Encoder_en/';
-const OUTPUT = `${ENCODER}hidden_layers/l2_normalize`;
-const TOKEN_STATES = `${ENCODER}KonaTransformer/Encode/TransformerStack/Layer_1/TransformerLayer/FFN/layer_postprocess/add`;
 const DIMENSION = 512;
 
 /** Rows of token ids: lengths 1 to 128, unknown tokens (id 0) inside, the longest not first. */
@@ -40,18 +35,7 @@ describe('the USE-lite inference graph (dense input, fused operators) against th
     const source = join(dirname(require.resolve(`${DEFAULT_MODEL_PACKAGE}/package.json`)), 'dist');
     const graph = await readTfGraph(source);
     const options = { graphOptimizationLevel: 'all', intraOpNumThreads: 1 } as const;
-    const converted = convertTfGraph(graph, {
-      producer: 'test',
-      inputs: [
-        { name: 'indices', dims: ['tokens', 2] },
-        { name: 'values', dims: ['tokens'] },
-      ],
-      outputs: [
-        { tensor: OUTPUT, name: 'embeddings', dims: ['batch', DIMENSION] },
-        { tensor: TOKEN_STATES, name: 'token_states', dims: ['batch', 'time', DIMENSION] },
-      ],
-    });
-    reference = await ort.InferenceSession.create(converted, options);
+    reference = await ort.InferenceSession.create(opByOpGraph(graph, 'test'), options);
     fast = await ort.InferenceSession.create(buildUseLiteGraph(graph, { producer: 'test' }), options);
     int8 = await ort.InferenceSession.create(buildUseLiteGraph(graph, { producer: 'test', quantize: 'int8' }), options);
   }, 60_000);
