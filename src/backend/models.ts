@@ -108,8 +108,8 @@ function manifestFor(name: string, dir: string): ModelManifest {
 
 /**
  * ONNX Runtime's intra-op threads per session: the setting, or with 0 one per core this process may use. onnxruntime's
- * own choice (its physical-core count) ran the default encoder on one thread of a 2-vCPU container, at 0.55× the
- * docs/s and 1.7× the lone-query latency of two (bench/encoder-graph.ts, bench/encoder-ingest.ts).
+ * own choice (its physical-core count) ran the default encoder on one thread of a 2-vCPU container, at 0.58× the
+ * docs/s of two (`rcp-server ingest` of SciFact; `npm run bench -- ingest`).
  */
 export function intraOpThreads(setting: number): number {
   return setting > 0 ? setting : availableParallelism();
