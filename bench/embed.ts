@@ -19,7 +19,7 @@ import * as ort from 'onnxruntime-node';
 import { denseFeeds, sparseFeeds } from '../src/backend/onnx/use-lite-feeds.js';
 import { createApp } from '../src/app.js';
 import { intraOpThreads } from '../src/backend/models.js';
-import { sessionThreads } from '../src/backend/onnx/model-host.js';
+import { modelSessionOptions } from '../src/backend/onnx/model-host.js';
 import { loadConfig, type ConfigOverrides } from '../src/config.js';
 import { SentencePieceTokenizer, type Vocabulary } from '../src/backend/tokenizers/sentencepiece.js';
 import { scifactPath } from './scifact.js';
@@ -46,10 +46,10 @@ function corpus(count: number): string[] {
 
 async function rawSession(texts: string[]): Promise<number> {
   // The server's session settings (model-host.ts), so the ratio is the server's overhead and nothing else.
-  const session = await ort.InferenceSession.create(new URL('model.onnx', MODEL_DIR).pathname, {
-    graphOptimizationLevel: 'all',
-    ...sessionThreads(intraOpThreads(0)),
-  });
+  const session = await ort.InferenceSession.create(
+    new URL('model.onnx', MODEL_DIR).pathname,
+    modelSessionOptions(intraOpThreads(0)),
+  );
   const vocabulary = JSON.parse(readFileSync(new URL('vocab.json', MODEL_DIR), 'utf8')) as Vocabulary;
   const tokenizer = new SentencePieceTokenizer(vocabulary, { reserved: 6, unknownId: 0 });
   const sparse = session.inputNames.includes('indices');

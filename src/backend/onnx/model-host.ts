@@ -27,6 +27,11 @@ export function sessionThreads(intraOpThreads: number): ort.InferenceSession.Ses
   return { intraOpNumThreads: intraOpThreads, extra: { session: { intra_op: { allow_spinning: '0' } } } };
 }
 
+/** How a model's session is opened: its threads, and onnxruntime's every graph optimisation. */
+export function modelSessionOptions(intraOpThreads: number): ort.InferenceSession.SessionOptions {
+  return { ...sessionThreads(intraOpThreads), graphOptimizationLevel: 'all' };
+}
+
 /** How long a client should wait before retrying a model that failed to load or run. */
 const LOAD_RETRY_MS = 5_000;
 const RUN_RETRY_MS = 250;
@@ -76,10 +81,10 @@ export class ModelHost<T> {
     try {
       await verifyFiles(this.dir, this.manifest);
       const tokenizer = await this.loadTokenizer(join(this.dir, this.manifest.files.tokenizer));
-      const session = await WorkerSession.create(join(this.dir, this.manifest.files.model), {
-        ...sessionThreads(this.options.intraOpThreads),
-        graphOptimizationLevel: 'all',
-      });
+      const session = await WorkerSession.create(
+        join(this.dir, this.manifest.files.model),
+        modelSessionOptions(this.options.intraOpThreads),
+      );
       this.#state = { status: 'ready', model: { session, tokenizer } };
       this.options.log.info({ model: this.name, dir: this.dir }, 'model loaded');
     } catch (error) {
