@@ -8,6 +8,12 @@ const FEEDBACK_FIELDS = new Set(['used', 'cited', 'helpful', 'reward', 'poisonSu
 /** Pipeline stage names (§9 progress stages); anything else is `other`, so the label set stays closed. */
 const STAGES = new Set(['recall', 'fuse', 'rerank', 'pack', 'embed', 'index']);
 
+/** One method and code's answers: its counter, and how many it has not yet been told of. */
+interface Tally {
+  readonly counter: { inc(value: number): void };
+  unreported: number;
+}
+
 /**
  * Prometheus metrics (§17), through prom-client: process defaults, requests by method and code, latency by
  * method and by pipeline stage, model batch sizes, batch times and queue depth, -32011 refusals by reason, corpus
@@ -32,6 +38,7 @@ export class Metrics {
       help: 'Answered JSON-RPC requests by method and result code (0 = success).',
       labelNames: ['method', 'code'],
       registers: [this.registry],
+      collect: () => this.#report(),
     });
     this.#latency = new Histogram({
       name: 'rcp_request_duration_seconds',
@@ -162,13 +169,11 @@ export class Metrics {
   }
 
   /**
-   * Each method's series, looked up once: prom-client hashes a label object on every call, which cost a `ping` more
+   * Each method's series, looked up once. Answers are tallied here and added to `rcp_requests_total` when it is read
+   * (its `collect`): prom-client hashes the label set on every `inc`, a bound child's too, which cost a `ping` more
    * than the rest of its accounting. Bounded: the known methods and `other`, the codes of the §12 table and 0.
    */
-  readonly #series = new Map<
-    string,
-    { latency: { observe(seconds: number): void }; codes: Map<number, { inc(): void }> }
-  >();
+  readonly #series = new Map<string, { latency: { observe(seconds: number): void }; codes: Map<number, Tally> }>();
 
   #seriesOf(method: string) {
     const label = this.#label(method);
@@ -183,14 +188,25 @@ export class Metrics {
   /** The session hook: one observation per answered request. */
   readonly observe = (method: string, code: number, ms: number): void => {
     const { label, series } = this.#seriesOf(method);
-    let requests = series.codes.get(code);
-    if (requests === undefined) {
-      requests = this.#requests.labels(label, String(code));
-      series.codes.set(code, requests);
+    let tally = series.codes.get(code);
+    if (tally === undefined) {
+      tally = { counter: this.#requests.labels(label, String(code)), unreported: 0 };
+      series.codes.set(code, tally);
     }
-    requests.inc();
+    tally.unreported++;
     series.latency.observe(ms / 1000);
   };
+
+  /** The answers tallied since `rcp_requests_total` was last read, added to it. */
+  #report(): void {
+    for (const { codes } of this.#series.values()) {
+      for (const tally of codes.values()) {
+        if (tally.unreported === 0) continue;
+        tally.counter.inc(tally.unreported);
+        tally.unreported = 0;
+      }
+    }
+  }
 
   /** The session hook: one observation per finished pipeline stage. */
   readonly observeStage = (method: string, stage: string, ms: number): void => {

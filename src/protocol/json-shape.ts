@@ -18,6 +18,9 @@ const OPEN_BRACKET = 0x5b;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 
+/** The most `tokens` one byte of text can add (a colon): a text of n bytes counts at most n times this. */
+export const MAX_TOKENS_PER_BYTE = KEY_WEIGHT;
+
 export class JsonShape {
   #structural = 0;
   #escapes = 0;

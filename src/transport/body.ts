@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { JsonShape } from '../protocol/json-shape.js';
+import { JsonShape, MAX_TOKENS_PER_BYTE } from '../protocol/json-shape.js';
 
 /**
  * Receiving HTTP bodies (§15.5). A body is read as it arrives and refused as soon as it is known to be too much:
@@ -67,7 +67,7 @@ export function receiveBody(
   budget: BodyBudget,
 ): Promise<Buffer> {
   if (declaredBytes !== undefined && declaredBytes > limits.maxBytes) return Promise.reject(tooLarge(limits));
-  const shape = new JsonShape();
+  let shape: JsonShape | undefined;
   let chunks: Buffer[] = [];
   let held = 0;
   let received = 0;
@@ -91,7 +91,7 @@ export function receiveBody(
       received += chunk.length;
       if (received > limits.maxBytes) return stop(tooLarge(limits));
       if (refusal !== undefined) return; // drained, not kept
-      refusal = keep(chunk) ? undefined : refusalOf(shape, limits, budget);
+      refusal = keep(chunk) ? undefined : refusalOf(shape?.tokens ?? 0, limits, budget);
       if (refusal?.reason === 'busy') return stop(refusal);
       if (refusal !== undefined) {
         budget.give(held);
@@ -104,18 +104,26 @@ export function receiveBody(
     stream.on('data', onData).once('end', onEnd).once('error', onClose).once('close', onClose);
   });
 
-  /** Keeps `chunk` if the budget and the value count allow it. */
+  /**
+   * Keeps `chunk` if the budget and the value count allow it. The values are counted only once the body is long enough
+   * to hold too many (no byte weighs more than MAX_TOKENS_PER_BYTE), and then from its first byte: most bodies are far
+   * shorter, and are not scanned at all.
+   */
   function keep(chunk: Buffer): boolean {
     if (!budget.take(chunk.length)) return false;
     held += chunk.length;
     chunks.push(chunk);
-    shape.push(chunk);
+    if (held * MAX_TOKENS_PER_BYTE <= limits.maxTokens) return true;
+    if (shape === undefined) {
+      shape = new JsonShape();
+      for (const kept of chunks) shape.push(kept);
+    } else shape.push(chunk);
     return shape.tokens <= limits.maxTokens;
   }
 }
 
-function refusalOf(shape: JsonShape, limits: BodyLimits, budget: BodyBudget): BodyRefusal {
-  return shape.tokens > limits.maxTokens
+function refusalOf(tokens: number, limits: BodyLimits, budget: BodyBudget): BodyRefusal {
+  return tokens > limits.maxTokens
     ? new BodyRefusal('too-many-values', `body has more than ${limits.maxTokens} JSON values`)
     : new BodyRefusal('busy', `request bodies being received exceed ${budget.maxBytes} bytes; retry`);
 }

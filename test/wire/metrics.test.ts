@@ -60,6 +60,20 @@ describe('GET /metrics', () => {
     expect(text).toContain('rcp_feedback_signals_total{signal="used"} 1');
     expect(text).toContain('rcp_feedback_flags_total{kind="poison"} 1');
   });
+
+  it('counts each answer once, however often the metrics are read between answers', async () => {
+    const pings = async () =>
+      (await (await fetch(`${origin}/metrics`)).text()).match(
+        /rcp_requests_total\{method="ping",code="0"\} (\d+)/,
+      )?.[1];
+    const before = Number(await pings());
+    await post(request(20, 'ping'));
+    expect(Number(await pings())).toBe(before + 1);
+    expect(Number(await pings())).toBe(before + 1);
+    await post(request(21, 'ping'));
+    await post(request(22, 'ping'));
+    expect(Number(await pings())).toBe(before + 3);
+  });
 });
 
 describe('metrics turned off', () => {
