@@ -74,7 +74,7 @@ export function embedSparseMethod(
       const kind: TextKind = params.kind ?? 'document';
       const texts = await settings.content.texts(inputs, field, ctx.signal);
       // Analysis is CPU work on the event loop: one text at a time, in time slices (a batch may be 256 long texts).
-      const slice = new TimeSlice(8, ctx.signal);
+      const slice = new TimeSlice(ctx.signal);
       const sparse = [];
       for (const [i, text] of texts.entries()) {
         const bytes = Buffer.byteLength(text);

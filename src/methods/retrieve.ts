@@ -190,7 +190,7 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   if (params.mmr !== undefined)
     ranked = await diversify(ranked, start.offset + k, params.mmr.lambda, corpus, ctx.signal);
   // Packing and building hits read a stored text per hit: in time slices.
-  const building = new TimeSlice(8, ctx.signal);
+  const building = new TimeSlice(ctx.signal);
   const packed = await packTokenBudget(pageOf(ranked, start, k), params.tokenBudget, unit, corpus, encoder, building);
   ctx.progress('pack', 0.9, { message: `${packed.page.length} hits` });
 

@@ -78,10 +78,13 @@ function nextTurn(slice: TimeSlice): Promise<void> {
   });
 }
 
+/** How long one turn of the event loop may run sliced work before it serves timers and I/O again. */
+export const TURN_BUDGET_MS = 8;
+
 export class TimeSlice {
   constructor(
-    readonly budgetMs = 8,
     private readonly signal?: AbortSignal,
+    readonly budgetMs = TURN_BUDGET_MS,
   ) {
     turnStart();
   }

@@ -31,7 +31,7 @@ export async function mmr(
   lambda: number,
   signal?: AbortSignal,
 ): Promise<number[]> {
-  const slice = new TimeSlice(8, signal);
+  const slice = new TimeSlice(signal);
   let min = Infinity;
   let max = -Infinity;
   for (const { score } of candidates) [min, max] = [Math.min(min, score), Math.max(max, score)];

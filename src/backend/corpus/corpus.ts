@@ -348,7 +348,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
   async #prepare(documents: readonly CorpusDocument[], options: AddOptions): Promise<NewDocument[]> {
     documents.forEach((document, i) => this.#validate(document, `documents.${i}`));
     const count = options.chunk ? await this.encoder.tokenCounter() : undefined;
-    const slice = new TimeSlice(8, options.signal);
+    const slice = new TimeSlice(options.signal);
     const staged = [];
     for (const document of documents) {
       const meta = document.meta ?? {};
@@ -507,7 +507,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     signal?: AbortSignal,
   ): Promise<{ label: number; score: number }[]> {
     await this.#whenReady();
-    return this.#lexical.search(query, k, allow, new TimeSlice(8, signal));
+    return this.#lexical.search(query, k, allow, new TimeSlice(signal));
   }
 
   /** Each label's similarity to `vector`, from its stored vector; -1 for a label not stored. */
@@ -529,9 +529,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
     const textOf = (label: number) => this.store.getChunk(label)?.text ?? '';
     if (method === 'rewrite') {
       const textsOf = (term: string) => this.#lexical.labelsWith(term, 3).map(textOf);
-      return [await rewriteQuery(query, this.#lexical, textsOf, new TimeSlice(8, signal))];
+      return [await rewriteQuery(query, this.#lexical, textsOf, new TimeSlice(signal))];
     }
-    return multiQuery(query, n, this.#lexical, textOf, new TimeSlice(8, signal));
+    return multiQuery(query, n, this.#lexical, textOf, new TimeSlice(signal));
   }
 
   termWeights(text: string, kind: 'query' | 'document'): Map<string, number> {
@@ -539,12 +539,12 @@ export class Corpus implements CorpusWriter, CorpusReader {
   }
 
   lexicalScores(query: string, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
-    return this.#lexical.scoreLabels(query, labels, new TimeSlice(8, signal));
+    return this.#lexical.scoreLabels(query, labels, new TimeSlice(signal));
   }
 
   /** Labels of chunks whose document metadata satisfies `predicate` (for filtered recall), in time slices. */
   async labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]> {
-    const slice = new TimeSlice(8, signal);
+    const slice = new TimeSlice(signal);
     const labels: number[] = [];
     let seen = 0;
     for (const [label, { docId }] of this.#chunkPlace) {
@@ -582,7 +582,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
    * batched about 9 µs), in time slices; a label not stored is absent.
    */
   async vectorsOf(labels: readonly number[], signal?: AbortSignal): Promise<Map<number, Float32Array>> {
-    const slice = new TimeSlice(8, signal);
+    const slice = new TimeSlice(signal);
     const vectors = new Map<number, Float32Array>();
     for (let start = 0; start < labels.length; start += VECTOR_BATCH) {
       for (const [label, found] of this.store.vectorsOf(labels.slice(start, start + VECTOR_BATCH))) {

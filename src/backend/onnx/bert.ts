@@ -116,7 +116,7 @@ export class BertCrossEncoder extends HostedModel<HuggingFaceTokenizer, EncodedT
     const { tokenizer } = await this.host.acquire();
     const { maxTokens } = this.info;
     const head = readablePrefix(query, maxTokens);
-    const slice = new TimeSlice(8, signal);
+    const slice = new TimeSlice(signal);
     const items: QueueItem<EncodedText>[] = [];
     for (const passage of passages) {
       const encoded = tokenizer.encodePair(head, readablePrefix(passage, maxTokens), maxTokens);

@@ -132,7 +132,7 @@ export abstract class HostedEncoder<Tokenizer, Job>
     const { tokenizer } = await this.host.acquire();
     // Tokenizing is CPU work on the event loop: each text is read only as far as the model's window reaches, and
     // the loop is let go between texts once a slice has run (DESIGN §5b).
-    const slice = new TimeSlice(8, signal);
+    const slice = new TimeSlice(signal);
     const jobs: QueueItem<Job>[] = [];
     for (const text of texts) {
       jobs.push(this.job(tokenizer, readablePrefix(text, this.info.maxTokens), kind, tokens));

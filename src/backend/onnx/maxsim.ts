@@ -86,7 +86,7 @@ export class OnnxMaxSim implements LateInteractionKernel {
     const longest = Math.max(1, ...documents.map((d) => d.rows));
     const perCall = Math.max(1, Math.floor(CHUNK_FLOATS / (longest * query.dimension)));
     // A worker's replies can be drained in one turn of the event loop: the loop is let go between slices.
-    const slice = new TimeSlice(8, signal);
+    const slice = new TimeSlice(signal);
     for (let start = 0; start < documents.length; start += perCall) {
       await slice.due();
       signal?.throwIfAborted();

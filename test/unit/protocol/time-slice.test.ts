@@ -10,16 +10,16 @@ describe('TimeSlice (DESIGN §5b: CPU work on the event loop in bounded slices)'
   it('one turn runs one budget of sliced work, however many slices it passes through', async () => {
     let otherWorkRan = false;
     setImmediate(() => (otherWorkRan = true));
-    new TimeSlice(5);
+    new TimeSlice(undefined, 5);
     busy(6); // a first stage spends the turn's budget...
-    const next = new TimeSlice(5); // ...and the next stage's fresh slice must still give the loop back first.
+    const next = new TimeSlice(undefined, 5); // ...and the next stage's fresh slice must still give the loop back first.
     await next.due();
     expect(otherWorkRan).toBe(true);
   });
 
   it('work within the budget keeps the turn', async () => {
     let otherWorkRan = false;
-    const slice = new TimeSlice(1000);
+    const slice = new TimeSlice(undefined, 1000);
     setImmediate(() => (otherWorkRan = true));
     await slice.due();
     expect(otherWorkRan).toBe(false);
@@ -28,7 +28,7 @@ describe('TimeSlice (DESIGN §5b: CPU work on the event loop in bounded slices)'
   it('waiting slices resume one per turn, with other work between them', async () => {
     const order: string[] = [];
     const loop = async (name: string) => {
-      const slice = new TimeSlice(1);
+      const slice = new TimeSlice(undefined, 1);
       for (let i = 0; i < 3; i++) {
         busy(2);
         order.push(name);

@@ -15,7 +15,7 @@ describe('§15.5 building hits within the answer caps', () => {
       PAGE,
       build(10),
       { maxResponseBytes: 10_000, answers: new AnswerBudget(10_000) },
-      new TimeSlice(8),
+      new TimeSlice(),
     );
     expect(hits.map((hit) => hit.id)).toEqual(['d#1', 'd#3']);
   });
@@ -28,7 +28,7 @@ describe('§15.5 building hits within the answer caps', () => {
     const other = answers.open(); // another request holds bytes, so this one may not pass the budget
     other.take(1);
     const limits = { maxResponseBytes, answers };
-    await expect(buildHits(PAGE, build(1_000), limits, new TimeSlice(8))).rejects.toMatchObject({ code });
+    await expect(buildHits(PAGE, build(1_000), limits, new TimeSlice())).rejects.toMatchObject({ code });
     other.release();
     // Released on failure too: the whole budget is free again.
     const again = answers.open();
@@ -37,7 +37,7 @@ describe('§15.5 building hits within the answer caps', () => {
 
   it('releases its reservation once the hits are built', async () => {
     const answers = new AnswerBudget(3_000);
-    await buildHits(PAGE, build(1_000), { maxResponseBytes: 1e9, answers }, new TimeSlice(8));
+    await buildHits(PAGE, build(1_000), { maxResponseBytes: 1e9, answers }, new TimeSlice());
     const other = answers.open();
     other.take(1);
     expect(() => answers.open().take(2_999)).not.toThrow();

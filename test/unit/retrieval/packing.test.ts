@@ -19,7 +19,7 @@ const encoder: Pick<Encoder, 'tokenCount'> = {
   tokenCount: (text) => (counted.push(text), Promise.resolve(text.split(' ').filter(Boolean).length)),
 };
 const PAGE = () => scored([0, 0.9], [1, 0.8], [2, 0.7]);
-const slice = () => new TimeSlice(8);
+const slice = () => new TimeSlice();
 
 describe('§7.7.2 tokenBudget packing', () => {
   it.each([

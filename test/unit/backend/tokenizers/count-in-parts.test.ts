@@ -51,7 +51,7 @@ describe('token counts of long texts in parts (§7.7.2 tokenBudget, counted in t
     const text = texts().at(-1)!.repeat(4);
     let turns = 0;
     const timer = setInterval(() => (turns += 1), 0);
-    await countInParts(count, text, new TimeSlice(1));
+    await countInParts(count, text, new TimeSlice(undefined, 1));
     clearInterval(timer);
     expect(turns).toBeGreaterThan(0);
   });
