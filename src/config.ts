@@ -173,9 +173,9 @@ export const ConfigSchema = Section({
         minimum: 1,
         default: 8,
         description:
-          'HTTP requests carrying work (anything but the lifecycle methods) run at once, all callers together; past ' +
-          'it a request is answered -32011 with retryAfterMs at once instead of queueing (§15.5). A caller within ' +
-          'its fair share is still admitted, up to twice this.',
+          'HTTP requests carrying work (anything but the lifecycle methods) run at once, and started in one turn of ' +
+          'the event loop, all callers together; past it a request is answered -32011 with retryAfterMs at once ' +
+          'instead of queueing (§15.5). A caller within its fair share is still admitted, up to twice this.',
       }),
       maxInFlightPerConnection: Type.Integer({
         minimum: 1,

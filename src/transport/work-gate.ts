@@ -11,17 +11,26 @@ export interface WorkTicket {
  * admitted past what the process can serve in parallel only adds its own time to everyone's wait: 64 connections of
  * sparse retrieves once waited seconds at p99 (a few clients timed out) where 8 waited 80 ms. Past the places, a
  * request is refused at once with -32011 and a `retryAfterMs` from how long the work in flight is taking, instead of
- * joining a queue. The default, 8, keeps the slowest answers at 64 connections within 3× of those at 8 (measured
- * by `npm run bench -- http` on 2 cores: sparse 2.6-2.7× at 8 places, 3.0-3.3× at 16; hybrid 1.9-2.9× and 2.9-4.6×).
+ * joining a queue.
+ *
+ * The places bound the requests started in one turn of the event loop as well. A sparse retrieve often finishes in
+ * the turn that read it, and its place used to be taken again in that same turn: with 64 connections a turn started
+ * about 22 requests where 8 connections start 8, so every answer, refused or served, waited a turn three times as
+ * long (p50 14 ms against 4 ms, p99 2.6-3.2×). Counting the turn's starts, p99 at 64 connections is 1.1-1.8× that at
+ * 8 (`npm run bench -- http`, 2 cores; hybrid 1.5-1.9×).
  *
  * A caller within its fair share (the places divided among the callers holding any) is admitted even when every
  * place is taken, up to twice the places: a client that floods the server takes the places it finds free, but cannot
- * keep a caller with one request waiting out.
+ * keep a caller with one request waiting out. The same rule holds for the places started this turn.
  */
 export class WorkGate {
   readonly #places: number;
+  /** Places held, by caller. */
   readonly #byCaller = new Map<string, number>();
   #inFlight = 0;
+  /** Requests started in this turn of the event loop, by caller; forgotten at its end (see `#startedInTurn`). */
+  readonly #startedByCaller = new Map<string, number>();
+  #started = 0;
   /** Exponentially weighted milliseconds a request holds its place: how soon one is likely to free up. */
   #heldMs = 10;
 
@@ -36,13 +45,13 @@ export class WorkGate {
   /** A place for `caller`, or the -32011 to answer with. */
   enter(caller: string): WorkTicket | RpcError {
     const held = this.#byCaller.get(caller) ?? 0;
-    if (this.#inFlight >= this.#places) {
-      const callers = this.#byCaller.size + (held === 0 ? 1 : 0);
-      const share = Math.max(1, Math.floor(this.#places / callers));
-      if (held >= share || this.#inFlight >= 2 * this.#places) return this.#busy();
+    const started = this.#startedByCaller.get(caller) ?? 0;
+    if (this.#full(this.#inFlight, this.#byCaller, held) || this.#full(this.#started, this.#startedByCaller, started)) {
+      return this.#busy();
     }
     this.#inFlight++;
     this.#byCaller.set(caller, held + 1);
+    this.#startedInTurn(caller, started);
     const entered = performance.now();
     let released = false;
     return {
@@ -58,12 +67,35 @@ export class WorkGate {
     };
   }
 
+  /**
+   * Whether a caller with `mine` of the `taken` places (`holders`: the callers with any) must wait: every place is
+   * taken, and it has its fair share or the places are taken twice over.
+   */
+  #full(taken: number, holders: ReadonlyMap<string, number>, mine: number): boolean {
+    if (taken < this.#places) return false;
+    const callers = holders.size + (mine === 0 ? 1 : 0);
+    const share = Math.max(1, Math.floor(this.#places / callers));
+    return mine >= share || taken >= 2 * this.#places;
+  }
+
+  /** Counts a request started by `caller` in this turn; the count is forgotten once the turn's immediates run. */
+  #startedInTurn(caller: string, before: number): void {
+    if (this.#started++ === 0) {
+      setImmediate(() => {
+        this.#started = 0;
+        this.#startedByCaller.clear();
+      }).unref();
+    }
+    this.#startedByCaller.set(caller, before + 1);
+  }
+
   /** §15.5: retry once about one request's time has passed: by then a place has usually freed. */
   #busy(): RpcError {
     const retryAfterMs = Math.min(1000, Math.max(5, Math.ceil(this.#heldMs)));
     return RpcError.rateLimited(
       retryAfterMs,
-      `server busy: ${this.#inFlight} requests in flight (at most ${this.#places} at once); retry`,
+      `server busy: ${this.#inFlight} requests in flight, ${this.#started} started this turn ` +
+        `(at most ${this.#places} of each); retry`,
     );
   }
 }

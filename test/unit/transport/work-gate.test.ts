@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { RpcError } from '../../../src/protocol/errors.js';
+import { WorkGate, type WorkTicket } from '../../../src/transport/work-gate.js';
+
+/** Resolves on the event loop's next turn (after the immediates queued before it). */
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+function admitted(entered: WorkTicket | RpcError): WorkTicket {
+  expect(entered).not.toBeInstanceOf(RpcError);
+  return entered as WorkTicket;
+}
+
+function refused(entered: WorkTicket | RpcError): void {
+  expect(entered).toBeInstanceOf(RpcError);
+  expect((entered as RpcError).code).toBe(-32011);
+  expect((entered as RpcError).data.retryAfterMs).toBeGreaterThan(0);
+}
+
+describe('WorkGate (§15.5)', () => {
+  it('starts at most its places in one turn of the event loop, however quickly each one finishes', async () => {
+    const gate = new WorkGate(2);
+    admitted(gate.enter('a')).release();
+    admitted(gate.enter('a')).release();
+    refused(gate.enter('a')); // nothing in flight, but this turn has started its two
+    await nextTurn();
+    admitted(gate.enter('a')).release();
+  });
+
+  it('holds at most its places in flight across turns, and frees one as soon as it is given back', async () => {
+    const gate = new WorkGate(2);
+    const first = admitted(gate.enter('a'));
+    admitted(gate.enter('a'));
+    await nextTurn();
+    refused(gate.enter('a'));
+    first.release();
+    admitted(gate.enter('a'));
+  });
+
+  it("keeps a caller's fair share of a turn while another caller has taken every place", async () => {
+    const gate = new WorkGate(2);
+    admitted(gate.enter('flood')).release();
+    admitted(gate.enter('flood')).release();
+    refused(gate.enter('flood'));
+    admitted(gate.enter('polite')).release();
+    refused(gate.enter('polite')); // its share of two places between two callers is one
+    await nextTurn();
+    admitted(gate.enter('polite')).release();
+  });
+});
