@@ -23,7 +23,8 @@ export async function firstAnswer(
   let last: RpcError | undefined;
   for (const engine of targets) {
     const left = ctx.remainingMs();
-    if (left <= 0) break;
+    // §16.2: less than a millisecond cannot be forwarded as a deadline (`_meta.deadlineMs` is above 0).
+    if (left < 1) break;
     try {
       const forwarded = scopedForCaller(
         { ...params, _meta: { ...ctx.meta, deadlineMs: Math.floor(left) } },

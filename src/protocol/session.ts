@@ -344,6 +344,8 @@ export class Session {
       log: this.#log(id, method, meta.progressToken, controller.signal, sink),
     };
     try {
+      // §13.1: a batch member whose client hung up before its turn (§11) is abandoned unstarted.
+      controller.signal.throwIfAborted();
       return await raceAbort(
         Promise.resolve().then(() => target.handler(params, ctx)),
         controller.signal,
@@ -418,24 +420,32 @@ function checkOptions(rules: readonly OptionRule[], params: JsonObject): void {
   }
 }
 
-/** §13.1/§16.2: `_meta.deadlineMs` is milliseconds remaining; it may shorten the server's deadline, never lengthen it. */
+/**
+ * §13.1/§16.2: `_meta.deadlineMs` is milliseconds remaining; it may shorten the server's deadline, never lengthen it.
+ * A value that is no such count (zero or less, not a number, past any clock) is -32602: ignoring it would run the
+ * request under a deadline its client did not ask for.
+ */
 function effectiveDeadline(serverMs: number, requested: unknown): number {
-  if (typeof requested !== 'number' || !Number.isFinite(requested) || requested <= 0) return serverMs;
+  if (requested === undefined) return serverMs;
+  if (typeof requested !== 'number' || !(requested > 0 && requested <= Number.MAX_SAFE_INTEGER)) {
+    throw RpcError.invalidParams('_meta.deadlineMs', 'milliseconds remaining: a number above 0');
+  }
   return Math.min(serverMs, Math.ceil(requested));
 }
 
 /**
  * The answer is the handler's result unless the signal aborts first; then its RpcError reason wins (§7.14, §13.1) —
- * except once a write has committed: then its result is the answer.
+ * except once a write has committed: then its result is the answer. The work's own outcome is always taken, even
+ * after the abort has answered: a handler that then fails with nobody listening would end the process.
  */
 function raceAbort<T>(work: Promise<T>, signal: AbortSignal, state: { committed: boolean }): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => {
       if (!state.committed) reject(RpcError.fromAbort(signal.reason));
     };
-    if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
     work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    if (signal.aborted) onAbort();
   });
 }
 

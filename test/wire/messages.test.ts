@@ -180,6 +180,17 @@ describe.each(TRANSPORTS)('envelopes, notifications, batches, cancellation over 
     expect(await conn.exchange(request(4, 'x-test/sleep', { ms: 10 }))).toMatchObject({ result: { slept: 10 } });
   });
 
+  it('§13.1 a _meta.deadlineMs that is no count of milliseconds remaining is -32602, never ignored', async () => {
+    conn = await connect(transport);
+    await conn.exchange(INITIALIZE());
+    for (const [i, deadlineMs] of [0, -1, '5', 1e308, true].entries()) {
+      const answer = await conn.exchange(request(i + 1, 'x-test/sleep', { ms: 10, _meta: { deadlineMs } }));
+      expect(answer).toMatchObject({ error: { code: -32602, data: { field: '_meta.deadlineMs' } } });
+    }
+    const fractional = await conn.exchange(request(9, 'x-test/sleep', { ms: 10, _meta: { deadlineMs: 500.5 } }));
+    expect(fractional).toMatchObject({ result: { slept: 10 } });
+  });
+
   it('§13.1 §7.14 a write past its commit is answered with its result, whatever the deadline or a cancel says', async () => {
     conn = await connect(transport);
     await conn.exchange(INITIALIZE());
