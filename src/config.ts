@@ -440,7 +440,9 @@ export const ConfigSchema = Section({
               'Estimated milliseconds of queued work beyond which new work is refused with -32011; 0: no time bound.',
           }),
         },
-        { description: 'The inference queue of each model (DESIGN §5): batches, and how much may wait.' },
+        {
+          description: 'The inference queue of each model (docs/architecture.md §10): batches, and how much may wait.',
+        },
       ),
     },
     { description: 'The models behind embed and rerank.' },
