@@ -380,6 +380,7 @@ function openAdmission(config: Config, shedder: LoadShedder, logger: Logger, met
           timeoutMs: config.redis.timeoutMs,
           log: logger,
           onFallback: metrics.rateLimitStoreFallback,
+          onLocal: metrics.rateLimitStoreLocal,
         });
   const limiter = new RateLimiter(rateLimit, store);
   return new Admission(shedder, limiter, metrics.refused, new WorkGate(config.limits.maxWorkInFlight));

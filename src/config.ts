@@ -352,8 +352,9 @@ export const ConfigSchema = Section({
       prefix: Type.String({ default: 'rcp:rate:', description: 'Prefix of the bucket keys.' }),
       timeoutMs: Type.Integer({
         minimum: 1,
-        default: 250,
-        description: "Time a Redis call may take; past it the request is limited by this replica's own buckets.",
+        default: 100,
+        description:
+          'Time a Redis call may take; past it this replica limits with its own buckets until Redis answers again.',
       }),
     },
     {

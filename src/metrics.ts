@@ -27,6 +27,7 @@ export class Metrics {
   readonly #stages: Histogram<'method' | 'stage'>;
   readonly #refused: Counter<'reason' | 'method'>;
   readonly #storeFallbacks: Counter;
+  readonly #storeLocal: Gauge;
   readonly #feedback: Counter<'signal'>;
   readonly #flags: Counter<'kind'>;
   readonly #known: ReadonlySet<string>;
@@ -63,6 +64,11 @@ export class Metrics {
     this.#storeFallbacks = new Counter({
       name: 'rcp_rate_limit_store_fallbacks_total',
       help: 'Rate-limit checks answered by local buckets because Redis could not answer in time.',
+      registers: [this.registry],
+    });
+    this.#storeLocal = new Gauge({
+      name: 'rcp_rate_limit_store_fallback',
+      help: '1 while Redis (redis.url) does not answer and this replica limits with its own buckets, else 0.',
       registers: [this.registry],
     });
     this.#feedback = new Counter({
@@ -228,5 +234,9 @@ export class Metrics {
 
   readonly rateLimitStoreFallback = (): void => {
     this.#storeFallbacks.inc();
+  };
+
+  readonly rateLimitStoreLocal = (local: boolean): void => {
+    this.#storeLocal.set(local ? 1 : 0);
   };
 }

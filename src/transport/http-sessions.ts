@@ -30,13 +30,18 @@ export interface HttpSessionConfig {
 /**
  * Where replicas behind one load balancer keep what their HTTP sessions negotiated (the store of record), so that a
  * session opened on one continues on any other: a request with a token this replica does not hold looks it up there.
- * Keys are caller-scoped (as here); a session unused for `idleMs` is gone there as here.
+ * Keys are caller-scoped (as here); a session unused for `idleMs` is gone there as here. A session shut down on any
+ * replica is forgotten there and every replica is told (`watch`, naming it by `idOf` its key), so the ones holding it
+ * drop it; a replica that may have missed being told (`unheard`) keeps only those the store still `held`.
  */
 export interface SharedSessions {
   load(key: string, idleMs: number): Promise<SessionState | undefined>;
   save(key: string, caller: string, state: SessionState, options: { idleMs: number; perCaller: number }): Promise<void>;
   touch(key: string): Promise<void>;
   forget(key: string): Promise<void>;
+  held(keys: readonly string[]): Promise<ReadonlySet<string>>;
+  idOf(key: string): string;
+  watch(watcher: { ended(id: string): void; unheard(): void }): void;
 }
 
 /** What a request names as its session. */
@@ -49,6 +54,8 @@ interface Entry {
   lastUsed: number;
   /** When the shared store last heard of it (saved at initialize, touched now and then); undefined: not yet. */
   sharedAt?: number | undefined;
+  /** Its name in what the shared store tells (`SharedSessions.idOf`), once it is there. */
+  sharedId?: string | undefined;
 }
 
 export class HttpSessionStore {
@@ -60,11 +67,34 @@ export class HttpSessionStore {
   readonly #byCaller = new Map<string, Map<string, Entry>>();
   readonly #bySession = new WeakMap<Session, Entry>();
   readonly #shared: SharedSessions | undefined;
+  /** The sessions in the shared store, by their name there (`SharedSessions.idOf`). */
+  readonly #byShared = new Map<string, Entry>();
+  /** How many ends the shared store has told of: a restore that saw it move while loading checks it was not one. */
+  #endsHeard = 0;
 
   constructor(create: (options: SessionOptions) => Session, config: HttpSessionConfig, shared?: SharedSessions) {
     this.#create = create;
     this.#config = config;
     this.#shared = shared;
+    shared?.watch({ ended: (id) => this.#endedElsewhere(id), unheard: () => void this.#recheck(shared) });
+  }
+
+  /** §5.2: a session shut down on another replica ends here too. */
+  #endedElsewhere(id: string): void {
+    this.#endsHeard++;
+    const entry = this.#byShared.get(id);
+    if (entry !== undefined) this.#remove(entry);
+  }
+
+  /** Ends may have gone unheard (no connection listened): keep only the shared sessions the store still holds. */
+  async #recheck(shared: SharedSessions, entries = [...this.#byShared.values()]): Promise<void> {
+    if (entries.length === 0) return;
+    // A store that cannot answer now is asked again at the next reconnect.
+    const held = await shared.held(entries.map((entry) => entry.key)).catch(() => undefined);
+    if (held === undefined) return;
+    for (const entry of entries) {
+      if (!held.has(entry.key) && this.#entries.get(entry.key) === entry) this.#remove(entry);
+    }
   }
 
   /**
@@ -87,13 +117,18 @@ export class HttpSessionStore {
     const key = keyOf(ref, caller);
     if (!this.#entries.has(key)) {
       let restored: SessionState | undefined;
+      const endsHeard = this.#endsHeard;
       try {
         restored = await shared.load(key, this.#config.idleMs);
       } catch {
         return RpcError.backendUnavailable('the shared session store cannot be read; retry', 1000);
       }
       if (restored !== undefined && !this.#entries.has(key)) {
-        return this.#open(caller, key, { ...('token' in ref ? { token: ref.token } : {}), restored });
+        const opened = this.#open(caller, key, { ...('token' in ref ? { token: ref.token } : {}), restored });
+        // Its end may have been told while it loaded (before it was held here to be dropped): ask the store again.
+        const entry = opened instanceof RpcError ? undefined : this.#bySession.get(opened);
+        if (entry !== undefined && this.#endsHeard !== endsHeard) void this.#recheck(shared, [entry]);
+        return opened;
       }
     }
     return this.resolve(ref, caller, isInitialize);
@@ -123,7 +158,7 @@ export class HttpSessionStore {
         () => true,
         () => false,
       );
-      if (saved) entry.sharedAt = now;
+      if (saved) this.#shareAs(entry, now);
     } else if (now - entry.sharedAt > this.#config.idleMs / 4) {
       entry.sharedAt = now;
       void shared.touch(entry.key).catch(() => undefined);
@@ -165,11 +200,12 @@ export class HttpSessionStore {
       void this.#shared?.forget(key).catch(() => undefined);
     };
     const session = this.#create({ ...options, caller, onShutdown });
-    // A restored session is in the shared store already.
-    const entry: Entry = { key, caller, session, lastUsed: Date.now(), sharedAt: options.restored && Date.now() };
+    const entry: Entry = { key, caller, session, lastUsed: Date.now() };
     this.#entries.set(key, entry);
     this.#bySession.set(session, entry);
     this.#byCaller.set(caller, (this.#byCaller.get(caller) ?? new Map<string, Entry>()).set(key, entry));
+    // A restored session is in the shared store already.
+    if (options.restored !== undefined) this.#shareAs(entry, Date.now());
     return session;
   }
 
@@ -214,7 +250,16 @@ export class HttpSessionStore {
     if (entry !== undefined) this.#remove(entry);
   }
 
+  /** The entry is in the shared store (as of `at`), and listed by its name there. */
+  #shareAs(entry: Entry, at: number): void {
+    entry.sharedAt = at;
+    entry.sharedId ??= this.#shared?.idOf(entry.key);
+    if (entry.sharedId === undefined || this.#entries.get(entry.key) !== entry) return;
+    this.#byShared.set(entry.sharedId, entry);
+  }
+
   #remove(entry: Entry): void {
+    if (this.#byShared.get(entry.sharedId ?? '') === entry) this.#byShared.delete(entry.sharedId!);
     this.#entries.delete(entry.key);
     const own = this.#byCaller.get(entry.caller);
     own?.delete(entry.key);

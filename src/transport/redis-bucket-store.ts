@@ -9,9 +9,12 @@ import type { Logger } from '../protocol/logger.js';
  * refill-and-take is one Lua script, atomic on the Redis server and timed by the Redis server's clock (`TIME`), so
  * replicas with skewed clocks still agree. Keys expire once a bucket would be full again.
  *
- * Redis is a protection here, not the system of record: when it cannot answer within `timeoutMs` (down,
- * partitioned, slow) the request is limited by this replica's own buckets instead — never left hanging, never
- * waved through unlimited — and the fault is logged (once per 10 s) and counted.
+ * Redis is a protection here, not the system of record: when a take cannot be answered within `timeoutMs` (down,
+ * partitioned, frozen, slow) this replica limits with its own buckets — never left hanging, never waved through
+ * unlimited — and goes on doing so, without asking Redis again per request, until a probe in the background (the
+ * same script on a key of its own, every PROBE_MS.first doubling to PROBE_MS.most) is answered. So a Redis that
+ * hangs costs the requests in flight when it stops answering one `timeoutMs` each, and no request after them. Each
+ * change is logged once (not once per request) and told to `onLocal`; each take answered locally to `onFallback`.
  */
 const TAKE = `
 local t = redis.call('TIME')
@@ -36,8 +39,21 @@ export interface RedisBucketStoreOptions {
   /** How long a take may wait for Redis before this replica's own buckets answer instead. */
   timeoutMs?: number;
   log: Logger;
-  /** Told of every take Redis could not answer. */
+  /** Told of every take answered by this replica's own buckets. */
   onFallback?: () => void;
+  /** Told when this replica starts (true) and stops (false) limiting with its own buckets. */
+  onLocal?: (local: boolean) => void;
+}
+
+/** How often a replica limiting locally asks Redis again: the first probe's delay, doubled up to the most. */
+const PROBE_MS = { first: 250, most: 5_000 };
+
+/** Since when this replica limits with its own buckets, why, and how many takes it answered so. */
+interface Local {
+  readonly since: number;
+  takes: number;
+  probe: NodeJS.Timeout | undefined;
+  probeMs: number;
 }
 
 type WithTake = Redis & { rcpTake(key: string, rate: string, capacity: string): Promise<string> };
@@ -48,11 +64,13 @@ export class RedisBucketStore implements BucketStore {
   readonly #options: RedisBucketStoreOptions;
   /** Settles once the first connection is up, or the timeout has passed: the first requests wait for it. */
   readonly #connected: Promise<void>;
-  #lastWarning = 0;
+  /** Set while Redis does not answer (see above). */
+  #local: Local | undefined;
+  #closed = false;
 
   constructor(options: RedisBucketStoreOptions) {
     this.#options = options;
-    const timeoutMs = options.timeoutMs ?? 250;
+    const timeoutMs = options.timeoutMs ?? 100;
     const redis = new Redis(options.url, {
       // Fail fast instead of queueing while disconnected: a queued take would hold the request.
       enableOfflineQueue: false,
@@ -62,7 +80,9 @@ export class RedisBucketStore implements BucketStore {
       retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
       lazyConnect: false,
     });
-    redis.on('error', (error: Error) => this.#warn(error));
+    // A lost connection: local limits at once, and a probe as soon as it is back.
+    redis.on('error', (error: Error) => this.#lost(error));
+    redis.on('ready', () => void (this.#local !== undefined && this.#probe()));
     redis.defineCommand('rcpTake', { numberOfKeys: 1, lua: TAKE });
     this.#redis = redis as WithTake;
     this.#connected = new Promise<void>((resolve) => {
@@ -76,32 +96,71 @@ export class RedisBucketStore implements BucketStore {
   }
 
   async take(key: string, rate: number, capacity: number): Promise<number> {
-    const hashed = createHash('sha256').update(key).digest('hex').slice(0, 32);
+    if (this.#local !== undefined) return this.#takeLocally(key, rate, capacity);
     // Right after start the connection may still be opening: wait for it (bounded) rather than spend local tokens.
     // Later outages do not wait: commands fail at once while disconnected.
     await this.#connected;
     try {
-      const wait = await this.#redis.rcpTake(
-        `${this.#options.prefix ?? 'rcp:rate:'}${hashed}`,
-        `${rate}`,
-        `${capacity}`,
-      );
-      return Number(wait);
+      const hashed = createHash('sha256').update(key).digest('hex').slice(0, 32);
+      return Number(await this.#redis.rcpTake(`${this.#prefix}${hashed}`, `${rate}`, `${capacity}`));
     } catch (error) {
-      this.#warn(error as Error);
-      this.#options.onFallback?.();
-      return this.#fallback.takeNow(key, rate, capacity);
+      this.#lost(error as Error);
+      return this.#takeLocally(key, rate, capacity);
     }
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#local?.probe);
     await this.#redis.quit().catch(() => this.#redis.disconnect());
   }
 
-  #warn(error: Error): void {
-    const now = Date.now();
-    if (now - this.#lastWarning < 10_000) return;
-    this.#lastWarning = now;
-    this.#options.log.warn({ err: error }, "Redis rate-limit store unavailable; limiting with this replica's buckets");
+  get #prefix(): string {
+    return this.#options.prefix ?? 'rcp:rate:';
+  }
+
+  #takeLocally(key: string, rate: number, capacity: number): number {
+    if (this.#local !== undefined) this.#local.takes++;
+    this.#options.onFallback?.();
+    return this.#fallback.takeNow(key, rate, capacity);
+  }
+
+  /** Redis did not answer: limit locally from now on, and probe until it answers again. */
+  #lost(error: Error): void {
+    if (this.#local !== undefined || this.#closed) return;
+    this.#local = { since: Date.now(), takes: 0, probe: undefined, probeMs: PROBE_MS.first };
+    this.#options.onLocal?.(true);
+    this.#options.log.warn(
+      { err: error },
+      "Redis rate-limit store not answering; limiting with this replica's buckets until it answers",
+    );
+    this.#scheduleProbe(this.#local);
+  }
+
+  #scheduleProbe(local: Local): void {
+    clearTimeout(local.probe);
+    local.probe = setTimeout(() => void this.#probe(), local.probeMs);
+    local.probe.unref();
+    local.probeMs = Math.min(local.probeMs * 2, PROBE_MS.most);
+  }
+
+  /** One take on a key of the probe's own (no caller's key is this short): answered, Redis is back. */
+  async #probe(): Promise<void> {
+    const local = this.#local;
+    if (local === undefined || this.#closed) return;
+    try {
+      await this.#redis.rcpTake(`${this.#prefix}probe`, '1', '1');
+    } catch {
+      if (this.#local === local) this.#scheduleProbe(local);
+      return;
+    }
+    if (this.#local !== local) return;
+    clearTimeout(local.probe);
+    this.#local = undefined;
+    this.#options.onLocal?.(false);
+    this.#options.log.info(
+      { localMs: Date.now() - local.since, localTakes: local.takes },
+      'Redis rate-limit store answering again; limits are shared again',
+    );
   }
 }

@@ -1,4 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { registerTestMethods } from '../fixtures/test-methods.js';
@@ -12,11 +14,13 @@ import { connect, INITIALIZE, request, testConfig, type Connection, type Frame }
  */
 const HAS_REDIS = spawnSync('redis-server', ['--version']).status === 0;
 const KEY = 'redis-shared-budget-key-0123456789';
+const MONITOR = 'redis-monitor-key-0123456789abcdef';
 /** Half a token a second: a bucket of one, refilled in 2 s, so a slow run of the test cannot refill it unseen. */
 const RATES = { reads: 0.5, writes: 0, models: 0 };
 
 let redis: ChildProcess | undefined;
 let url = '';
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function startRedis(): Promise<void> {
   const port = await freePort();
@@ -117,6 +121,83 @@ describe.skipIf(!HAS_REDIS && process.env.CI === undefined)('rate limits shared 
       expect(Date.now() - started).toBeLessThan(3000);
     } finally {
       await Promise.all(connections.map((connection) => connection.close()));
+    }
+  });
+});
+
+describe.skipIf(!HAS_REDIS && process.env.CI === undefined)('rate limits while Redis is frozen', () => {
+  beforeAll(startRedis);
+  afterAll(stopRedis);
+
+  it('a frozen Redis (SIGSTOP) costs one timeout, not one per request; local limits show in /metrics until SIGCONT', async () => {
+    const server = redis!;
+    /** Long enough that a request waiting for a frozen Redis cannot pass for a fast one on a loaded machine. */
+    const TIMEOUT_MS = 1_000;
+    let logged = '';
+    const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => ((logged += chunk.toString()), done()) });
+    const keys = ['a', 'b', 'c'].map((name) => `${KEY}-${name}`);
+    const replica = (): App =>
+      createApp(
+        testConfig({
+          'limits.rateLimit': RATES,
+          'redis.url': url,
+          'redis.prefix': 'rcp:test-frozen:',
+          'redis.timeoutMs': TIMEOUT_MS,
+          'auth.apiKeys': [...keys.map((key) => ({ key, scopes: ['read'] })), { key: MONITOR, scopes: ['monitor'] }],
+        }),
+        { register: registerTestMethods, logger: pino({ level: 'info' }, sink) },
+      );
+    const [a, b] = [replica(), replica()];
+    try {
+      const [originA, originB] = await Promise.all(
+        [a, b].map(async (app) => (await app.buildHttp()).listen({ host: '127.0.0.1', port: 0 })),
+      );
+      const echo = async (origin: string, key: string): Promise<{ answer: string | number; ms: number }> => {
+        const started = performance.now();
+        const response = await fetch(`${origin}/rcp/x-test/echo`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body: JSON.stringify(request(1, 'x-test/echo', { text: 'x' })),
+        });
+        const frame = (await response.json()) as Frame;
+        const answer = 'result' in frame ? 'ok' : (frame.error as { code: number }).code;
+        return { answer, ms: performance.now() - started };
+      };
+      const fallback = async (origin: string): Promise<string | undefined> => {
+        const response = await fetch(`${origin}/metrics`, { headers: { authorization: `Bearer ${MONITOR}` } });
+        return /^rcp_rate_limit_store_fallback (\S+)$/m.exec(await response.text())?.[1];
+      };
+      const [first, second, third] = keys as [string, string, string];
+      expect([(await echo(originA!, first)).answer, (await echo(originB!, first)).answer]).toEqual(['ok', -32011]);
+      expect(await fallback(originA!)).toBe('0');
+
+      server.kill('SIGSTOP');
+      const frozen: { answer: string | number; ms: number }[] = [];
+      let whileFrozen: string | undefined;
+      try {
+        for (let i = 0; i < 20; i++) frozen.push(await echo(originA!, second));
+        whileFrozen = await fallback(originA!);
+      } finally {
+        server.kill('SIGCONT');
+      }
+      // Fast: at most the first waited for Redis's answer (a frozen Redis cost each one TIMEOUT_MS before)...
+      expect(frozen.filter((sample) => sample.ms >= TIMEOUT_MS).length).toBeLessThanOrEqual(1);
+      const ms = frozen.map((sample) => sample.ms).sort((x, y) => x - y);
+      expect(ms[ms.length >> 1]).toBeLessThan(TIMEOUT_MS / 2);
+      // ...and limited all the same, by this replica's own bucket (a full one: one answer, then refusals), as
+      // /metrics says.
+      expect(frozen.map((sample) => sample.answer)).toEqual(['ok', ...Array<number>(19).fill(-32011)]);
+      expect(whileFrozen).toBe('1');
+
+      // Once Redis answers again the replica says so and spends the shared budget: a caller new to both replicas
+      // gets one answer between them (each replica's own bucket would give it one on each).
+      for (let i = 0; i < 200 && (await fallback(originA!)) !== '0'; i++) await sleep(50);
+      expect(await fallback(originA!)).toBe('0');
+      expect([(await echo(originA!, third)).answer, (await echo(originB!, third)).answer]).toEqual(['ok', -32011]);
+      const lines = logged.split('\n').filter((line) => /Redis rate-limit store/.test(line));
+      expect(lines.map((line) => (JSON.parse(line) as { level: number }).level)).toEqual([40, 30]);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
     }
   });
 });

@@ -39,6 +39,16 @@ async function call(origin: string, method: string, params: object, key?: string
   return (await response.json()) as Frame;
 }
 
+/** A request in the HTTP session `session` (§5.2 `RCP-Session`). */
+async function postInSession(at: string, method: string, params: object, session: string): Promise<Frame> {
+  const response = await fetch(`${at}/rcp/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'rcp-session': session },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  return (await response.json()) as Frame;
+}
+
 async function startReplica(dir: string, url = cluster.url): Promise<ServerProcess> {
   return startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {
     RCP_STORE_URL: url,
@@ -160,15 +170,7 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas over a 
   });
 
   it('an HTTP session opened on one replica continues on the others, and ends on all at shutdown (§5.2)', async () => {
-    const post = async (at: string, method: string, params: object, session: string) => {
-      const response = await fetch(`${at}/rcp/${method}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'rcp-session': session },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-      });
-      return (await response.json()) as Frame;
-    };
-    const opened = await post(
+    const opened = await postInSession(
       origin(0),
       'initialize',
       { protocolVersion: 1, client: { name: 't', version: '1' }, capabilities: {} },
@@ -176,11 +178,38 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas over a 
     );
     const token = (opened.result?._meta as { session: string }).session;
     expect(token).toEqual(expect.any(String));
-    const elsewhere = await post(origin(1), 'retrieve', { query: 'shared', k: 1, mode: 'sparse' }, token);
+    const elsewhere = await postInSession(origin(1), 'retrieve', { query: 'shared', k: 1, mode: 'sparse' }, token);
     expect(elsewhere.error).toBeUndefined();
-    expect((await post(origin(1), 'shutdown', {}, token)).error).toBeUndefined();
-    const afterShutdown = await post(origin(2), 'ping', {}, token);
+    expect((await postInSession(origin(1), 'shutdown', {}, token)).error).toBeUndefined();
+    const afterShutdown = await postInSession(origin(2), 'ping', {}, token);
     expect(afterShutdown.error?.code).toBe(-32001);
+  });
+
+  it('a session shut down through another replica ends on the replica that opened and holds it (§5.2)', async () => {
+    const opened = await postInSession(
+      origin(0),
+      'initialize',
+      { protocolVersion: 1, client: { name: 't', version: '1' }, capabilities: {} },
+      'new',
+    );
+    const token = (opened.result?._meta as { session: string }).session;
+    // Held by replica 0 (it opened it) and by replica 1 (it looked it up in the store).
+    expect((await postInSession(origin(0), 'retrieve', { query: 'shared', k: 1, mode: 'sparse' }, token)).error).toBe(
+      undefined,
+    );
+    expect((await postInSession(origin(1), 'ping', {}, token)).error).toBeUndefined();
+    expect((await postInSession(origin(1), 'shutdown', {}, token)).error).toBeUndefined();
+    const shutAt = Date.now();
+    // The store tells every replica (NOTIFY at the commit of the removal): replica 0 refuses the session within
+    // milliseconds; 5 s separates that from a cached session served until it idles out.
+    let refused: Frame | undefined;
+    while (refused === undefined && Date.now() - shutAt < 5_000) {
+      const frame = await postInSession(origin(0), 'retrieve', { query: 'shared', k: 1, mode: 'sparse' }, token);
+      if (frame.error?.code === -32001) refused = frame;
+      else await sleep(20);
+    }
+    expect(refused?.error?.code, 'replica 0 still serves the session shut down through replica 1').toBe(-32001);
+    expect((await postInSession(origin(2), 'ping', {}, token)).error?.code).toBe(-32001);
   });
 
   it('a retrieve session (§7.7.3 sessionId) skips on every replica what any replica showed it', async () => {
@@ -302,3 +331,52 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)(
     });
   },
 );
+
+describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('a replica whose store is down at start', () => {
+  let down: PostgresCluster;
+  let replica: ServerProcess | undefined;
+
+  beforeAll(async () => {
+    down = await PostgresCluster.create();
+    down.stop();
+  }, 120_000);
+
+  afterAll(async () => {
+    await replica?.stop();
+    down?.destroy();
+  });
+
+  it('answers -32010 retryable at once while the store cannot be reached, and serves once it can', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rcp-replica-down-'));
+    replica = await startHttpProcess(
+      ['serve', '--http', '127.0.0.1:0', '--data', dir],
+      { RCP_STORE_URL: down.url, RCP_STORE_POLL_MS: '200', RCP_REQUEST_TIMEOUT_MS: '10000' },
+      { ready: false },
+    );
+    const at = replica.origin;
+    // The first attempt to connect is refused at once: until it is, a request may wait for it (not for the deadline).
+    for (const method of ['retrieve', 'index/add'] as const) {
+      const started = Date.now();
+      const params =
+        method === 'retrieve'
+          ? { query: 'anything', k: 1, mode: 'sparse' }
+          : { documents: [{ id: 'early', text: 'refused while the store is away' }] };
+      const refused = await call(at, method, params);
+      const ms = Date.now() - started;
+      expect(refused.error?.code, `${method}: ${JSON.stringify(refused)}`).toBe(-32010);
+      expect(refused.error?.data).toMatchObject({ retryable: true, retryAfterMs: expect.any(Number) });
+      // 10 s is the deadline a stalled request is answered at (-32014); a refusal comes long before.
+      expect(ms).toBeLessThan(3_000);
+    }
+    down.start();
+    const deadline = Date.now() + 60_000;
+    let served: Frame | undefined;
+    while (served?.result === undefined && Date.now() < deadline) {
+      served = await search(at, 'anything');
+      if (served.result === undefined) await sleep(Number(served.error?.data?.retryAfterMs ?? 200));
+    }
+    expect(served?.result?.hits).toEqual([]);
+    const added = await call(at, 'index/add', { documents: [{ id: 'late', text: 'arrives once the store is up' }] });
+    expect(added.result?.ids).toEqual(['late']);
+  });
+});

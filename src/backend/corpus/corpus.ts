@@ -197,10 +197,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   health(): ModelHealth {
     if (this.#state.status === 'ready') return { ready: true };
-    return {
-      ready: false,
-      reason: this.#state.status === 'loading' ? 'corpus: loading' : `corpus: ${this.#state.reason}`,
-    };
+    const away = this.replica?.unreachable;
+    const loading = away === undefined ? 'corpus: loading' : `corpus: the store of record cannot be reached (${away})`;
+    return { ready: false, reason: this.#state.status === 'loading' ? loading : `corpus: ${this.#state.reason}` };
   }
 
   async #open(): Promise<void> {
@@ -276,10 +275,24 @@ export class Corpus implements CorpusWriter, CorpusReader {
   }
 
   async #whenReady(): Promise<void> {
+    if (this.#state.status === 'loading' && this.replica !== undefined) await this.#unlessUnreachable(this.replica);
     await this.#ready;
     if (this.#state.status !== 'ready') {
       throw RpcError.backendUnavailable(this.health().reason ?? 'corpus unavailable', 5_000);
     }
+  }
+
+  /**
+   * A replica that cannot reach its store to start cannot tell what the corpus holds: -32010 at once (§12, an
+   * upstream down), retryable, rather than a wait until the request's deadline. Once it starts, the wait is over.
+   */
+  async #unlessUnreachable(replica: Replica): Promise<void> {
+    const reason = await Promise.race([replica.untilUnreachable(), this.#ready.then(() => undefined)]);
+    if (reason === undefined || this.#state.status !== 'loading') return;
+    throw RpcError.backendUnavailable(
+      `the store of record cannot be reached (${reason}); this replica serves once it has caught up with it`,
+      1_000,
+    );
   }
 
   /** Runs `write` after every earlier write: commits and index updates happen in sequence order. */

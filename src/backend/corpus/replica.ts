@@ -3,10 +3,10 @@ import type { Logger } from '../../protocol/logger.js';
 import type { Changes } from '../store/changes.js';
 import { StoreError } from '../store/dir-lock.js';
 import { Follower } from '../store/postgres/follower.js';
-import { unavailable } from '../store/postgres/failures.js';
+import { isPassing, unavailable } from '../store/postgres/failures.js';
 import { PostgresStore, type Committed } from '../store/postgres/postgres-store.js';
 import type { PostgresSeen, SeenBounds } from '../store/postgres/seen.js';
-import type { PostgresSessions } from '../store/postgres/sessions.js';
+import { sessionIdOf, type PostgresSessions } from '../store/postgres/sessions.js';
 import type { Idempotency, NewDocument } from '../store/writes.js';
 
 /** What the replica brings up to date: the local corpus (its SQLite snapshot and the indexes derived from it). */
@@ -27,11 +27,28 @@ export interface ReplicaOptions {
   readonly encoder: string;
 }
 
+/** Who hears of HTTP sessions ended on any replica (transport/http-sessions.ts, structurally). */
+export interface SessionWatcher {
+  ended(id: string): void;
+  unheard(): void;
+}
+
 /** How long a write waits to be applied here after its commit before its answer says it is not yet (§7.10). */
 const APPLY_WAIT_MS = 10_000;
 const RETRY_MS = { first: 250, most: 5_000 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Deferred {
+  readonly promise: Promise<string | undefined>;
+  readonly resolve: (reason: string | undefined) => void;
+}
+
+function deferred(): Deferred {
+  let resolve!: (reason: string | undefined) => void;
+  const promise = new Promise<string | undefined>((settle) => (resolve = settle));
+  return { promise, resolve };
+}
 
 /**
  * A replica of the corpus of record in PostgreSQL. Writes go to the store (one transaction each, in commit order) and
@@ -48,6 +65,12 @@ export class Replica {
   /** Failures reported and not yet recovered from (each logged once). */
   readonly #failing = new Set<string>();
   #closed = false;
+  /** Whether start() has ended; why it cannot reach the store while it cannot; who waits to hear that. */
+  #started = false;
+  #unreachable: string | undefined;
+  #reachability: Deferred | undefined;
+  /** Told of HTTP sessions ended on any replica (one per HTTP listener built). */
+  readonly #sessionWatchers = new Set<SessionWatcher>();
   /** Seconds from the commit of the last write read here to the moment it was read; writes the store is ahead by. */
   lagSeconds = 0;
   behind = 0;
@@ -60,38 +83,92 @@ export class Replica {
 
   /**
    * Connects (retrying while the database is away), checks that the local snapshot belongs to this store and the
-   * encoder to its corpus, and catches up to the head: the replica serves only once this resolves.
+   * encoder to its corpus, and catches up to the head: the replica serves only once this resolves. Meanwhile
+   * `unreachable` says why the store cannot be reached, for requests to be refused at once rather than wait.
    */
   async start(): Promise<void> {
-    for (
-      let wait = RETRY_MS.first;
-      this.#store === undefined && !this.#closed;
-      wait = Math.min(wait * 2, RETRY_MS.most)
-    ) {
-      try {
-        this.#store = await PostgresStore.open(this.options.url);
-      } catch (error) {
-        this.#report((error as Error).message);
-        await sleep(wait);
+    try {
+      const store = await this.#connect();
+      while (store !== undefined && !this.#closed) {
+        try {
+          await this.catchUp();
+          break;
+        } catch (error) {
+          this.#away((error as Error).message);
+          await sleep(RETRY_MS.first);
+        }
       }
+    } finally {
+      this.#startEnded();
     }
-    if (this.#store === undefined) return;
-    await this.#checkIdentity(this.#store);
-    while (!this.#closed) {
-      try {
-        await this.catchUp();
-        break;
-      } catch (error) {
-        this.#report((error as Error).message);
-        await sleep(RETRY_MS.first);
-      }
-    }
+    if (this.#closed) return;
     this.#follower = new Follower({
       url: this.options.url,
       pollMs: this.options.pollMs,
       wake: () => void this.catchUp().catch((error: unknown) => this.#report((error as Error).message)),
       onError: (reason) => this.#report(`listen: ${reason}`),
+      sessionEnded: (id) => this.#sessionWatchers.forEach((watcher) => watcher.ended(id)),
+      listening: () => this.#sessionWatchers.forEach((watcher) => watcher.unheard()),
     });
+  }
+
+  /**
+   * The store, once it is reached and its identity checked; undefined when closed first. Failing to connect is
+   * retried with a doubling wait; so is a check cut short by the database going away (but not one that fails).
+   */
+  async #connect(): Promise<PostgresStore | undefined> {
+    for (let wait = RETRY_MS.first; !this.#closed; wait = Math.min(wait * 2, RETRY_MS.most)) {
+      try {
+        this.#store ??= await PostgresStore.open(this.options.url);
+      } catch (error) {
+        this.#away((error as Error).message);
+        await sleep(wait);
+        continue;
+      }
+      try {
+        await this.#checkIdentity(this.#store);
+        this.#unreachable = undefined;
+        return this.#store;
+      } catch (error) {
+        if (!isPassing(error)) throw error;
+        this.#away((error as Error).message);
+        await sleep(wait);
+      }
+    }
+    return undefined;
+  }
+
+  /** While start() cannot reach the store: why (the last failure), else undefined. */
+  get unreachable(): string | undefined {
+    return this.#unreachable;
+  }
+
+  /**
+   * Resolves with the reason as soon as start() finds the store unreachable (at once if it is now), or with undefined
+   * once start() has ended: a request waiting for the replica to start waits for whichever comes first.
+   */
+  untilUnreachable(): Promise<string | undefined> {
+    if (this.#unreachable !== undefined || this.#started) return Promise.resolve(this.#unreachable);
+    this.#reachability ??= deferred();
+    return this.#reachability.promise;
+  }
+
+  /** start() could not reach the store: say so to the waiting requests (and log it once). */
+  #away(reason: string): void {
+    this.#report(reason, 'replica: cannot reach the store of record to start; requests answer -32010 until it can');
+    this.#unreachable = reason;
+    this.#settleWaiters(reason);
+  }
+
+  #startEnded(): void {
+    this.#started = true;
+    this.#unreachable = undefined;
+    this.#settleWaiters(undefined);
+  }
+
+  #settleWaiters(reason: string | undefined): void {
+    this.#reachability?.resolve(reason);
+    this.#reachability = undefined;
   }
 
   /** The local snapshot must come from this store, and not be ahead of it; the encoder must be the corpus's. */
@@ -183,12 +260,18 @@ export class Replica {
     return this.#connected().delete(ids);
   }
 
-  /** HTTP sessions shared with the other replicas (§5.2); each call fails while the store is not connected yet. */
+  /**
+   * HTTP sessions shared with the other replicas (§5.2); each call fails while the store is not connected yet. Their
+   * ends are told to the watchers as the store notifies them (and, at each reconnect, that some may have gone unheard).
+   */
   readonly sessions = {
     load: (key: string, idleMs: number) => this.#connected().sessions.load(key, idleMs),
     save: (...args: Parameters<PostgresSessions['save']>) => this.#connected().sessions.save(...args),
     touch: (key: string) => this.#connected().sessions.touch(key),
     forget: (key: string) => this.#connected().sessions.forget(key),
+    held: (keys: readonly string[]) => this.#connected().sessions.held(keys),
+    idOf: sessionIdOf,
+    watch: (watcher: SessionWatcher) => void this.#sessionWatchers.add(watcher),
   };
 
   /**
@@ -217,14 +300,18 @@ export class Replica {
   }
 
   /** Logs a failure to follow the store once, not at every poll while it lasts. */
-  #report(reason: string): void {
+  #report(
+    reason: string,
+    message = 'replica: cannot reach the store of record; serving reads from the local snapshot',
+  ): void {
     if (this.#failing.has(reason)) return;
     this.#failing.add(reason);
-    this.log.warn({ reason }, 'replica: cannot reach the store of record; serving reads from the local snapshot');
+    this.log.warn({ reason }, message);
   }
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#settleWaiters(undefined);
     await this.#follower?.close();
     await this.#running?.catch(() => undefined);
     await this.#store?.close();

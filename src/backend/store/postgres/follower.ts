@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { WRITES_CHANNEL } from './postgres-store.js';
+import { SESSIONS_CHANNEL } from './sessions.js';
 
 export interface FollowerOptions {
   readonly url: string;
@@ -8,15 +9,19 @@ export interface FollowerOptions {
   /** A poll however quiet the channel: a NOTIFY lost with a dropped connection is found within this. */
   readonly pollMs: number;
   readonly onError: (reason: string) => void;
+  /** Called with the `sessionIdOf` of each HTTP session ended on any replica. */
+  readonly sessionEnded: (id: string) => void;
+  /** Called at each (re)connect: sessions ended while no connection listened were never notified here. */
+  readonly listening: () => void;
 }
 
 const RECONNECT_MS = { first: 250, most: 5_000 };
 
 /**
- * Tails the store of record: LISTENs on the writes channel on a connection of its own (a pooled one cannot hold a
- * LISTEN), polls as a fallback, and reconnects with a doubling backoff when the database restarts or fails over.
- * It only says "look": what to read is always `seq > last applied`, so a lost or repeated wake-up loses or repeats
- * nothing.
+ * Tails the store of record: LISTENs on the writes and the sessions channels on a connection of its own (a pooled
+ * one cannot hold a LISTEN), polls as a fallback, and reconnects with a doubling backoff when the database restarts or
+ * fails over. It only says "look": what to read is always `seq > last applied`, so a lost or repeated wake-up loses
+ * or repeats nothing; and at each (re)connect it says that ended sessions may have gone unheard.
  */
 export class Follower {
   #client: pg.Client | undefined;
@@ -40,10 +45,13 @@ export class Follower {
     });
     client.on('error', (error) => this.#lost(client, error));
     client.on('end', () => this.#lost(client, new Error('connection ended')));
-    client.on('notification', () => this.options.wake());
+    client.on('notification', ({ channel, payload }) => {
+      if (channel === SESSIONS_CHANNEL) this.options.sessionEnded(payload ?? '');
+      else this.options.wake();
+    });
     try {
       await client.connect();
-      await client.query(`LISTEN ${WRITES_CHANNEL}`);
+      await client.query(`LISTEN ${WRITES_CHANNEL}; LISTEN ${SESSIONS_CHANNEL}`);
     } catch (error) {
       this.#lost(client, error as Error);
       return;
@@ -51,8 +59,9 @@ export class Follower {
     if (this.#closed) return void client.end().catch(() => undefined);
     this.#client = client;
     this.#backoff = RECONNECT_MS.first;
-    // Writes committed while no connection listened were never notified here.
+    // Writes committed and sessions ended while no connection listened were never notified here.
     this.options.wake();
+    this.options.listening();
   }
 
   #lost(client: pg.Client, error: Error): void {

@@ -1,5 +1,15 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { text, utf8 } from './schema.js';
+
+/** The channel a session's end is notified on, with `sessionIdOf(key)` as payload (every replica LISTENs on it). */
+export const SESSIONS_CHANNEL = 'rcp_sessions_ended';
+
+/**
+ * How a session is named in what the store tells the replicas: a digest of its key, so a notification is short
+ * whatever the key's length and does not carry the caller's identity.
+ */
+export const sessionIdOf = (key: string): string => createHash('sha256').update(utf8(key)).digest('base64url');
 
 /** What an HTTP session negotiated, as the transport shares it (structurally its SessionState). */
 export interface NegotiatedState {
@@ -48,7 +58,23 @@ export class PostgresSessions {
     await this.pool.query('UPDATE rcp_sessions SET last_used = clock_timestamp() WHERE key = $1', [utf8(key)]);
   }
 
+  /**
+   * Removes the session and tells every replica, in one statement: the notification is delivered at its commit, when
+   * no replica can load the session any more, and a replica that holds it drops it (§5.2: ended everywhere).
+   */
   async forget(key: string): Promise<void> {
-    await this.pool.query('DELETE FROM rcp_sessions WHERE key = $1', [utf8(key)]);
+    await this.pool.query('WITH gone AS (DELETE FROM rcp_sessions WHERE key = $1) SELECT pg_notify($2, $3)', [
+      utf8(key),
+      SESSIONS_CHANNEL,
+      sessionIdOf(key),
+    ]);
+  }
+
+  /** Which of `keys` the store still holds: a replica that may have missed notifications drops the others. */
+  async held(keys: readonly string[]): Promise<Set<string>> {
+    const found = await this.pool.query<{ key: Buffer }>('SELECT key FROM rcp_sessions WHERE key = ANY($1)', [
+      keys.map(utf8),
+    ]);
+    return new Set(found.rows.map((row) => text(row.key)));
   }
 }
