@@ -31,12 +31,12 @@ function zone(files, { forbid, allow = [] }, ...packages) {
   const from = (path) => [`./${path}`, `../${path}`, `../../${path}`];
   const folders = forbid.map((path) => ({
     group: [...from(path), ...allow.flatMap(from).map((allowed) => `!${allowed}`)],
-    message: `DESIGN §1 layering: ${files} must not import src/${path}${allow.length > 0 ? ` (only ${allow.join(', ')})` : ''}`,
+    message: `docs/architecture.md §3 layering: ${files} must not import src/${path}${allow.length > 0 ? ` (only ${allow.join(', ')})` : ''}`,
   }));
   return { files: [files], rules: { 'no-restricted-imports': ['error', { patterns: [...folders, ...packages] }] } };
 }
 
-/** DESIGN §1: the dependency direction, enforced folder by folder (test/unit/lint-zones.test.ts tries each hole). */
+/** docs/architecture.md §3: the dependency direction, enforced folder by folder (test/unit/lint-zones.test.ts tries each hole). */
 export const ZONES = [
   zone(
     'src/protocol/**',
@@ -135,7 +135,7 @@ export default tseslint.config(
     languageOptions: { globals: globals.node },
   },
   {
-    // DESIGN §1: stdout carries protocol frames only (§5.1); logs go to stderr through the logger.
+    // docs/architecture.md §3: stdout carries protocol frames only (§5.1); logs go to stderr through the logger.
     files: ['src/**/*.ts'],
     rules: { 'no-console': 'error', '@typescript-eslint/no-explicit-any': 'error' },
   },

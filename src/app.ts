@@ -101,7 +101,7 @@ function contentFetcher(config: Config, configFile: string | undefined): PolicyU
 }
 
 /**
- * The composition root (DESIGN §1): builds the method registry from configuration and hands out sessions
+ * The composition root (docs/architecture.md §2): builds the method registry from configuration and hands out sessions
  * and the HTTP server. It listens on nothing itself: main.ts chooses a transport, tests build this.
  */
 export function createApp(config: Config, options: AppOptions = {}): App {
@@ -132,7 +132,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   const limits = sessionLimits(config, logger, metrics);
   const createSession = (sessionOptions: SessionOptions = {}): Session =>
     new Session(registry, config.server, limits, sessionOptions);
-  // Large frames are parsed and serialised in a worker thread (DESIGN §5b).
+  // Large frames are parsed and serialised in a worker thread (docs/architecture.md §10).
   const codec = new WorkerCodec();
   const shared = corpus?.replica?.sessions;
   const http = new HttpServers({ config, logger, createSession, codec, admission, health, metrics, shared });

@@ -24,7 +24,7 @@ const Section = <T extends TProperties>(properties: T, options: { description?: 
   Type.Object(properties, { additionalProperties: false, default: {}, ...options });
 
 /**
- * Typed configuration, validated at start-up (DESIGN §1). Precedence: defaults < config file < RCP_* environment
+ * Typed configuration, validated at start-up (docs/architecture.md §7). Precedence: defaults < config file < RCP_* environment
  * variables < command-line flags. Unknown keys in a file are errors: a typo must not silently keep a default.
  *
  * Each setting is declared once, here: type, constraints, `default` and `description`. defaultConfig() and

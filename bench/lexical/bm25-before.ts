@@ -40,7 +40,7 @@ export class Bm25IndexBefore {
 
   /**
    * `add` for a text of any length: analysed part by part (cut at spaces, where no term can span) in time slices, so
-   * indexing a 1 MB document does not hold the event loop for its whole analysis (DESIGN §5b).
+   * indexing a 1 MB document does not hold the event loop for its whole analysis (docs/architecture.md §9).
    */
   async addInSlices(label: number, text: string, slice: TimeSlice): Promise<void> {
     if (text.length <= PART_UNITS) return this.add(label, text);
@@ -143,7 +143,7 @@ export class Bm25IndexBefore {
 
   /**
    * The `k` best documents for `query`. A query of many common terms over a large corpus visits millions of
-   * postings: the work runs in time slices (DESIGN §5b). Writes between slices are seen or not, as with any read
+   * postings: the work runs in time slices (docs/architecture.md §9). Writes between slices are seen or not, as with any read
    * that overlaps a write; N and avgdl are those at the start.
    */
   async search(query: string, k: number, allow?: ReadonlySet<number>, slice = new TimeSlice()): Promise<LexicalHit[]> {

@@ -1,7 +1,7 @@
 import { RpcError } from '../protocol/errors.js';
 
 /**
- * The one road to a model (DESIGN §5): requests from every session are collected for up to `maxWaitMs` or until
+ * The one road to a model (docs/architecture.md §10): requests from every session are collected for up to `maxWaitMs` or until
  * `maxBatchTokens` fills, then run as few model calls as padding allows: the batch is split into length buckets
  * (powers of two) so a short text is never padded to a long one's length. One batch runs at a time per model; the
  * model's own intra-op threads do the parallel work.

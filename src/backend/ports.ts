@@ -1,5 +1,5 @@
 /**
- * Backend ports (DESIGN §1): what methods and pipeline stages may ask of models and indexes. Adapters under
+ * Backend ports (docs/architecture.md §3): what methods and pipeline stages may ask of models and indexes. Adapters under
  * src/backend/<adapter>/ implement them; nothing above the backend imports an adapter.
  *
  * Fault contract: a port method either resolves, or rejects with an RpcError (-32010 when the model cannot run,

@@ -54,7 +54,7 @@ export function mergeAnswers(
 /**
  * An engine's failure: its answer, or the RpcError its link reported (RemoteEngine.call rejects with nothing else).
  * Anything else is a defect of ours, not a reason to skip the engine: thrown on as it is, so that the session's
- * dispatch, the one place, logs it and answers -32603 (DESIGN §2).
+ * dispatch, the one place, logs it and answers -32603 (docs/architecture.md §6).
  */
 function engineFailure(reason: unknown): RpcError {
   if (reason instanceof RpcError) return reason;

@@ -18,7 +18,7 @@ export interface ProgressUpdate {
 }
 
 /**
- * Per-request context handed to every method handler (DESIGN §5).
+ * Per-request context handed to every method handler (docs/architecture.md §8).
  * `signal` aborts on notifications/cancel (§7.14), on the deadline (§13.1) and on transport death;
  * its `reason` is the RpcError the request is answered with.
  */

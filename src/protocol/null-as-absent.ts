@@ -29,7 +29,7 @@ const keep: Prune = (value) => value;
 /**
  * §4.6 Absent vs null: an explicit `null` is only meaningful where a schema lists null as a permitted type; elsewhere
  * a peer MUST treat it as absent. `nullsAsAbsent(schema)` is compiled once per params schema, like the validator
- * (DESIGN §3), and runs before it: it drops every null that an optional member, at any depth, holds where that
+ * (docs/architecture.md §7), and runs before it: it drops every null that an optional member, at any depth, holds where that
  * member's schema does not admit null. A required member's null stays, for the validator to answer -32602.
  */
 export function nullsAsAbsent(schema: TSchema): Prune {

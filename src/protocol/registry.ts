@@ -14,7 +14,7 @@ export interface OptionRule {
   supported: readonly string[];
 }
 
-/** One declaration per method: its name, params schema, advertised options and handler (DESIGN §8.2). */
+/** One declaration per method: its name, params schema, advertised options and handler (docs/architecture.md §12). */
 export interface MethodDefinition<S extends TSchema = TSchema> {
   method: string;
   params: S;
@@ -37,7 +37,7 @@ const FEATURE_CAPABILITIES = new Set(['filter', 'streaming', 'pagination', 'cita
 
 /**
  * Methods and the capabilities they advertise. A capability is advertised exactly when a handler for it is
- * registered (or, for a feature, when it is declared), so "advertised" and "implemented" cannot drift (DESIGN §4).
+ * registered (or, for a feature, when it is declared), so "advertised" and "implemented" cannot drift (docs/architecture.md §4.4).
  */
 export class MethodRegistry {
   readonly #methods = new Map<string, RegisteredMethod>();

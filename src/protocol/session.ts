@@ -87,7 +87,7 @@ interface InFlight {
 }
 
 /**
- * One RCP session: the lifecycle of §13 and the dispatch ladder of DESIGN §4 over one connection
+ * One RCP session: the lifecycle of §13 and the dispatch ladder of docs/architecture.md §4.4 over one connection
  * (a stdio pipe, or an HTTP session). It never throws: every request ends in exactly one Response.
  */
 export class Session {
@@ -243,7 +243,7 @@ export class Session {
       const validParams = target.validate(params);
       return success(id, await this.#run(request, target, validParams, sink, transport));
     } catch (error) {
-      // DESIGN §2: the one place an unknown throw (a defect) becomes -32603; it is logged here, with its stack.
+      // docs/architecture.md §6: the one place an unknown throw (a defect) becomes -32603; it is logged here, with its stack.
       if (!(error instanceof RpcError)) this.#limits.onInternalError?.(error, method);
       return failure(id, RpcError.from(error));
     }
@@ -291,7 +291,7 @@ export class Session {
     return {};
   }
 
-  /** DESIGN §4 steps 4-6: -32001 before initialize, -32004 beats -32003, -32003 when not advertised. */
+  /** docs/architecture.md §4.4 rungs 7-9: -32001 before initialize, -32004 beats -32003, -32003 when not advertised. */
   #resolve(method: string): RegisteredMethod {
     const capabilities = this.#capabilities;
     if (capabilities === undefined) throw RpcError.notInitialized();

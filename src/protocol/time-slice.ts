@@ -1,5 +1,5 @@
 /**
- * Cooperative time slicing for CPU-bound loops on the event loop (DESIGN §5b): `await slice.due()` inside the loop
+ * Cooperative time slicing for CPU-bound loops on the event loop (docs/architecture.md §9): `await slice.due()` inside the loop
  * gives the loop back once the current turn has run sliced work for `budgetMs`, and throws the signal's reason if
  * the request was cancelled or timed out meanwhile.
  *

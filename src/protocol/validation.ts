@@ -5,7 +5,7 @@ import { RpcError } from './errors.js';
 import { nullsAsAbsent } from './null-as-absent.js';
 
 /**
- * One ajv instance for every params schema, compiled once at start-up (DESIGN §3).
+ * One ajv instance for every params schema, compiled once at start-up (docs/architecture.md §7).
  * coerceTypes and removeAdditional stay off: `"k": "5"` is -32602, and unknown members are ignored (§4.6).
  */
 const ajv = new Ajv2020({ allErrors: false, strict: true, allowUnionTypes: true, coerceTypes: false });

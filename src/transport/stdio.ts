@@ -41,7 +41,7 @@ export interface StdioConnection {
 }
 
 /**
- * §5.1 stdio: NDJSON over streams passed in (DESIGN §8.1). Requests are handled concurrently — a line is
+ * §5.1 stdio: NDJSON over streams passed in (docs/architecture.md §4.2). Requests are handled concurrently — a line is
  * never awaited before the next is read — and answers go out in one ordered stream as they complete.
  * stdout carries protocol frames only. EOF and `shutdown` stop reading, drain in-flight requests, then close.
  */

@@ -17,7 +17,7 @@ export type Id = string | number;
 export type Frame = Record<string, unknown>;
 
 /**
- * One client connection to a fresh server, the same scenario API over every transport (DESIGN §6).
+ * One client connection to a fresh server, the same scenario API over every transport (docs/architecture.md §13).
  * Every frame the server emits is validated against the project's schemas of RCP frames before a test sees it.
  */
 export interface Connection {

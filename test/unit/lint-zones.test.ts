@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ZONES } from '../../eslint.config.js';
 
 /**
- * DESIGN §1 layering, proved: each import a layer must not make is a lint error, and the imports it may make are
+ * docs/architecture.md §3 layering, proved: each import a layer must not make is a lint error, and the imports it may make are
  * not. Linted as if each line were in a file of that folder (the zones alone, without type information).
  */
 const ROOT = join(import.meta.dirname, '../..');
@@ -88,7 +88,7 @@ const ALLOWED: [string, string][] = [
   ['src/gateway/gateway.ts', '../config.js'],
 ];
 
-describe('lint zones (DESIGN §1)', () => {
+describe('lint zones (docs/architecture.md §3)', () => {
   it.each(FORBIDDEN)('%s may not import %s', async (file, specifier) => {
     expect(await restricted(file, specifier)).toBe(true);
   });

@@ -3,7 +3,7 @@ import { error } from '../helpers/frames.js';
 import { connect, INITIALIZE, request, TRANSPORTS, type Connection } from '../helpers/wire.js';
 
 /**
- * DESIGN §4: the dispatch ladder, one table. Each row is a request after a successful initialize
+ * docs/architecture.md §4.4: the dispatch ladder, one table. Each row is a request after a successful initialize
  * and the error it must get; rows are ordered so that each proves one rung beats the next.
  */
 const LADDER: { name: string; method: string; params: object; code: number; data?: object }[] = [

@@ -134,7 +134,7 @@ describe('load failures: readiness and logs say why', () => {
   });
 });
 
-describe('configuration mistakes stop start-up with clear text (DESIGN §2: not wire codes)', () => {
+describe('configuration mistakes stop start-up with clear text (docs/architecture.md §6: not wire codes)', () => {
   it('an encoder directory without a readable manifest: exit 2, the path named on stderr', async () => {
     const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio'], {
       cwd: ROOT,

@@ -114,7 +114,7 @@ function isSpace(code: number): boolean {
 }
 
 /**
- * The chunks of `text`, each at most `maxTokens` by `count`. Time-sliced (DESIGN §5b): a long document is segmented
+ * The chunks of `text`, each at most `maxTokens` by `count`. Time-sliced (docs/architecture.md §9): a long document is segmented
  * and counted in bounded slices, letting the event loop serve others in between.
  */
 export async function chunkText(

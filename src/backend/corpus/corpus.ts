@@ -436,7 +436,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
       this.#chunkPlace.delete(label);
       this.#chunks?.delete(label);
     }
-    // Analysing long texts for BM25 is CPU work on the event loop: in time slices (DESIGN §5b).
+    // Analysing long texts for BM25 is CPU work on the event loop: in time slices (docs/architecture.md §9).
     const slice = new TimeSlice();
     // A chunk's lexical fields (index.bm25.fields) come from its document's metadata, as written in this batch.
     const metaOf = new Map(write.written.map(({ id, meta }) => [id, meta]));

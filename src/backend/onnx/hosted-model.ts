@@ -131,7 +131,7 @@ export abstract class HostedEncoder<Tokenizer, Job>
   async #submit(texts: readonly string[], kind: TextKind | undefined, tokens: boolean, signal?: AbortSignal) {
     const { tokenizer } = await this.host.acquire();
     // Tokenizing is CPU work on the event loop: each text is read only as far as the model's window reaches, and
-    // the loop is let go between texts once a slice has run (DESIGN §5b).
+    // the loop is let go between texts once a slice has run (docs/architecture.md §9).
     const slice = new TimeSlice(signal);
     const jobs: QueueItem<Job>[] = [];
     for (const text of texts) {

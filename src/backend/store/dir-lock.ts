@@ -27,7 +27,7 @@ export class DirLockedError extends StoreError {
 }
 
 /**
- * One owner per data dir (DESIGN §1, the store adapter): a server, `ingest` or `eval` holds the dir for its whole
+ * One owner per data dir (docs/architecture.md §5): a server, `ingest` or `eval` holds the dir for its whole
  * life, so no second process can write the store or save its indexes over another's. A second process gets a
  * DirLockedError naming the holder. The lock is released on close, and by the kernel on any exit.
  *

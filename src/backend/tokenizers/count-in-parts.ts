@@ -4,8 +4,8 @@ import type { TimeSlice } from '../../protocol/time-slice.js';
 export const PART_UNITS = 16_384;
 
 /**
- * The token count of a long text, counted part by part in time slices (DESIGN §5b): tokenizing a 1 MB text at once
- * holds the event loop for ~200 ms. The text is cut at spaces, the space itself left out. Both tokenizers here split
+ * The token count of a long text, counted part by part in time slices (docs/architecture.md §9): tokenizing a 1 MB
+ * text at once holds the event loop for ~200 ms. The text is cut at spaces, the space itself left out. Both tokenizers here split
  * words at spaces before matching pieces: SentencePiece reads '▁' + the text with every space as '▁', and no piece
  * has '▁' past its start, so '▁' + part₁ + '▁' + part₂ is the whole text's reading; WordPiece pre-splits on
  * whitespace and drops it. So a text's count is the sum of its parts' counts, less the tokens every call adds
@@ -25,7 +25,7 @@ export async function countInParts(count: (text: string) => number, text: string
 
 /** A text cut into parts of at most `PART_UNITS` units at spaces (each space left out): see countInParts. */
 export function* textParts(text: string): Generator<string> {
-  for (let start = 0; start <= text.length; ) {
+  for (let start = 0; start <= text.length;) {
     const { end, next } = partEnd(text, start);
     yield text.slice(start, end);
     start = next;

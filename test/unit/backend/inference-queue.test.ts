@@ -16,7 +16,7 @@ function recorder(delayMs = 0) {
 const options = { maxWaitMs: 20, maxBatchTokens: 1024, maxBatchItems: 64, maxQueuedItems: 100 };
 const items = (...lengths: number[]) => lengths.map((tokens, i) => ({ input: i, tokens }));
 
-describe('inference queue (DESIGN §5: batching, buckets, bound)', () => {
+describe('inference queue (docs/architecture.md §10: batching, buckets, bound)', () => {
   it('rounds lengths up to power-of-two buckets from 8', () => {
     expect([1, 8, 9, 16, 17, 128, 129].map(bucketLength)).toEqual([8, 8, 16, 16, 32, 128, 256]);
   });

@@ -9,7 +9,7 @@ import { RpcError } from '../../../src/protocol/errors.js';
 import { testConfig } from '../../helpers/wire.js';
 
 /**
- * DESIGN §2: exactly one place turns an unknown throw into -32603, the session's dispatch, which logs it with its
+ * docs/architecture.md §6: exactly one place turns an unknown throw into -32603, the session's dispatch, which logs it with its
  * stack. A defect of ours on an engine's call path (a TypeError) is no engine's failure: it must not be retried, make
  * the engine "skipped" in a federated retrieve, or move an embed on to the next engine; it must reach that one place.
  */
@@ -133,7 +133,7 @@ function bareInternalError(reply: Record<string, unknown>): void {
   expect(JSON.stringify(reply)).not.toContain('reading');
 }
 
-describe('DESIGN §2 a defect on an engine call path reaches the one place that makes -32603', () => {
+describe('docs/architecture.md §6 a defect on an engine call path reaches the one place that makes -32603', () => {
   it('§16.2 retrieve: the engine is not skipped, the call not retried; the query is -32603, logged with its stack', async () => {
     const { app, channels, logged } = await gateway(bug, answers);
     const reply = await ask(app, 'retrieve', RETRIEVE);

@@ -70,7 +70,7 @@ describe('§16.2 merging the engine answers', () => {
     expect(mergeAnswers(engines, settled)).toEqual(merged);
   });
 
-  it('DESIGN §2 a failure that is not an RpcError is a defect, not a skipped engine: thrown on as it is', () => {
+  it('docs/architecture.md §6 a failure that is not an RpcError is a defect, not a skipped engine: thrown on as it is', () => {
     const bug = new TypeError('boom');
     expect(() => mergeAnswers([A, B], [ok({ hits: [hit('1')] }), failed(bug)])).toThrow(bug);
     expect(() => noAnswerError([failed(DOWN), failed(bug)], ['n1'])).toThrow(bug);

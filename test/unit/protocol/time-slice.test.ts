@@ -6,7 +6,7 @@ const busy = (ms: number) => {
   while (performance.now() < until);
 };
 
-describe('TimeSlice (DESIGN §5b: CPU work on the event loop in bounded slices)', () => {
+describe('TimeSlice (docs/architecture.md §9: CPU work on the event loop in bounded slices)', () => {
   it('one turn runs one budget of sliced work, however many slices it passes through', async () => {
     let otherWorkRan = false;
     setImmediate(() => (otherWorkRan = true));

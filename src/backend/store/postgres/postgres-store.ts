@@ -23,7 +23,7 @@ export interface Committed {
 }
 
 /**
- * The corpus of record in PostgreSQL (DESIGN §1: the only importer of `pg`), shared by every replica. Writes are
+ * The corpus of record in PostgreSQL (docs/architecture.md §3: the only importer of `pg`), shared by every replica. Writes are
  * transactions whose commit order is the `indexVersion` order: each takes a transaction-level advisory lock before it
  * reads the sequence and holds it to its commit. A sequence object would not do — two transactions can take 7 and 8
  * and commit 8 first, and a replica that read "everything after 6" at that moment would skip 7 for ever.

@@ -20,7 +20,7 @@ function documents(count: number, bytes: number, prefix: string): NewDocument[] 
   }));
 }
 
-describe('CorpusStore writes (DESIGN §5b: CPU work on the event loop in slices)', () => {
+describe('CorpusStore writes (docs/architecture.md §10: writes off the event loop)', () => {
   it('gives the event loop back during a large write, and reads meanwhile see only what is committed', async () => {
     const store = new CorpusStore(join(ROOT, 'sliced'));
     try {
