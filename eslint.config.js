@@ -36,7 +36,10 @@ function zone(files, { forbid, allow = [] }, ...packages) {
   return { files: [files], rules: { 'no-restricted-imports': ['error', { patterns: [...folders, ...packages] }] } };
 }
 
-/** docs/architecture.md §3: the dependency direction, enforced folder by folder (test/unit/lint-zones.test.ts tries each hole). */
+/**
+ * docs/architecture.md §3: the dependency direction, enforced folder by folder (test/unit/lint-zones.test.ts tries
+ * each hole).
+ */
 export const ZONES = [
   zone(
     'src/protocol/**',

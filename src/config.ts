@@ -24,8 +24,9 @@ const Section = <T extends TProperties>(properties: T, options: { description?: 
   Type.Object(properties, { additionalProperties: false, default: {}, ...options });
 
 /**
- * Typed configuration, validated at start-up (docs/architecture.md §7). Precedence: defaults < config file < RCP_* environment
- * variables < command-line flags. Unknown keys in a file are errors: a typo must not silently keep a default.
+ * Typed configuration, validated at start-up (docs/architecture.md §7). Precedence: defaults < config file < RCP_*
+ * environment variables < command-line flags. Unknown keys in a file are errors: a typo must not silently keep a
+ * default.
  *
  * Each setting is declared once, here: type, constraints, `default` and `description`. defaultConfig() and
  * docs/configuration.md (`npm run docs:config`, checked by test/unit/config-docs.test.ts) are derived from it.

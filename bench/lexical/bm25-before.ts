@@ -143,8 +143,8 @@ export class Bm25IndexBefore {
 
   /**
    * The `k` best documents for `query`. A query of many common terms over a large corpus visits millions of
-   * postings: the work runs in time slices (docs/architecture.md §9). Writes between slices are seen or not, as with any read
-   * that overlaps a write; N and avgdl are those at the start.
+   * postings: the work runs in time slices (docs/architecture.md §9). Writes between slices are seen or not, as with
+   * any read that overlaps a write; N and avgdl are those at the start.
    */
   async search(query: string, k: number, allow?: ReadonlySet<number>, slice = new TimeSlice()): Promise<LexicalHit[]> {
     const n = this.#lengths.size;

@@ -1,10 +1,10 @@
 import { RpcError } from '../protocol/errors.js';
 
 /**
- * The one road to a model (docs/architecture.md §10): requests from every session are collected for up to `maxWaitMs` or until
- * `maxBatchTokens` fills, then run as few model calls as padding allows: the batch is split into length buckets
- * (powers of two) so a short text is never padded to a long one's length. One batch runs at a time per model; the
- * model's own intra-op threads do the parallel work.
+ * The one road to a model (docs/architecture.md §10): requests from every session are collected for up to `maxWaitMs`
+ * or until `maxBatchTokens` fills, then run as few model calls as padding allows: the batch is split into length
+ * buckets (powers of two) so a short text is never padded to a long one's length. One batch runs at a time per model;
+ * the model's own intra-op threads do the parallel work.
  *
  * Batches are filled round robin over the submissions waiting, one item of each in turn, oldest first (§15.5): a
  * request of hundreds of texts costs its own caller, while a one-text query that arrives behind it rides the next

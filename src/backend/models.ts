@@ -47,7 +47,10 @@ interface Closable {
   close(): Promise<void>;
 }
 
-/** The configured models, each loading in the background (docs/architecture.md §3: the only place adapters are chosen). */
+/**
+ * The configured models, each loading in the background (docs/architecture.md §3: the only place adapters are
+ * chosen).
+ */
 export interface Models {
   readonly encoder: (Encoder & Closable) | undefined;
   readonly crossEncoder: (CrossEncoder & Closable) | undefined;

@@ -1,6 +1,6 @@
 /**
- * Backend ports (docs/architecture.md §3): what methods and pipeline stages may ask of models and indexes. Adapters under
- * src/backend/<adapter>/ implement them; nothing above the backend imports an adapter.
+ * Backend ports (docs/architecture.md §3): what methods and pipeline stages may ask of models and indexes. Adapters
+ * under src/backend/<adapter>/ implement them; nothing above the backend imports an adapter.
  *
  * Fault contract: a port method either resolves, or rejects with an RpcError (-32010 when the model cannot run,
  * -32011 when its queue is full, -32006/-32014 when the caller's signal aborts). Anything else is a bug.

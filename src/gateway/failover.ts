@@ -10,8 +10,8 @@ import { scopedForCaller } from './forwarding.js';
  * for embed/rerank): -32010 (including a dead link) moves on to the next engine, reported through `onUnavailable`;
  * any other answer is that engine's verdict on the request and is returned or thrown as is. Anything thrown that is
  * not an RpcError is a defect of ours, not an engine's failure: thrown on as it is, never a reason to try the next
- * engine (docs/architecture.md §6: the session's dispatch makes it -32603). Each engine gets what is left of the request's deadline,
- * forwarded as `_meta.deadlineMs` (§16.2).
+ * engine (docs/architecture.md §6: the session's dispatch makes it -32603). Each engine gets what is left of the
+ * request's deadline, forwarded as `_meta.deadlineMs` (§16.2).
  */
 export async function firstAnswer(
   targets: readonly RemoteEngine[],

@@ -19,8 +19,8 @@ export interface ErrorObject {
 /**
  * The one wire error type. Anything thrown that is not an RpcError is a defect: it becomes -32603 in exactly one
  * place, the session's dispatch (through `RpcError.from`, after logging it with its stack), so no stack trace or
- * internal message ever reaches the wire (docs/architecture.md §6). Code below the dispatch that handles failures (a gateway's
- * engines) acts on RpcErrors only and lets anything else through to that place.
+ * internal message ever reaches the wire (docs/architecture.md §6). Code below the dispatch that handles failures (a
+ * gateway's engines) acts on RpcErrors only and lets anything else through to that place.
  */
 export class RpcError extends Error {
   readonly code: RpcErrorCode;

@@ -29,8 +29,8 @@ const keep: Prune = (value) => value;
 /**
  * §4.6 Absent vs null: an explicit `null` is only meaningful where a schema lists null as a permitted type; elsewhere
  * a peer MUST treat it as absent. `nullsAsAbsent(schema)` is compiled once per params schema, like the validator
- * (docs/architecture.md §7), and runs before it: it drops every null that an optional member, at any depth, holds where that
- * member's schema does not admit null. A required member's null stays, for the validator to answer -32602.
+ * (docs/architecture.md §7), and runs before it: it drops every null that an optional member, at any depth, holds where
+ * that member's schema does not admit null. A required member's null stays, for the validator to answer -32602.
  */
 export function nullsAsAbsent(schema: TSchema): Prune {
   return compile(schema as Schema);

@@ -37,7 +37,8 @@ const FEATURE_CAPABILITIES = new Set(['filter', 'streaming', 'pagination', 'cita
 
 /**
  * Methods and the capabilities they advertise. A capability is advertised exactly when a handler for it is
- * registered (or, for a feature, when it is declared), so "advertised" and "implemented" cannot drift (docs/architecture.md §4.4).
+ * registered (or, for a feature, when it is declared), so "advertised" and "implemented" cannot drift
+ * (docs/architecture.md §4.4).
  */
 export class MethodRegistry {
   readonly #methods = new Map<string, RegisteredMethod>();

@@ -243,7 +243,8 @@ export class Session {
       const validParams = target.validate(params);
       return success(id, await this.#run(request, target, validParams, sink, transport));
     } catch (error) {
-      // docs/architecture.md §6: the one place an unknown throw (a defect) becomes -32603; it is logged here, with its stack.
+      // docs/architecture.md §6: the one place an unknown throw (a defect) becomes -32603; it is logged here, with its
+      // stack.
       if (!(error instanceof RpcError)) this.#limits.onInternalError?.(error, method);
       return failure(id, RpcError.from(error));
     }

@@ -1,7 +1,7 @@
 /**
- * Cooperative time slicing for CPU-bound loops on the event loop (docs/architecture.md §9): `await slice.due()` inside the loop
- * gives the loop back once the current turn has run sliced work for `budgetMs`, and throws the signal's reason if
- * the request was cancelled or timed out meanwhile.
+ * Cooperative time slicing for CPU-bound loops on the event loop (docs/architecture.md §9): `await slice.due()` inside
+ * the loop gives the loop back once the current turn has run sliced work for `budgetMs`, and throws the signal's reason
+ * if the request was cancelled or timed out meanwhile.
  *
  * The budget is the turn's, not the slice's: one turn of the event loop runs at most `budgetMs` of sliced work,
  * however many slices it passes through (a retrieve goes from lexical completion to dense completion to packing,

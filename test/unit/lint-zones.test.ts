@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { ZONES } from '../../eslint.config.js';
 
 /**
- * docs/architecture.md §3 layering, proved: each import a layer must not make is a lint error, and the imports it may make are
- * not. Linted as if each line were in a file of that folder (the zones alone, without type information).
+ * docs/architecture.md §3 layering, proved: each import a layer must not make is a lint error, and the imports it may
+ * make are not. Linted as if each line were in a file of that folder (the zones alone, without type information).
  */
 const ROOT = join(import.meta.dirname, '../..');
 const eslint = new ESLint({

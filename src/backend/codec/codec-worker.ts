@@ -1,6 +1,7 @@
 /**
  * The frame codec's worker thread: parses large request bodies and serialises large answers, so that the tens of
- * milliseconds JSON takes over megabytes are not spent on the event loop that answers every client (docs/architecture.md §10).
+ * milliseconds JSON takes over megabytes are not spent on the event loop that answers every client
+ * (docs/architecture.md §10).
  */
 import { parentPort } from 'node:worker_threads';
 import { parseFrame, serializeReply } from '../../protocol/frames.js';

@@ -114,8 +114,8 @@ function isSpace(code: number): boolean {
 }
 
 /**
- * The chunks of `text`, each at most `maxTokens` by `count`. Time-sliced (docs/architecture.md §9): a long document is segmented
- * and counted in bounded slices, letting the event loop serve others in between.
+ * The chunks of `text`, each at most `maxTokens` by `count`. Time-sliced (docs/architecture.md §9): a long document is
+ * segmented and counted in bounded slices, letting the event loop serve others in between.
  */
 export async function chunkText(
   text: string,

@@ -1,7 +1,7 @@
 /**
  * The ONNX session worker thread: owns one InferenceSession. onnxruntime-node runs a session synchronously on the
- * thread that calls it, so inference here keeps the event loop that answers every client free (docs/architecture.md §10).
- * Requests are handled one at a time and answered in order with a SessionReply.
+ * thread that calls it, so inference here keeps the event loop that answers every client free (docs/architecture.md
+ * §10). Requests are handled one at a time and answered in order with a SessionReply.
  */
 import { parentPort } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';

@@ -197,8 +197,8 @@ function checked(file: string, open: () => Database.Database): Database.Database
 }
 
 /**
- * The corpus of record (docs/architecture.md §3: the only importer of the database driver): documents, their chunks with the
- * chunks' vectors, and a tombstone per removed chunk. SQLite in WAL mode with `synchronous = FULL`: a write
+ * The corpus of record (docs/architecture.md §3: the only importer of the database driver): documents, their chunks
+ * with the chunks' vectors, and a tombstone per removed chunk. SQLite in WAL mode with `synchronous = FULL`: a write
  * transaction is on disk when `commit` returns, and only then is a write acknowledged. The dense and lexical indexes
  * are derived from this store and can always be rebuilt from it.
  *

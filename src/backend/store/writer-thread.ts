@@ -1,7 +1,8 @@
 /**
  * The store's writer thread: owns the one connection that writes. A write's inserts, its commit and the commit's
  * fsync (`synchronous = FULL`) take ~170 ms for 15 MB, all synchronous in better-sqlite3, so they run here and the
- * event loop that answers every client stays free (docs/architecture.md §10). Requests are answered in order with a WriterReply.
+ * event loop that answers every client stays free (docs/architecture.md §10). Requests are answered in order with a
+ * WriterReply.
  */
 import { parentPort } from 'node:worker_threads';
 import Database from 'better-sqlite3';

@@ -4,13 +4,14 @@ import type { TimeSlice } from '../../protocol/time-slice.js';
 export const PART_UNITS = 16_384;
 
 /**
- * The token count of a long text, counted part by part in time slices (docs/architecture.md §9): tokenizing a 1 MB
- * text at once holds the event loop for ~200 ms. The text is cut at spaces, the space itself left out. Both tokenizers here split
- * words at spaces before matching pieces: SentencePiece reads '▁' + the text with every space as '▁', and no piece
- * has '▁' past its start, so '▁' + part₁ + '▁' + part₂ is the whole text's reading; WordPiece pre-splits on
- * whitespace and drops it. So a text's count is the sum of its parts' counts, less the tokens every call adds
- * beyond the first ([CLS] and [SEP] for WordPiece, none for SentencePiece): 2·count('a') − count('a a'). A run of more than `PART_UNITS` units with no space is cut where the part
- * ends; only such a run can be counted differently from the whole.
+ * The token count of a long text, counted part by part in time slices (docs/architecture.md §9): tokenizing a 1 MB text
+ * at once holds the event loop for ~200 ms. The text is cut at spaces, the space itself left out. Both tokenizers here
+ * split words at spaces before matching pieces: SentencePiece reads '▁' + the text with every space as '▁', and no
+ * piece has '▁' past its start, so '▁' + part₁ + '▁' + part₂ is the whole text's reading; WordPiece pre-splits on
+ * whitespace and drops it. So a text's count is the sum of its parts' counts, less the tokens every call adds beyond
+ * the first ([CLS] and [SEP] for WordPiece, none for SentencePiece): 2·count('a') − count('a a'). A run of more than
+ * `PART_UNITS` units with no space is cut where the part ends; only such a run can be counted differently from the
+ * whole.
  */
 export async function countInParts(count: (text: string) => number, text: string, slice: TimeSlice): Promise<number> {
   if (text.length <= PART_UNITS) return count(text);

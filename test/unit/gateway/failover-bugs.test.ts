@@ -9,9 +9,10 @@ import { RpcError } from '../../../src/protocol/errors.js';
 import { testConfig } from '../../helpers/wire.js';
 
 /**
- * docs/architecture.md §6: exactly one place turns an unknown throw into -32603, the session's dispatch, which logs it with its
- * stack. A defect of ours on an engine's call path (a TypeError) is no engine's failure: it must not be retried, make
- * the engine "skipped" in a federated retrieve, or move an embed on to the next engine; it must reach that one place.
+ * docs/architecture.md §6: exactly one place turns an unknown throw into -32603, the session's dispatch, which logs it
+ * with its stack. A defect of ours on an engine's call path (a TypeError) is no engine's failure: it must not be
+ * retried, make the engine "skipped" in a federated retrieve, or move an embed on to the next engine; it must reach
+ * that one place.
  */
 
 const BUG = "Cannot read properties of undefined (reading 'hits')";

@@ -23,10 +23,10 @@ export interface Committed {
 }
 
 /**
- * The corpus of record in PostgreSQL (docs/architecture.md §3: the only importer of `pg`), shared by every replica. Writes are
- * transactions whose commit order is the `indexVersion` order: each takes a transaction-level advisory lock before it
- * reads the sequence and holds it to its commit. A sequence object would not do — two transactions can take 7 and 8
- * and commit 8 first, and a replica that read "everything after 6" at that moment would skip 7 for ever.
+ * The corpus of record in PostgreSQL (docs/architecture.md §3: the only importer of `pg`), shared by every replica.
+ * Writes are transactions whose commit order is the `indexVersion` order: each takes a transaction-level advisory lock
+ * before it reads the sequence and holds it to its commit. A sequence object would not do — two transactions can take 7
+ * and 8 and commit 8 first, and a replica that read "everything after 6" at that moment would skip 7 for ever.
  *
  * Every write leaves the rows it adds with its seq, a tombstone per chunk label it removes and a `rcp_deleted` row per
  * document it deletes, so `changesSince(n)` gives a replica exactly what brings it from n to the head.
