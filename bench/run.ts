@@ -7,10 +7,11 @@
  * (a minute of mixed traffic above capacity: goodput held, -32011 share, p99, RSS over time; RCP_SOAK_SECONDS) and
  * federation (SciFact in 3 shards behind the gateway: nDCG@10 per fusion, gateway overhead, throughput by engines)
  * and isolation (what one heavy caller costs others: ping latency during each heavy request kind, and a polite
- * client's success beside an attacker) and fairness (a polite client's dense retrieves beside 32 concurrent heavy ones,
- * the attacker under its own key and under the polite one) and replicas (read throughput with 1-3 replicas over a
- * PostgreSQL store of record against one SQLite server, write-to-visible lag, replica cold start from the store vs
- * its snapshot; needs Debian's postgresql) and http (autocannon at 8 and 64 connections: ping against a bare Fastify
+ * client's success beside an attacker) and connections (a new client's connect+ping from another address while 5
+ * addresses hold every connection with slow bodies or idle keep-alive ones, against idle) and fairness (a polite
+ * client's dense retrieves beside 32 concurrent heavy ones, the attacker under its own key and under the polite one)
+ * and replicas (read throughput with 1-3 replicas over a PostgreSQL store of record against one SQLite server,
+ * write-to-visible lag, replica cold start from the store vs its snapshot; needs Debian's postgresql) and http (autocannon at 8 and 64 connections: ping against a bare Fastify
  * route, sparse retrieve p99 at 64 against 8, -32011 refusals and client timeouts) and peers (sparse and hybrid
  * retrieve over HTTP against LanceDB's full-text and hybrid search in-process, SciFact, one client) and ingest
  * (SciFact through the index/add path with the default encoder, its int8 build and the op-by-op conversion it
@@ -32,6 +33,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   soak: async () => (await import('./soak.js')).benchSoak(),
   federation: async () => (await import('./federation.js')).benchFederation(),
   isolation: async () => (await import('./isolation.js')).benchIsolation(),
+  connections: async () => (await import('./connections.js')).benchConnections(),
   fairness: async () => (await import('./fairness.js')).benchFairness(),
   replicas: async () => (await import('./replicas.js')).benchReplicas(),
   http: async () => (await import('./http.js')).benchHttp(),

@@ -128,7 +128,8 @@ export const ConfigSchema = Section({
         minimum: 1,
         default: 1024,
         description:
-          "Open connections at most (and never more than the process's descriptor limit allows); more are refused.",
+          "Open connections at most (and never more than the process's descriptor limit allows). Past it a newcomer " +
+          'takes the place of one its client is not using, of the address holding the most, or is refused.',
       }),
       maxConnectionsPerAddress: Type.Integer({
         minimum: 1,

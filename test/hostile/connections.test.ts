@@ -17,7 +17,10 @@ const PROTOCOL_ONLY = { RCP_MODELS_ENCODER: 'none' };
 const dataDir = () => mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
 const running: ServerProcess[] = [];
 const sockets: Socket[] = [];
+/** Stops the attacks still reconnecting. */
+const attacks: (() => void)[] = [];
 afterEach(async () => {
+  for (const stop of attacks.splice(0)) stop();
   for (const socket of sockets.splice(0)) socket.destroy();
   await Promise.all(running.splice(0).map((server) => server.stop()));
 });
@@ -62,10 +65,10 @@ function stalled(origin: string, text: string): { socket: Socket; closed: Promis
   return { socket, closed };
 }
 
-/** A new connection that completes a ping; undefined if the server closes it unanswered. */
-async function servedSocket(origin: string): Promise<Socket | undefined> {
+/** A new connection (from `localAddress`) that completes a ping; undefined if the server closes it unanswered. */
+async function servedSocket(origin: string, localAddress?: string): Promise<Socket | undefined> {
   const { hostname, port } = new URL(origin);
-  const socket = tcp({ host: hostname, port: Number(port) });
+  const socket = tcp({ host: hostname, port: Number(port), ...(localAddress === undefined ? {} : { localAddress }) });
   socket.on('error', () => undefined);
   sockets.push(socket);
   await new Promise((resolve) => socket.once('connect', resolve));
@@ -177,6 +180,95 @@ describe('slow clients (§15.5)', () => {
     expect(attacker.filter((closed) => closed)).toHaveLength(5);
     const other = await Promise.all(Array.from({ length: 3 }, () => open('127.0.0.2')));
     expect(other.filter((closed) => closed)).toHaveLength(0);
+  });
+});
+
+/**
+ * An attack from the loopback addresses 127.0.0.3 to .7 (Linux routes all of 127.0.0.0/8 to loopback), `each`
+ * connections apiece, each doing `behave` once open (it returns its timer) and reopened 100 ms after the server closes
+ * it; `closed(n)` resolves once the server has closed `n` of them (it closes one only when every slot is taken).
+ */
+function attack(origin: string, each: number, behave: (socket: Socket) => NodeJS.Timeout) {
+  const { hostname, port } = new URL(origin);
+  let stopped = false;
+  let closes = 0;
+  const waiting: [number, () => void][] = [];
+  const open = (localAddress: string) => {
+    const socket = tcp({ host: hostname, port: Number(port), localAddress });
+    socket.on('error', () => undefined);
+    socket.resume();
+    sockets.push(socket);
+    let timer: NodeJS.Timeout | undefined;
+    socket.once('connect', () => (timer = behave(socket)));
+    socket.once('close', () => {
+      clearInterval(timer);
+      closes++;
+      for (const [n, resolve] of waiting) if (closes >= n) resolve();
+      if (!stopped) setTimeout(() => open(localAddress), 100);
+    });
+  };
+  for (let a = 3; a <= 7; a++) for (let i = 0; i < each; i++) open(`127.0.0.${a}`);
+  attacks.push(() => (stopped = true));
+  return {
+    closes: () => closes,
+    closed: (n: number) => new Promise<void>((resolve) => (closes >= n ? resolve() : waiting.push([n, resolve]))),
+  };
+}
+
+/** A ping answered on an open connection, or false once the server closed it. */
+const answered = (socket: Socket) =>
+  Promise.race([
+    pingOn(socket).then((text) => text.includes('"result":{}')),
+    new Promise<boolean>((resolve) => (socket.destroyed ? resolve(false) : socket.once('close', () => resolve(false)))),
+  ]);
+
+describe('a few addresses holding every connection (§15.5, docs/operations.md)', () => {
+  // 5 addresses × 12 = 60 connections wanted, 48 slots: the attack takes every one, as 5 × 256 take the default 1,024.
+  const LIMITS = {
+    RCP_HTTP_MAX_CONNECTIONS: '48',
+    RCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '12',
+    RCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: '60000',
+  };
+
+  /**
+   * With an honest client from 127.0.0.2 holding two keep-alive connections, `behave` from 5 other addresses takes
+   * every slot; then new connections from 127.0.0.2 and from 127.0.0.9 are each served a ping within 3 s (before:
+   * closed unanswered until the body timeout, 30 s), and while the attack goes on reconnecting, none of the honest
+   * client's connections is the one closed.
+   */
+  async function victimServed(behave: (socket: Socket) => NodeJS.Timeout): Promise<void> {
+    const server = await serve(LIMITS);
+    const honest = [await servedSocket(server.origin, '127.0.0.2'), await servedSocket(server.origin, '127.0.0.2')];
+    expect(honest.every((socket) => socket !== undefined)).toBe(true);
+    const attacker = attack(server.origin, 12, behave);
+    // 60 connections for the 46 slots left: at least 14 are closed as they come, and again each time they reconnect
+    // (100 ms); after 40 closes, every slot has been taken and used (headers sent, or a ping answered) for a while.
+    await attacker.closed(40);
+    const newcomers: (Socket | undefined)[] = [];
+    for (const address of ['127.0.0.2', '127.0.0.2', '127.0.0.9']) {
+      newcomers.push(await servedSocket(server.origin, address));
+    }
+    expect(newcomers.map((socket) => socket !== undefined)).toEqual([true, true, true]);
+    // The attack reconnects on: what the server closes now are its connections, not the honest client's.
+    await attacker.closed(attacker.closes() + 20);
+    for (const socket of [...honest, ...newcomers]) expect(await answered(socket!)).toBe(true);
+  }
+
+  it('connections trickling their bodies do not keep a newcomer from another address out', async () => {
+    const headers =
+      'POST /rcp/ping HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n';
+    // One byte a second (JSON allows leading whitespace): a body that would take 28 hours.
+    await victimServed((socket) => {
+      socket.write(headers);
+      return setInterval(() => socket.write(' '), 1000);
+    });
+  });
+
+  it('idle keep-alive connections, pinging now and then, do not keep a newcomer from another address out', async () => {
+    await victimServed((socket) => {
+      void pingOn(socket);
+      return setInterval(() => void pingOn(socket), 1000);
+    });
   });
 });
 
