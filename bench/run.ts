@@ -14,7 +14,8 @@
  * route, sparse retrieve p99 at 64 against 8, -32011 refusals and client timeouts) and peers (sparse and hybrid
  * retrieve over HTTP against LanceDB's full-text and hybrid search in-process, SciFact, one client) and ingest
  * (SciFact through the index/add path with the default encoder, its int8 build and the op-by-op conversion it
- * replaced, at the thread settings each ran with by default; RCP_BENCH_DOCS, default 512). The suites that read SciFact take its folder from `--scifact DIR` or
+ * replaced, at the thread settings each ran with by default; RCP_BENCH_DOCS, default 512) and burst (RSS after 30
+ * concurrent 15 MB bodies: peak, and every 5 s after, against idle; where the resident bytes are). The suites that read SciFact take its folder from `--scifact DIR` or
  * RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -35,6 +36,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   http: async () => (await import('./http.js')).benchHttp(),
   peers: async () => (await import('./peers.js')).benchPeers(),
   ingest: async () => (await import('./encoder-ingest.js')).benchIngest(),
+  burst: async () => (await import('./burst.js')).benchBurst(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.
