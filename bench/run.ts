@@ -15,10 +15,11 @@
  * route, sparse retrieve p99 at 64 against 8, -32011 refusals and client timeouts) and peers (sparse and hybrid
  * retrieve over HTTP against LanceDB's full-text and hybrid search in-process, SciFact, one client) and ingest
  * (SciFact through the index/add path with the default encoder, its int8 build and the op-by-op conversion it
- * replaced, at the thread settings each ran with by default; RCP_BENCH_DOCS, default 512) and shared-state (Redis
+ * replaced, at the thread settings each ran with by default; RCP_BENCH_DOCS, default 512), shared-state (Redis
  * frozen vs healthy under rate limits, a session shut down through another replica, a replica whose store is down
- * at start; needs redis-server and postgresql). The suites that read SciFact take its folder from `--scifact DIR` or
- * RCP_SCIFACT, else ../shared/data/scifact.
+ * at start; needs redis-server and postgresql) and burst (RSS after 30 concurrent 15 MB bodies: peak, and every 5 s
+ * after, against idle; where the resident bytes are). The suites that read SciFact take its folder from
+ * `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
 import { benchProtocol } from './protocol.js';
@@ -40,6 +41,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   peers: async () => (await import('./peers.js')).benchPeers(),
   ingest: async () => (await import('./encoder-ingest.js')).benchIngest(),
   'shared-state': async () => (await import('./shared-state.js')).benchSharedState(),
+  burst: async () => (await import('./burst.js')).benchBurst(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

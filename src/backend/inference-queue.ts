@@ -122,9 +122,11 @@ export class InferenceQueue<I, O> {
         }),
     );
     if (signal !== undefined) {
-      signal.addEventListener('abort', () => this.#withdraw(signal), {
-        once: true,
-      });
+      // Withdrawn on abort while waiting; the listener goes once every item is settled, so a request that submits
+      // many times (index/add embeds 64 chunks a submission) holds one listener on its signal at a time, not one each.
+      const withdraw = (): void => this.#withdraw(signal);
+      signal.addEventListener('abort', withdraw, { once: true });
+      void Promise.allSettled(outputs).then(() => signal.removeEventListener('abort', withdraw));
     }
     this.#schedule(idle);
     return Promise.all(outputs);

@@ -8,9 +8,7 @@ import { JsonShape } from './json-shape.js';
  * up to its newline, so memory and parse time stay bounded.
  */
 export type LineEvent =
-  | { kind: 'line'; text: string }
-  | { kind: 'oversized'; bytes: number }
-  | { kind: 'too-many-values'; tokens: number };
+  { kind: 'line'; text: string } | { kind: 'oversized'; bytes: number } | { kind: 'too-many-values'; tokens: number };
 
 const NEWLINE = 0x0a;
 
@@ -78,4 +76,14 @@ export class LineSplitter {
     this.#pendingBytes = 0;
     this.#shape.reset();
   }
+}
+
+/** Why a line was discarded unparsed, in words shared by the stdio transports (§15.5). */
+export function refusalOf(
+  event: Exclude<LineEvent, { kind: 'line' }>,
+  limits: { maxLineBytes: number; maxFrameValues?: number | undefined },
+): string {
+  return event.kind === 'oversized'
+    ? `frame of ${event.bytes}+ bytes exceeds ${limits.maxLineBytes}`
+    : `frame of more than ${limits.maxFrameValues} JSON values (${event.tokens}+)`;
 }

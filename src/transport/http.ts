@@ -15,6 +15,7 @@ import { rcpRoute, type RcpRoute } from './http-route.js';
 import { BodyAbandoned, BodyRefusal, receiveBody, type BodyBudget } from './body.js';
 import type { FrontListener } from './connections.js';
 import { refuse, sendJson } from './json-answer.js';
+import { refuseMediaType, unreadableBody } from './media-type.js';
 import type { Outbox } from './outbox.js';
 
 export interface HttpTransportOptions {
@@ -101,7 +102,10 @@ function clientAddress(trustProxy: readonly string[]): (request: IncomingMessage
   return (request) => proxyAddr(request, trusted);
 }
 
-/** The caller authenticated, the body read as it arrives and refused as soon as it is too much (§15.5), answered. */
+/**
+ * The caller authenticated, the body refused unread unless it is JSON (§5.2, HTTP 415), read as it arrives and
+ * refused as soon as it is too much (§15.5), answered.
+ */
 async function receive(
   request: IncomingMessage,
   response: ServerResponse,
@@ -111,6 +115,8 @@ async function receive(
   listener.cors?.(request, response);
   const caller = authenticate(request, listener.auth);
   if (caller instanceof RpcError) return void refuse(response, caller);
+  const unreadable = unreadableBody(request.headers);
+  if (unreadable !== undefined) return refuseMediaType(response, unreadable);
   const exchange = { request, response, route, caller, callerId: caller?.id ?? listener.addressOf(request) };
   const declared = Number(request.headers['content-length'] ?? Number.NaN);
   const limits = { maxBytes: listener.bodyLimit, maxTokens: listener.maxFrameValues };

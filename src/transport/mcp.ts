@@ -1,15 +1,16 @@
 import type { Readable, Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { Session } from '../protocol/session.js';
 import { RpcErrorCode } from '../protocol/codes.js';
+import type { Logger } from '../protocol/logger.js';
+import { McpStdioTransport } from './mcp-stdio.js';
 
 /**
- * The MCP bridge (§1.3: an RCP retrieve MAY be exposed as an MCP tool): an MCP server over stdio, built with the
- * official SDK, whose tools call this server's own RCP methods on one implicitly initialized session — the same
- * dispatch ladder, validation and limits as any RCP client gets. Tools:
+ * The MCP bridge (§1.3: an RCP retrieve MAY be exposed as an MCP tool): an MCP server built with the official SDK, over
+ * stdio lines bounded as RCP's own (McpStdioTransport), whose tools call this server's own RCP methods on one
+ * implicitly initialized session — the same dispatch ladder, validation and limits as any RCP client gets. Tools:
  * - `retrieve`: query, k, mode, filter, tokenBudget in; hits (id, score, text, citation, meta) out, as structured
  *   content and as text;
  * - `index_add` (only when `index.writable`): documents in; ids and chunk count out.
@@ -22,6 +23,10 @@ export interface McpBridgeOptions {
   /** The RCP session the tools call (stateless: implicitly initialized at the server's capabilities). */
   session: Session;
   server: { name: string; version: string };
+  /** The longest stdin line accepted, in bytes, and its JSON values at most: as for RCP over stdio (§15.5). */
+  maxLineBytes: number;
+  maxFrameValues?: number | undefined;
+  log: Logger;
 }
 
 const Hit = z.object({
@@ -40,10 +45,13 @@ export async function serveMcp(options: McpBridgeOptions): Promise<{ closed: Pro
   if (isJsonObject(advertised.retrieve)) registerRetrieveTool(mcp, session, advertised.retrieve);
   if (isJsonObject(advertised.index) && advertised.index.writable === true) registerIndexAddTool(mcp, session);
 
-  const transport = new StdioServerTransport(options.input, options.output);
+  const transport = new McpStdioTransport(options);
   const closed = new Promise<void>((resolve) => {
     transport.onclose = () => resolve();
-    options.input.once('end', () => void mcp.close().then(resolve, resolve));
+    options.input.once('end', () => {
+      transport.end();
+      void mcp.close().then(resolve, resolve);
+    });
   });
   await mcp.connect(transport);
   return { closed };

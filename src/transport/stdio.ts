@@ -3,7 +3,7 @@ import { RpcError } from '../protocol/errors.js';
 import { inlineCodec, type FrameCodec } from '../protocol/frame-codec.js';
 import { parseFrame, serialize } from '../protocol/frames.js';
 import { failure, isJsonObject } from '../protocol/messages.js';
-import { LineSplitter, type LineEvent } from '../protocol/ndjson.js';
+import { LineSplitter, refusalOf } from '../protocol/ndjson.js';
 import { mergeReplies, screen, type Screened } from '../protocol/screen.js';
 import type { Session, SessionOptions } from '../protocol/session.js';
 import type { Admission } from './admission.js';
@@ -192,7 +192,7 @@ class StdioServer implements StdioConnection {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
     for (const event of this.#splitter.push(bytes)) {
       if (event.kind === 'line') this.#backlog.push(event.text);
-      else this.#write(failure(null, RpcError.payloadTooLarge(refusal(event, this.#options))));
+      else this.#write(failure(null, RpcError.payloadTooLarge(refusalOf(event, this.#options))));
     }
     this.#pump();
   };
@@ -213,11 +213,4 @@ class StdioServer implements StdioConnection {
     // Let the line being dispatched (the shutdown itself) register before draining.
     setImmediate(() => void this.#drainAndClose());
   }
-}
-
-/** Why a frame was discarded unparsed. */
-function refusal(event: Exclude<LineEvent, { kind: 'line' }>, options: StdioOptions): string {
-  return event.kind === 'oversized'
-    ? `frame of ${event.bytes}+ bytes exceeds ${options.maxLineBytes}`
-    : `frame of more than ${options.maxFrameValues} JSON values (${event.tokens}+)`;
 }

@@ -145,4 +145,12 @@ describe('hostile inputs (§15.5)', () => {
     const found = await call('retrieve', { query: 'a a a', k: 1, mode: 'sparse' });
     expect((found.result as { hits: unknown[] }).hits).toEqual([]);
   });
+
+  it('index/add of 1,000 documents (16 model submissions on one request) leaves no listener leak warning', async () => {
+    const before = server.stderr().length;
+    const documents = Array.from({ length: 1000 }, (_, i) => ({ id: `many-${i}`, text: `short document ${i}` }));
+    expect((await call('index/add', { documents })).result).toMatchObject({ chunks: 1000 });
+    expect((await call('ping', {})).result).toEqual({});
+    expect(server.stderr().slice(before)).not.toContain('MaxListenersExceededWarning');
+  });
 });

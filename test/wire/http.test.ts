@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect as tcp } from 'node:net';
 import { tmpdir } from 'node:os';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
@@ -53,7 +54,7 @@ describe('§5.2 HTTP transport', () => {
     expect(notification.text).toBe('');
   });
 
-  it('§5.2 unparseable bodies are answered -32700 with id null, whatever the content type', async () => {
+  it('§5.2 unparseable bodies are answered -32700 with id null, whatever type they are read as JSON under', async () => {
     await start();
     for (const type of ['application/json', 'text/plain', 'application/x-www-form-urlencoded']) {
       const { status, json } = await post('/rcp/ping', '{"jsonrpc":', { 'content-type': type });
@@ -61,6 +62,44 @@ describe('§5.2 HTTP transport', () => {
       expect(json).toMatchObject({ id: null, error: { code: -32700 } });
     }
     expect((await post('/rcp/ping', '')).json).toMatchObject({ id: null, error: { code: -32700 } });
+  });
+
+  it('§5.2 a body that is not JSON by its headers is refused unread, HTTP 415; JSON and what curl -d sends are read', async () => {
+    await start();
+    const frame = JSON.stringify(request(1, 'ping'));
+    const refused = [
+      { 'content-type': 'text/html' },
+      { 'content-type': 'multipart/form-data; boundary=x' },
+      { 'content-type': 'application/xml' },
+      { 'content-type': 'application/json; charset=utf-16' },
+      { 'content-encoding': 'gzip' },
+    ];
+    for (const headers of refused) {
+      const answer = await post('/rcp/ping', frame, headers);
+      expect(answer.status, JSON.stringify(headers)).toBe(415);
+      expect(answer.json).toMatchObject({ statusCode: 415, error: 'Unsupported Media Type' });
+    }
+    const gzipped = await fetch(`${origin}/rcp/ping`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: gzipSync(frame),
+    });
+    expect(gzipped.status).toBe(415);
+    expect(gzipped.headers.get('accept-encoding')).toBe('identity');
+    expect(await gzipped.json()).toMatchObject({ message: expect.stringContaining('Content-Encoding gzip') });
+    const read = [
+      { 'content-type': 'application/json; charset=UTF-8' },
+      { 'content-type': 'application/vnd.example+json' },
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      { 'content-type': 'text/plain;charset=UTF-8' },
+      { 'content-encoding': 'identity' },
+    ];
+    for (const headers of read) {
+      expect((await post('/rcp/ping', frame, headers)).json, JSON.stringify(headers)).toMatchObject({ result: {} });
+    }
+    // No Content-Type at all (bytes: fetch sends none).
+    const untyped = await fetch(`${origin}/rcp/ping`, { method: 'POST', body: new TextEncoder().encode(frame) });
+    expect(await untyped.json()).toMatchObject({ id: 1, result: {} });
   });
 
   it('§5.2 unknown paths are 404', async () => {

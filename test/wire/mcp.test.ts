@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from '../helpers/wire.js';
+import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
 
 /**
  * The MCP bridge (`rcp-server mcp`), driven by the official MCP SDK's own client over a real stdio pipe: tools/list
@@ -117,4 +117,59 @@ describe('rcp-server mcp over a registry, read-only engines', () => {
     expect(found.structuredContent).toMatchObject({ hits: [] });
     await client.close();
   });
+});
+
+describe('rcp-server mcp bounds a stdin line as RCP over stdio does (§15.5)', () => {
+  it('refuses a line past maxBodyBytes with an error, logs it, and answers the next request', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'rcp-mcp-oversized-'));
+    const server = spawnStdio({}, ['bin/rcp-server.js', 'mcp', '--data', data]);
+    const frames: Record<string, unknown>[] = [];
+    const waiters: (() => void)[] = [];
+    readFrames(server.child, (frame) => {
+      frames.push(frame as Record<string, unknown>);
+      for (const wake of waiters.splice(0)) wake();
+    });
+    const answerTo = (id: unknown) =>
+      new Promise<Record<string, unknown>>((resolve, reject) => {
+        const look = (): void => {
+          const found = frames.find((frame) => frame.id === id);
+          if (found !== undefined) resolve(found);
+          else waiters.push(look);
+        };
+        void server.exited.then((code) => reject(new Error(`exited ${code}: ${server.stderr()}`)));
+        look();
+      });
+    const send = (frame: object) => server.child.stdin.write(`${JSON.stringify(frame)}\n`);
+    try {
+      send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      });
+      await answerTo(1);
+      send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      // 20 MB: past the 16 MB default maxBodyBytes (and the SDK's own 10 MB buffer, which closed the transport).
+      const oversized = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/list',
+        params: { pad: 'x'.repeat(20e6) },
+      });
+      server.child.stdin.write(`${oversized}\n`);
+      send({ jsonrpc: '2.0', id: 3, method: 'ping' });
+      const refused = await answerTo(null);
+      expect(refused.error).toMatchObject({
+        code: -32000,
+        message: expect.stringMatching(/^Payload Too Large: frame of \d+\+ bytes exceeds 16777216$/),
+      });
+      expect(await answerTo(3)).toMatchObject({ result: {} });
+      expect(frames.some((frame) => frame.id === 2)).toBe(false);
+      expect(server.stderr()).toMatch(/line refused/);
+      expect(server.child.exitCode).toBeNull();
+    } finally {
+      server.child.stdin.end();
+      await server.exited;
+    }
+  }, 60_000);
 });

@@ -33,3 +33,14 @@ export function digestFile(file: string): { bytes: number; sha256: string } {
   }
   return { bytes, sha256: hash.digest('hex') };
 }
+
+/** How a file differs from what was saved of it, in words that say which: its length, or its content. */
+export function damageOf(
+  found: { bytes: number; sha256: string },
+  expected: { bytes: number; sha256: string } | undefined,
+): string | undefined {
+  if (expected === undefined) return 'no size and digest saved for it';
+  if (found.bytes !== expected.bytes) return `${found.bytes} bytes, not the ${expected.bytes} saved (length differs)`;
+  if (found.sha256 !== expected.sha256) return `${found.bytes} bytes as saved, but their SHA-256 differs (damaged)`;
+  return undefined;
+}

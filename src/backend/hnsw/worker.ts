@@ -7,7 +7,7 @@ import hnswlib from 'hnswlib-node';
 import type { DenseIndexOptions, DenseReply, DenseRequest } from './worker-protocol.js';
 import { cosineSimilarity, dotProduct } from '../../protocol/vectors.js';
 import { syncPath } from '../files.js';
-import { digestFile } from './saved-file.js';
+import { damageOf, digestFile } from './saved-file.js';
 
 let index: hnswlib.HierarchicalNSW | undefined;
 let options: DenseIndexOptions | undefined;
@@ -63,10 +63,8 @@ function open(request: Extract<DenseRequest, { op: 'open' }>): DenseReply {
     index.setEf(options.efSearch);
     return { ok: true, loaded: false, count: 0 };
   }
-  const found = digestFile(request.file);
-  const { expected } = request;
-  if (expected === undefined || found.bytes !== expected.bytes || found.sha256 !== expected.sha256)
-    throw new Error(`${request.file}: ${found.bytes} bytes, not the ${expected?.bytes ?? '?'} saved (or damaged)`);
+  const damage = damageOf(digestFile(request.file), request.expected);
+  if (damage !== undefined) throw new Error(`${request.file}: ${damage}`);
   // allowReplaceDeleted: fresh labels may reuse the slots of deleted ones.
   index.readIndexSync(request.file, true);
   // getIdsList includes labels marked deleted; getPoint throws for exactly those.

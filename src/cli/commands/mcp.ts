@@ -19,6 +19,9 @@ export async function mcpCommand(command: McpCommand): Promise<number> {
     output: process.stdout,
     session: app.createSession({ implicit: true }),
     server: { name: config.server.name, version: config.server.version },
+    maxLineBytes: config.limits.maxBodyBytes,
+    maxFrameValues: config.limits.maxFrameValues,
+    log,
   });
   onSignals(log, () => process.stdin.destroy());
   await bridge.closed;

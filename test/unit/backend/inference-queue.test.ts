@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { bucketLength, InferenceQueue } from '../../../src/backend/inference-queue.js';
 import { RpcError } from '../../../src/protocol/errors.js';
@@ -39,6 +40,18 @@ describe('inference queue (docs/architecture.md §10: batching, buckets, bound)'
     // The first batch was taken before the small one arrived; the second already carries it.
     expect(calls[1]).toContain(99);
     expect(calls).toHaveLength(5);
+  });
+
+  it('a submission leaves no abort listener on its signal once answered: a request may submit many times', async () => {
+    const { run } = recorder();
+    const queue = new InferenceQueue(options, run);
+    const signal = new AbortController().signal;
+    for (let i = 0; i < 12; i++) await queue.submit(items(4, 5), signal);
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+    const failing = new InferenceQueue(options, () => Promise.reject(new Error('model failed')));
+    await expect(failing.submit(items(4), signal)).rejects.toThrow('model failed');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });
 
   it('splits a batch by length bucket so short texts are not padded to long ones', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, truncateSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -66,5 +66,35 @@ describe('the HNSW dense index in its worker', () => {
     const attacker = finished.filter((tag) => tag.startsWith('a'));
     expect(attacker).toEqual(Array.from({ length: 40 }, (_, i) => `a${i}`));
     await index.close();
+  });
+
+  it('a saved file that does not match its sum is discarded saying whether its length or its content differs', async () => {
+    const vectors = Array.from({ length: 50 }, (_, i) => Float32Array.from({ length: DIMENSION }, (_, d) => i + d + 1));
+    const store = { id: 'store-a', seq: 1 };
+    const damaged = async (damage: (file: string) => void): Promise<string[]> => {
+      const dir = mkdtempSync(join(DIR, 'saved-'));
+      const index = new DenseIndex();
+      try {
+        await index.reset(options);
+        await index.add(
+          vectors.map((_, i) => i),
+          vectors,
+          DIMENSION,
+        );
+        await index.save(dir, 1, { space: options.space, dimension: DIMENSION, store: store.id });
+        damage(join(dir, 'dense-1.hnsw'));
+        return (await index.open(dir, options, store)).discarded;
+      } finally {
+        await index.close();
+      }
+    };
+    const [overwritten] = await damaged((file) => {
+      const fd = openSync(file, 'r+');
+      writeSync(fd, Buffer.from('damage'), 0, 6, 100);
+      closeSync(fd);
+    });
+    expect(overwritten).toMatch(/: \d+ bytes as saved, but their SHA-256 differs \(damaged\)$/);
+    const [truncated] = await damaged((file) => truncateSync(file, 1000));
+    expect(truncated).toMatch(/: 1000 bytes, not the \d+ saved \(length differs\)$/);
   });
 });

@@ -1,0 +1,58 @@
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+
+/**
+ * §5.2: a frame is posted as `Content-Type: application/json`. What a body says it is decides whether it is read as
+ * JSON at all; the answer to one that is not is a transport-level failure the JSON-RPC layer never sees (§5.2 status
+ * mapping: not 200), HTTP 415 — as Fastify answers its own unsupported types, and the listener its 404s.
+ *
+ * Read as JSON: no Content-Type; `application/json`, `application/*+json`, `application/json-rpc`,
+ * `application/jsonrequest`; and what plain HTTP tools send for a body they were handed as text — `curl -d`'s
+ * `application/x-www-form-urlencoded` (the README's quickstart), `fetch`'s `text/plain` for a string, and
+ * `application/octet-stream` for bytes. Refused: any other type (text/html, multipart/form-data, application/xml...),
+ * a charset other than UTF-8 (RFC 8259 §8.1: JSON exchanged between systems is UTF-8), and a Content-Encoding other
+ * than identity (a gzip body is not JSON until inflated, and bodies are bounded as they arrive, §15.5).
+ */
+const AS_TEXT = new Set([
+  'application/json',
+  'application/json-rpc',
+  'application/jsonrequest',
+  'application/x-www-form-urlencoded',
+  'application/octet-stream',
+  'text/plain',
+]);
+const UTF8 = new Set(['utf-8', 'utf8', 'us-ascii']);
+
+/** Why the body cannot be read as a JSON frame, from its headers alone; undefined when it can. */
+export function unreadableBody(headers: IncomingHttpHeaders): string | undefined {
+  const encoding = headers['content-encoding'];
+  if (encoding !== undefined) {
+    const codings = encoding.split(',').map((coding) => coding.trim().toLowerCase());
+    const other = codings.find((coding) => coding !== 'identity' && coding !== '');
+    if (other !== undefined) return `Content-Encoding ${other} is not accepted: send the JSON body uncompressed`;
+  }
+  const type = headers['content-type'];
+  if (type === undefined || type.trim() === '') return undefined;
+  const [essence = '', ...parameters] = type.split(';').map((part) => part.trim().toLowerCase());
+  const json = AS_TEXT.has(essence) || /^application\/[^/]+\+json$/.test(essence);
+  if (!json) return `Content-Type ${essence} is not JSON: send application/json`;
+  const charset = parameters.find((parameter) => parameter.startsWith('charset='))?.slice('charset='.length);
+  const name = charset?.replace(/^"(.*)"$/, '$1');
+  if (name !== undefined && !UTF8.has(name)) return `charset ${name} is not accepted: JSON is UTF-8`;
+  return undefined;
+}
+
+/**
+ * HTTP 415 with the reason, shaped as the listener's other non-RCP errors (Fastify's `statusCode`, `error`,
+ * `message`); the body is not read, so the connection closes after it. `Accept-Encoding: identity` says which coding
+ * is accepted (RFC 9110 §12.5.3).
+ */
+export function refuseMediaType(response: ServerResponse, reason: string): void {
+  const body = JSON.stringify({ statusCode: 415, error: 'Unsupported Media Type', message: reason });
+  response.writeHead(415, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'accept-encoding': 'identity',
+    connection: 'close',
+  });
+  response.end(body);
+}
