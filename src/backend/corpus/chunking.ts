@@ -76,12 +76,14 @@ async function cutWords(
 ): Promise<Span[]> {
   const words = wordSpans(text, sentence);
   const fits = (first: number, last: number) => count(text.slice(words.start(first), words.end(last))) <= limit;
-  const wordTokens = wordCounter(text, words, count);
+  // A word's own count less the tokens every call adds ([CLS] and [SEP] for WordPiece): see count-in-parts.ts.
+  const specials = 2 * count('a') - count('a a');
+  const wordTokens = wordCounter(text, words, count, specials);
   const pieces: Span[] = [];
   for (let first = 0; first < words.count;) {
     // The longest window from `first` that fits; a word too long alone is a piece of its own.
     let predicted = first;
-    for (let sum = wordTokens(first); predicted + 1 < words.count; predicted++) {
+    for (let sum = wordTokens(first) + specials; predicted + 1 < words.count; predicted++) {
       sum += wordTokens(predicted + 1);
       if (sum > limit) break;
     }
@@ -97,15 +99,15 @@ async function cutWords(
   return pieces;
 }
 
-/** Each word's own token count, remembered by word (a bounded memo: a long sentence repeats its words). */
-function wordCounter(text: string, words: WordSpans, count: TokenCounter): (i: number) => number {
+/** Each word's own token count (less `specials`), remembered by word (a bounded memo: a long sentence repeats its words). */
+function wordCounter(text: string, words: WordSpans, count: TokenCounter, specials: number): (i: number) => number {
   const memo = new Map<string, number>();
   return (i) => {
     const word = text.slice(words.start(i), words.end(i));
     let tokens = memo.get(word);
     if (tokens === undefined) {
       if (memo.size >= WORD_MEMO) memo.clear();
-      memo.set(word, (tokens = count(word)));
+      memo.set(word, (tokens = count(word) - specials));
     }
     return tokens;
   };
