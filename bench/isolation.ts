@@ -5,9 +5,14 @@
  * the same run (target: worst under 50 ms). Then one attacker loops the heaviest kind while a well-behaved client
  * retrieves: its share of OK answers (target ≥ 90%) and its rate against the same client alone. The heavy requests
  * are sent from a worker thread with their bodies serialised beforehand: a client's own JSON work over megabytes
- * would otherwise delay its pings and be counted against the server.
+ * would otherwise delay its pings and be counted against the server. The pinging client is a victim on an address of
+ * its own (127.0.0.2: Linux routes all of 127.0.0.0/8 to loopback), so no per-caller bound counts it with the heavy
+ * one. A flood follows: one caller on 16 connections adding 20-document chunked batches, while the victim pings and
+ * retrieves; its p99 against its idle p99 in the same run (target: under 10×). `RCP_ISOLATION_KINDS=a,b` runs only the
+ * heavy kinds whose names contain one of those words (and `flood` the flood).
  */
 import { spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,13 +30,21 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-/** A server process; with `keys`, `readyz` is polled with `monitorKey`. */
+/**
+ * A server process; with `keys`, `readyz` is polled with `monitorKey`. `RCP_BENCH_NODE_ARGS` (space-separated) go to
+ * its node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where its threads spend the run.
+ */
 export async function start(env: NodeJS.ProcessEnv = {}, monitorKey?: string): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), 'rcp-isolation-'));
-  const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--http', '127.0.0.1:0', '--data', dir], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, RCP_LOG_LEVEL: 'info', ...env },
-  });
+  const nodeArgs = (process.env.RCP_BENCH_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '');
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, 'bin/rcp-server.js', 'serve', '--http', '127.0.0.1:0', '--data', dir],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, RCP_LOG_LEVEL: 'info', ...env },
+    },
+  );
   let log = '';
   const origin = await new Promise<string>((resolve, reject) => {
     child.stderr.on('data', (chunk: Buffer) => {
@@ -74,15 +87,45 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 };
 
-/** Ping latencies (ms) every 10 ms until `work` settles. */
-async function pingsDuring(origin: string, work: Promise<unknown>): Promise<number[]> {
+/** The victim: one kept-alive connection from 127.0.0.2, a caller of its own. */
+const victimAgent = new Agent({ keepAlive: true, maxSockets: 1, localAddress: '127.0.0.2' });
+
+/** One call from the victim's address; its latency in ms (an error answer counts as an answer). */
+function victimCall(origin: string, method: string, params: object): Promise<number> {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method, params });
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request(`${origin}/rcp/${method}`, { method: 'POST', agent: victimAgent }, (response) => {
+      response.resume();
+      response.once('end', () => resolve(performance.now() - started));
+    });
+    req.once('error', reject);
+    req.end(body);
+  });
+}
+
+/** Victim latencies (ms) of `method` every 10 ms until `work` settles (at least `minimum` of them). */
+async function victimDuring(
+  origin: string,
+  work: Promise<unknown>,
+  method = 'ping',
+  params: object = {},
+): Promise<number[]> {
   let done = false;
   void work.finally(() => (done = true));
   const latencies: number[] = [];
   while (!done) {
-    const started = performance.now();
-    await call(origin, 'ping', {});
-    latencies.push(performance.now() - started);
+    latencies.push(await victimCall(origin, method, params));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return latencies;
+}
+
+/** `count` victim calls back to back, 10 ms apart: the idle figures of the same run. */
+async function victimIdle(origin: string, count: number, method = 'ping', params: object = {}): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let i = 0; i < count; i++) {
+    latencies.push(await victimCall(origin, method, params));
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   return latencies;
@@ -107,6 +150,10 @@ function heavyKinds(): Record<string, Heavy> {
       params: { query, k: 200, candidateK: 1000, mode: 'dense', mmr: { lambda: 0.5 } },
     },
     'retrieve hybrid k200 tokenBudget': { rpc: 'retrieve', params: { query, k: 200, tokenBudget: 100_000 } },
+    'retrieve colbert topN 1000 candidateK 1000': {
+      rpc: 'retrieve',
+      params: { query, k: 10, candidateK: 1000, rerank: { method: 'colbert', topN: 1000 } },
+    },
     'embed one 15 MB text': { rpc: 'embed', params: { inputs: [long] } },
     'embed 256 × 60 KB': { rpc: 'embed', params: { inputs: texts } },
     'embed/sparse 64 × 60 KB': { rpc: 'embed/sparse', params: { inputs: texts.slice(0, 64) } },
@@ -123,6 +170,10 @@ function heavyKinds(): Record<string, Heavy> {
       rpc: 'index/add',
       params: { documents: [{ id: 'long', text: 'a '.repeat(500_000) }], chunk: true, _meta: { deadlineMs: 5000 } },
     },
+    'index/add chunk 1 MiB, 4,096 chunks (default deadline)': {
+      rpc: 'index/add',
+      params: { documents: [{ id: 'long4k', text: 'a '.repeat(524_288) }], chunk: true },
+    },
     'query/transform rewrite 3,000 unknown words': {
       rpc: 'query/transform',
       params: { query: unknown, method: 'rewrite' },
@@ -132,32 +183,85 @@ function heavyKinds(): Record<string, Heavy> {
   };
 }
 
-/** A client in its own thread: sends `body` to `url` until `until` (once if 0); answers its last result. */
+/**
+ * A client in its own thread: sends `body` to `url` on `connections` connections at once until `until` (once if 0),
+ * each body with `__N__` replaced by a fresh number; answers its last result and how many were OK of how many.
+ */
 const SENDER = `
 const { parentPort, workerData } = require('node:worker_threads');
 (async () => {
-  const { url, body, until } = workerData;
+  const { url, body, until, connections } = workerData;
   let result;
-  do {
-    const text = await (await fetch(url, { method: 'POST', body })).text();
-    const error = /^\\{"jsonrpc":"2\\.0","id":[^,]*,"error":\\{"code":(-?\\d+)/.exec(text);
-    result = error === null ? { ok: true } : { ok: false, code: Number(error[1]) };
-  } while (performance.now() + performance.timeOrigin < until);
-  parentPort.postMessage(result);
+  let sent = 0;
+  let ok = 0;
+  const loop = async () => {
+    do {
+      const n = sent++;
+      const text = await (await fetch(url, { method: 'POST', body: body.replaceAll('__N__', String(n)) })).text();
+      const error = /^\\{"jsonrpc":"2\\.0","id":[^,]*,"error":\\{"code":(-?\\d+)/.exec(text);
+      result = error === null ? { ok: true } : { ok: false, code: Number(error[1]) };
+      if (error === null) ok++;
+    } while (performance.now() + performance.timeOrigin < until);
+  };
+  await Promise.all(Array.from({ length: connections }, loop));
+  parentPort.postMessage({ ...result, sent, okCount: ok });
 })();
 `;
 
+interface Sent {
+  ok: boolean;
+  code?: number;
+  sent: number;
+  okCount: number;
+}
+
 /** `heavy` sent from another thread, its body serialised here before it starts; `until` (epoch ms) loops it. */
-function run(origin: string, heavy: Heavy, until = 0): Promise<{ ok: boolean; code?: number }> {
+function run(origin: string, heavy: Heavy, until = 0, connections = 1): Promise<Sent> {
   const body = JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method: heavy.rpc, params: heavy.params });
-  const worker = new Worker(SENDER, { eval: true, workerData: { url: `${origin}/rcp/${heavy.rpc}`, body, until } });
+  const url = `${origin}/rcp/${heavy.rpc}`;
+  const worker = new Worker(SENDER, { eval: true, workerData: { url, body, until, connections } });
   return new Promise((resolve, reject) => {
-    worker.once(
-      'message',
-      (result: { ok: boolean; code?: number }) => void worker.terminate().then(() => resolve(result)),
-    );
+    worker.once('message', (result: Sent) => void worker.terminate().then(() => resolve(result)));
     worker.once('error', reject);
   });
+}
+
+/** Which parts to run: `RCP_ISOLATION_KINDS` (comma-separated words a name must contain), else all. */
+function wanted(name: string): boolean {
+  const words = (process.env.RCP_ISOLATION_KINDS ?? '').split(',').filter((word) => word !== '');
+  return words.length === 0 || words.some((word) => name.includes(word));
+}
+
+const ms = (value: number) => `${value.toFixed(1).padStart(7)} ms`;
+
+/**
+ * One caller floods 16 connections with 20-document chunked index/add batches for `seconds` while the victim pings,
+ * then retrieves: each against its own idle figures, measured just before in the same run.
+ */
+async function flood(origin: string, seconds: number): Promise<void> {
+  const query = { query: sentence(3, 8), k: 10 };
+  const idlePing = await victimIdle(origin, 200);
+  const idleRetrieve = await victimIdle(origin, 100, 'retrieve', query);
+  const documents = Array.from({ length: 20 }, (_, i) => ({
+    id: `flood__N__-${i}`,
+    text: `__N__ ${sentence(i + 7, 300)}`,
+  }));
+  const heavy = { rpc: 'index/add', params: { documents, chunk: true } };
+  for (const [what, method, params, idle] of [
+    ['ping', 'ping', {}, idlePing],
+    ['retrieve k10', 'retrieve', query, idleRetrieve],
+  ] as const) {
+    const attack = run(origin, heavy, performance.timeOrigin + performance.now() + seconds * 1000, 16);
+    const during = await victimDuring(origin, attack, method, params);
+    const sent = await attack;
+    const idleP99 = percentile(idle, 0.99);
+    const p99 = percentile(during, 0.99);
+    console.log(
+      `  flood: 16 connections of one caller, 20-document chunked index/add, ${seconds} s ` +
+        `(${sent.okCount}/${sent.sent} OK); victim ${what}: idle worst ${ms(Math.max(...idle))} p99 ${ms(idleP99)}; ` +
+        `flooded worst ${ms(Math.max(...during))} p99 ${ms(p99)} (${(p99 / idleP99).toFixed(1)}× idle p99)`,
+    );
+  }
 }
 
 export async function benchIsolation(): Promise<void> {
@@ -171,36 +275,34 @@ export async function benchIsolation(): Promise<void> {
       }));
       await call(origin, 'index/add', { documents });
     }
-    const idle: number[] = [];
-    for (let i = 0; i < 200; i++) {
-      const started = performance.now();
-      await call(origin, 'ping', {});
-      idle.push(performance.now() - started);
-    }
+    const idle = await victimIdle(origin, 200);
     const idleP99 = percentile(idle, 0.99);
     console.log(
-      `\nisolation: 1,000 generated documents; idle ping p50 ${percentile(idle, 0.5).toFixed(2)} ms, p99 ${idleP99.toFixed(2)} ms`,
+      `\nisolation: 1,000 generated documents; victim (127.0.0.2) idle ping p50 ${percentile(idle, 0.5).toFixed(2)} ms, ` +
+        `p99 ${idleP99.toFixed(2)} ms, worst ${Math.max(...idle).toFixed(2)} ms`,
     );
-    console.log('  heavy request kind                                 answer     ping worst   p99    (× idle p99)');
+    console.log('  heavy request kind                                     answer     ping worst   p99    (× idle p99)');
     const kinds = heavyKinds();
     let heaviest = { name: '', ms: 0 };
     for (const [name, heavy] of Object.entries(kinds)) {
+      if (!wanted(name)) continue;
       const started = performance.now();
       const work = run(origin, heavy);
-      const pings = await pingsDuring(origin, work);
+      const pings = await victimDuring(origin, work);
       const answer = await work;
-      const ms = performance.now() - started;
-      if (ms > heaviest.ms && answer.ok) heaviest = { name, ms };
+      const took = performance.now() - started;
+      if (took > heaviest.ms && answer.ok) heaviest = { name, ms: took };
       const worst = Math.max(...pings);
       const p99 = percentile(pings, 0.99);
       console.log(
-        `  ${name.padEnd(50)} ${(answer.ok ? 'ok' : String(answer.code)).padEnd(7)} ${ms.toFixed(0).padStart(6)} ms ` +
+        `  ${name.padEnd(54)} ${(answer.ok ? 'ok' : String(answer.code)).padEnd(7)} ${took.toFixed(0).padStart(6)} ms ` +
           `${worst.toFixed(1).padStart(7)} ms ${p99.toFixed(1).padStart(6)} ms  (${(p99 / idleP99).toFixed(1)}×)`,
       );
     }
-
-    // The 15 × 1 MB documents added above would make every polite retrieve below carry megabytes of text.
+    // The 15 × 1 MB documents added above would make every retrieve below carry megabytes of text.
     await call(origin, 'index/delete', { ids: Array.from({ length: 15 }, (_, i) => `big${i}`) });
+    if (wanted('flood')) await flood(origin, 15);
+    if (heaviest.name === '' || !wanted('polite')) return;
     const SECONDS = 20;
     const polite = async (until: number) => {
       let ok = 0;

@@ -443,6 +443,7 @@ function registerRetrieve(
   registry.register(
     ...retrieveMethod(corpus, models.encoder, rerankers, {
       ...config.retrieve,
+      rerankMaxCandidates: config.models.rerankMaxCandidates,
       fields,
       maxQueryChars,
       filterLimits: { maxDepth: maxFilterDepth, maxNodes: maxFilterNodes },

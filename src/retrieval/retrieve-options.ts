@@ -61,6 +61,8 @@ export interface OptionSettings {
   readonly defaultMode: Mode;
   readonly fusion: { readonly method: FusionMethod; readonly alpha: number; readonly rrfK: number };
   readonly rerankTopN: number;
+  /** `rerank.maxCandidates` (§6): the most candidates one request's rerank stage scores. */
+  readonly rerankMaxCandidates: number;
   readonly fields: Readonly<Record<string, FieldType>>;
   readonly filterLimits: FilterLimits;
 }
@@ -181,10 +183,14 @@ function chooseReranker<R extends NamedReranker>(
   return reranker;
 }
 
-/** §3.3 funnel: candidateK ≥ rerank.topN ≥ k as asked, then clamped (never an error for being large). */
+/**
+ * §3.3 funnel: candidateK ≥ rerank.topN ≥ k as asked, then clamped (never an error for being large): §7.7 clamps
+ * topN to `rerank.maxCandidates` as the `rerank` method bounds its passages (a colbert stage over 1,000 candidates
+ * cost 15-19 s of the server's CPU where 256 cost a quarter of that); `usage.reranked` reports what ran.
+ */
 export function funnelSizes(
   params: Pick<RetrieveOptions, 'k' | 'candidateK' | 'rerank'>,
-  settings: Pick<OptionSettings, 'maxK' | 'maxCandidates' | 'candidateK' | 'rerankTopN'>,
+  settings: Pick<OptionSettings, 'maxK' | 'maxCandidates' | 'candidateK' | 'rerankTopN' | 'rerankMaxCandidates'>,
 ): FunnelSizes {
   const topNAsked = params.rerank === false ? undefined : params.rerank?.topN;
   if (params.candidateK !== undefined && params.candidateK < params.k) {
@@ -197,7 +203,7 @@ export function funnelSizes(
   }
   const k = Math.min(params.k, settings.maxK);
   const candidateK = Math.min(params.candidateK ?? Math.max(k, settings.candidateK), settings.maxCandidates);
-  const topN = Math.min(topNAsked ?? Math.max(k, settings.rerankTopN), candidateK);
+  const topN = Math.min(topNAsked ?? Math.max(k, settings.rerankTopN), candidateK, settings.rerankMaxCandidates);
   return { k, candidateK, topN };
 }
 

@@ -133,8 +133,9 @@ describe('hostile inputs (§15.5)', () => {
   });
 
   it('index/add with chunk: true of one 1 MB sentence costs its caller: -32014 at its deadline, ping answered', async () => {
-    // 512 Ki one-letter words are 4,096 chunks to embed: far more than a 3 s deadline allows.
-    const text = 'a '.repeat(512 * 1024).slice(0, 1024 * 1024 - 1);
+    // 1 MB of distinct short words is thousands of distinct chunks to embed: far more than a 3 s deadline allows.
+    const words = Array.from({ length: 200_000 }, (_, i) => i.toString(36)).join(' ');
+    const text = words.slice(0, 1024 * 1024 - 1);
     const started = performance.now();
     const { answer, slowPingMs } = await whilePinging(() =>
       call('index/add', { documents: [{ id: 'long', text }], chunk: true, _meta: { deadlineMs: 3000 } }),
@@ -142,7 +143,7 @@ describe('hostile inputs (§15.5)', () => {
     expect(answer.error).toMatchObject({ code: -32014 });
     expect(performance.now() - started).toBeLessThan(3000 + STALL_MS);
     expect(slowPingMs).toBeLessThan(STALL_MS);
-    const found = await call('retrieve', { query: 'a a a', k: 1, mode: 'sparse' });
+    const found = await call('retrieve', { query: '1 2 3', k: 1, mode: 'sparse' });
     expect((found.result as { hits: unknown[] }).hits).toEqual([]);
   });
 
@@ -153,4 +154,17 @@ describe('hostile inputs (§15.5)', () => {
     expect((await call('ping', {})).result).toEqual({});
     expect(server.stderr().slice(before)).not.toContain('MaxListenersExceededWarning');
   });
+
+  it('index/add with chunk: true of 1 MiB of one-letter words (4,096 chunks) is written within the default deadline', async () => {
+    // Its chunks are one text 4,096 times: embedded once, and cut at words in two token counts a chunk, not ~15.
+    // Before, embedding each chunk (~6 ms of model time on 2 cores) ran past the 30 s deadline.
+    const text = 'a '.repeat(512 * 1024);
+    const { answer, slowPingMs } = await whilePinging(() =>
+      call('index/add', { documents: [{ id: 'letters', text }], chunk: true }),
+    );
+    expect(answer.result).toMatchObject({ ids: ['letters'], chunks: 4096 });
+    expect(slowPingMs).toBeLessThan(STALL_MS);
+    const found = await call('retrieve', { query: 'a a a', k: 1, mode: 'sparse' });
+    expect((found.result as { hits: { id: string }[] }).hits[0]?.id).toMatch(/^letters#/);
+  }, 60_000);
 });

@@ -15,6 +15,7 @@ const SETTINGS: OptionSettings = {
   defaultMode: 'hybrid',
   fusion: { method: 'rrf', alpha: 0.5, rrfK: 60 },
   rerankTopN: 30,
+  rerankMaxCandidates: 150,
   fields: { year: 'int', published: 'date', lang: 'keyword' },
   filterLimits: { maxDepth: 16, maxNodes: 1024 },
 };
@@ -77,6 +78,11 @@ describe('§3.3 the funnel: candidateK ≥ rerank.topN ≥ k, then clamped', () 
     { name: 'candidateK above maxCandidates is clamped', params: { k: 5, candidateK: 10_000 }, sizes: [5, 200, 30] },
     { name: 'topN is clamped to the effective candidateK', params: { k: 5, candidateK: 20 }, sizes: [5, 20, 20] },
     { name: 'an asked topN within bounds is kept', params: { k: 5, rerank: { topN: 7 } }, sizes: [5, 100, 7] },
+    {
+      name: 'topN above rerank.maxCandidates is clamped to it (§7.7)',
+      params: { k: 5, candidateK: 200, rerank: { topN: 200 } },
+      sizes: [5, 200, 150],
+    },
     { name: 'rerank false keeps the default topN', params: { k: 5, rerank: false as const }, sizes: [5, 100, 30] },
   ])('$name', ({ params, sizes }) => {
     const { k, candidateK, topN } = funnelSizes(params, SETTINGS);
