@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { RemoteEngine } from '../backend/ports.js';
 import type { RequestContext } from '../protocol/context.js';
+import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition, MethodRegistry } from '../protocol/registry.js';
 import { firstAnswer } from './failover.js';
@@ -126,8 +127,10 @@ function registerIndex(registry: MethodRegistry, shards: readonly RemoteEngine[]
       void _documents;
       const ids: string[] = new Array<string>(documents.length);
       let chunks = 0;
-      await Promise.all(
-        [...groups].map(async ([shard, positions]) => {
+      const shardWrites = [...groups].map(([shard, positions]) => ({
+        engine: byId[shard]!,
+        ids: positions.map((i) => String(documents[i]!.id)),
+        write: async () => {
           const result = await call(
             byId[shard]!,
             'index/add',
@@ -137,8 +140,9 @@ function registerIndex(registry: MethodRegistry, shards: readonly RemoteEngine[]
           const shardIds = Array.isArray(result.ids) ? result.ids : [];
           positions.forEach((position, j) => (ids[position] = String(shardIds[j])));
           if (typeof result.chunks === 'number') chunks += result.chunks;
-        }),
-      );
+        },
+      }));
+      await allShards('index/add', shardWrites);
       return { ids, chunks };
     },
   };
@@ -152,12 +156,52 @@ function registerIndex(registry: MethodRegistry, shards: readonly RemoteEngine[]
         const shard = shardOf(id, byId.length);
         groups.set(shard, [...(groups.get(shard) ?? []), id]);
       }
-      const counts = await Promise.all(
-        [...groups].map(async ([shard, ids]) => (await call(byId[shard]!, 'index/delete', { ids }, ctx)).deleted),
-      );
-      return { deleted: counts.reduce<number>((sum, n) => sum + (typeof n === 'number' ? n : 0), 0) };
+      let deleted = 0;
+      const shardWrites = [...groups].map(([shard, ids]) => ({
+        engine: byId[shard]!,
+        ids,
+        write: async () => {
+          const count = (await call(byId[shard]!, 'index/delete', { ids }, ctx)).deleted;
+          deleted += typeof count === 'number' ? count : 0;
+        },
+      }));
+      await allShards('index/delete', shardWrites);
+      return { deleted };
     },
   };
   const index = { ...(byId[0]?.info?.capabilities.index as JsonObject), shards: byId.length };
   registry.register(add, index).register(remove, {});
+}
+
+/** One shard's part of a gateway write: the engine, the document ids it owns, and the call that writes them. */
+interface ShardWrite {
+  readonly engine: RemoteEngine;
+  readonly ids: readonly string[];
+  readonly write: () => Promise<void>;
+}
+
+/**
+ * Runs every shard's part of a write at once and waits for all of them. When some fail, the error must tell the
+ * truth about what was applied (§12): each shard's write is its own, so shards that answered applied theirs even
+ * though another failed. With none applied, the first failure is answered as the shard gave it; otherwise its code is
+ * kept (a retry of the whole write is an upsert or a repeated delete, so it is as retryable as the failure was) and
+ * the message and `data.applied` / `data.failed` name the ids on each side (a failed shard's own message says
+ * whether its part was applied: nothing, or perhaps).
+ */
+async function allShards(method: string, writes: readonly ShardWrite[]): Promise<void> {
+  const outcomes = await Promise.allSettled(writes.map((shard) => shard.write()));
+  const failed = writes.filter((_, i) => outcomes[i]!.status === 'rejected');
+  if (failed.length === 0) return;
+  const first = (outcomes.find((outcome) => outcome.status === 'rejected') as PromiseRejectedResult).reason as unknown;
+  // Only an engine's answer is the engine's; anything else is our defect, for the dispatch (docs/architecture.md §6).
+  if (!(first instanceof RpcError) || failed.length === writes.length) throw first;
+  const applied = writes.filter((shard) => !failed.includes(shard));
+  const names = (shards: readonly ShardWrite[]) => shards.map((shard) => shard.engine.id).join(', ');
+  const count = (shards: readonly ShardWrite[]) => shards.reduce((sum, shard) => sum + shard.ids.length, 0);
+  throw new RpcError(
+    first.code,
+    `${method} applied to ${count(applied)} of ${count(writes)} documents (engines ${names(applied)}); ` +
+      `the other ${count(failed)} failed on engines ${names(failed)}: ${first.message}`,
+    { ...first.data, applied: applied.flatMap((shard) => shard.ids), failed: failed.flatMap((shard) => shard.ids) },
+  );
 }

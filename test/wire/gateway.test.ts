@@ -153,6 +153,30 @@ describe('a gateway over a stdio engine and an HTTP engine', () => {
   });
 });
 
+describe('§12 a gateway write that fails on one shard', () => {
+  it('says which documents were applied and which were not, and the applied ones are there', async () => {
+    const shard = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]);
+    const gw = await gateway(
+      'partial',
+      registryFile([stdioEngine('e1', dataDir()), { id: 'e2', transport: 'http', url: `${shard.origin}/rcp` }]),
+    );
+    await shard.stop();
+    const onE1 = DOCUMENTS.filter((doc) => shardOf(doc.id, 2) === 0).map((doc) => doc.id);
+    const onE2 = DOCUMENTS.filter((doc) => shardOf(doc.id, 2) === 1).map((doc) => doc.id);
+    const failed = await call(gw.origin, 'index/add', { documents: DOCUMENTS });
+    const error = failed.error as { code: number; message: string; data: { applied: string[]; failed: string[] } };
+    expect(error.code).toBe(-32010);
+    expect(error.message).toContain(`applied to ${onE1.length} of ${DOCUMENTS.length} documents (engines e1)`);
+    expect([error.data.applied.sort(), error.data.failed.sort()]).toEqual([onE1.sort(), onE2.sort()]);
+    const found = result<RetrieveResult>(
+      await call(gw.origin, 'retrieve', { query: 'anything', k: 20, mode: 'dense' }),
+    );
+    expect(found.hits.map((hit) => hit.id.replace(/#0$/, '')).sort()).toEqual(onE1.sort());
+    const removed = await call(gw.origin, 'index/delete', { ids: DOCUMENTS.map((doc) => doc.id) });
+    expect((removed.error as { data: { applied: string[] } }).data.applied.sort()).toEqual(onE1.sort());
+  });
+});
+
 describe('a gateway over stdio, federating another gateway', () => {
   it('answers over its own stdio with hits from its engine and, through the inner gateway, from the other', async () => {
     const e2 = dataDir();

@@ -40,3 +40,44 @@ describe('receiveBody (§15.5)', () => {
     }
   });
 });
+
+describe('receiveBody: a body of many reads (§15.5)', () => {
+  const limits = { maxBytes: 8 << 20, maxTokens: 1 << 22 };
+
+  it('is kept whole and exact whatever its pieces, with or without a declared length, and gives back its charge', async () => {
+    const text = JSON.stringify({ texts: Array.from({ length: 3000 }, (_, i) => `text ${i} `.repeat(40)) });
+    for (const [piece, declared] of [
+      [65_536, text.length],
+      [1_000, undefined],
+      [text.length, text.length],
+    ] as const) {
+      const budget = new BodyBudget(64 << 20);
+      const body = await receiveBody(sent(text, piece), declared, limits, budget);
+      expect(body.equals(Buffer.from(text))).toBe(true);
+      expect(budget.held).toBe(0);
+    }
+  });
+
+  it('charges the shared budget for what it holds, never for what it only declared', async () => {
+    const stream = new PassThrough();
+    const budget = new BodyBudget(64 << 20);
+    const receiving = receiveBody(stream, 8 << 20, limits, budget);
+    stream.write(Buffer.alloc(1000, 0x20));
+    stream.write(Buffer.alloc(1000, 0x20));
+    await new Promise((resolve) => setImmediate(resolve));
+    // Two reads of 1,000 bytes: the buffer they are copied into, not the 8 MB declared.
+    expect(budget.held).toBeGreaterThan(0);
+    expect(budget.held).toBeLessThanOrEqual(512 * 1024);
+    stream.end(Buffer.from('{}'));
+    await receiving.catch(() => undefined);
+    expect(budget.held).toBe(0);
+  });
+
+  it('is refused busy when the budget cannot hold its growth, and gives back what it held', async () => {
+    const budget = new BodyBudget(1 << 20);
+    const text = ' '.repeat(3 << 20);
+    const refused = await receiveBody(sent(text, 65_536), text.length, limits, budget).catch((e: unknown) => e);
+    expect((refused as BodyRefusal).reason).toBe('busy');
+    expect(budget.held).toBe(0);
+  });
+});
