@@ -119,18 +119,18 @@ export function receiveBody(
 }
 
 /**
- * A body's bytes as they arrive, charged to the shared budget for what they hold. A body of one read (most of them)
- * is that read's bytes, not a copy. A longer one is copied into one buffer as it arrives, grown by doubling up to its
- * declared length (never allocated from the declaration alone: a client that declares 16 MB and sends a byte a second
- * holds what it sent, about twice at most). Keeping the reads themselves instead held every 64 KB read of a slow
- * upload until a full collection (they outlive the young generation), and joined them in a copy at the end: 30
- * concurrent 15 MB bodies left the process at 2.5-3.2x its idle RSS seconds after they were answered.
+ * A body's bytes as they arrive, charged to the shared budget byte for byte as received. A body of one read (most of
+ * them) is that read's bytes, not a copy. A longer one is copied into one buffer as it arrives, grown by doubling up
+ * to its declared length: never allocated from the declaration alone (a client that declares 16 MB and sends a byte a
+ * second holds what it sent), and never more than twice what arrived, so bodies in memory stay within twice the
+ * budget. Keeping the reads themselves instead held every 64 KB read of a slow upload until a full collection (they
+ * outlive the young generation), and joined them in a copy at the end: 30 concurrent 15 MB bodies left the process at
+ * 2.5-3.2x its idle RSS seconds after they were answered.
  */
 class BodyBytes {
   #first: Buffer | undefined;
   #buffer: Buffer | undefined;
   #length = 0;
-  #charged = 0;
 
   constructor(
     readonly maxBytes: number,
@@ -143,13 +143,11 @@ class BodyBytes {
 
   /** Keeps `chunk`; false (nothing kept) when the budget has no room for it. */
   push(chunk: Buffer): boolean {
+    if (!this.budget.take(chunk.length)) return false;
     const length = this.#length + chunk.length;
-    if (this.#length === 0) {
-      if (!this.#charge(chunk.length)) return false;
-      this.#first = chunk;
-    } else {
-      const capacity = this.#buffer?.length ?? this.#length;
-      if (length > capacity && !this.#grow(length)) return false;
+    if (this.#length === 0) this.#first = chunk;
+    else {
+      if (length > (this.#buffer?.length ?? this.#length)) this.#grow(length);
       chunk.copy(this.#buffer!, this.#length);
     }
     this.#length = length;
@@ -164,26 +162,17 @@ class BodyBytes {
 
   /** Gives back to the budget what these bytes were charged. */
   release(): void {
-    this.budget.give(this.#charged);
-    this.#charged = 0;
+    this.budget.give(this.#length);
+    this.#length = 0;
   }
 
   /** A buffer of at least `length` bytes holding what was kept: double the last, up to the body's most. */
-  #grow(length: number): boolean {
+  #grow(length: number): void {
     const doubled = Math.min(this.maxBytes, Math.max(2 * (this.#buffer?.length ?? this.#length), GROWN_MIN));
-    const capacity = Math.max(length, doubled);
-    if (!this.#charge(capacity - this.#charged)) return false;
-    const buffer = Buffer.allocUnsafeSlow(capacity);
+    const buffer = Buffer.allocUnsafeSlow(Math.max(length, doubled));
     this.whole().copy(buffer);
     this.#buffer = buffer;
     this.#first = undefined;
-    return true;
-  }
-
-  #charge(bytes: number): boolean {
-    if (!this.budget.take(bytes)) return false;
-    this.#charged += bytes;
-    return true;
   }
 }
 

@@ -190,7 +190,16 @@ interface Held {
   readonly holder: Holder;
   request?: IncomingMessage;
   response?: ServerResponse;
+  /** When it opened, or its last request's headers arrived: how long it has been sending, while it is. */
+  since: number;
 }
+
+/**
+ * How long a connection may send its request before it can lose its place to a newcomer: a client that just
+ * connected is not yet slow, and without it a newcomer from one address is cut by the next from another before its
+ * first request is read (a thousand addresses reconnecting as fast as they are cut would keep everyone out).
+ */
+const SENDING_GRACE_MS = 250;
 
 /**
  * Whose turn it is on a connection: its client's while it sends a request (headers or body), or once the answer is
@@ -204,14 +213,22 @@ function turnOf({ request, response }: Held): Turn {
   return response?.writableEnded === true ? 'idle' : 'answering';
 }
 
+/** Idle with its last answer wholly handed to the kernel: closing it costs its client a reconnect, nothing more. */
+function answeredIdle({ socket, request, response }: Held): boolean {
+  return request?.complete === true && response?.writableFinished === true && socket.writableLength === 0;
+}
+
 /**
  * At most `perAddress` open connections from one address (past it, a newcomer is closed at once) and `cap` in all.
  * When full, a newcomer from an address holding `n` takes the place of, first, the oldest connection whose turn it is
  * not the server's (see `Turn`) of the address holding the most, if that is more than `n + 1` (a few addresses that
  * took every slot give them up to newcomers from others, down to an even share); else the oldest connection still
- * sending a request, of its own address or one holding more than `n` (clients trickling headers or bodies, however
- * many addresses they come from, cannot keep others out by reconnecting as fast as they are cut); else the newcomer is
- * closed. Below the cap nothing is ever closed for another, and a connection the server is answering never is.
+ * sending a request for a while (SENDING_GRACE_MS), of its own address or one holding more than `n` (clients
+ * trickling headers or bodies, however many addresses they come from, cannot keep others out by reconnecting as fast
+ * as they are cut); else the oldest
+ * connection idle between requests, its last answer sent, of an address holding more than `n` (a thousand addresses
+ * each holding one idle keep-alive connection cannot keep others out either); else the newcomer is closed. Below the
+ * cap nothing is ever closed for another, and a connection the server is answering never is.
  */
 function capOpen(server: Server, cap: number, perAddress: number): void {
   const open = new Set<Held>(); // in arrival order
@@ -231,19 +248,24 @@ function capOpen(server: Server, cap: number, perAddress: number): void {
     let most: Held | undefined;
     let mostHeld = own.open + 1;
     let sending: Held | undefined;
+    let idle: Held | undefined;
+    const now = performance.now();
     for (const held of open) {
       const turn = turnOf(held);
       if (turn === 'answering') continue;
       const theirs = held.holder.open;
       if (theirs > mostHeld) [most, mostHeld] = [held, theirs];
-      if (sending === undefined && turn === 'sending' && (held.holder === own || theirs > own.open)) sending = held;
+      const slow = turn === 'sending' && now - held.since >= SENDING_GRACE_MS;
+      if (sending === undefined && slow && (held.holder === own || theirs > own.open)) sending = held;
+      if (idle === undefined && theirs > own.open && answeredIdle(held)) idle = held;
     }
-    return most ?? sending;
+    return most ?? sending ?? idle;
   };
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const held = connections.get(request.socket);
     if (held === undefined) return;
     held.request = request;
+    held.since = performance.now();
     held.response = response;
   });
   server.on('connection', (socket: Socket) => {
@@ -256,7 +278,7 @@ function capOpen(server: Server, cap: number, perAddress: number): void {
       forget(place);
       place.socket.destroy();
     }
-    const held: Held = { socket, holder };
+    const held: Held = { socket, holder, since: performance.now() };
     open.add(held);
     connections.set(socket, held);
     holder.open++;

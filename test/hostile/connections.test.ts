@@ -188,7 +188,12 @@ describe('slow clients (§15.5)', () => {
  * connections apiece, each doing `behave` once open (it returns its timer) and reopened 100 ms after the server closes
  * it; `closed(n)` resolves once the server has closed `n` of them (it closes one only when every slot is taken).
  */
-function attack(origin: string, each: number, behave: (socket: Socket) => NodeJS.Timeout) {
+function attack(
+  origin: string,
+  each: number,
+  behave: (socket: Socket) => NodeJS.Timeout,
+  addresses = ['127.0.0.3', '127.0.0.4', '127.0.0.5', '127.0.0.6', '127.0.0.7'],
+) {
   const { hostname, port } = new URL(origin);
   let stopped = false;
   let closes = 0;
@@ -207,7 +212,7 @@ function attack(origin: string, each: number, behave: (socket: Socket) => NodeJS
       if (!stopped) setTimeout(() => open(localAddress), 100);
     });
   };
-  for (let a = 3; a <= 7; a++) for (let i = 0; i < each; i++) open(`127.0.0.${a}`);
+  for (const address of addresses) for (let i = 0; i < each; i++) open(address);
   attacks.push(() => (stopped = true));
   return {
     closes: () => closes,
@@ -269,6 +274,29 @@ describe('a few addresses holding every connection (§15.5, docs/operations.md)'
       void pingOn(socket);
       return setInterval(() => void pingOn(socket), 1000);
     });
+  });
+});
+
+describe('many addresses holding one connection each (§15.5, docs/operations.md)', () => {
+  it('idle keep-alive connections from 60 addresses, pinging now and then, do not keep a newcomer out', async () => {
+    const server = await serve({ RCP_HTTP_MAX_CONNECTIONS: '48', RCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: '60000' });
+    const addresses = Array.from({ length: 60 }, (_, i) => `127.1.0.${i + 1}`);
+    const attacker = attack(
+      server.origin,
+      1,
+      (socket) => {
+        void pingOn(socket);
+        return setInterval(() => void pingOn(socket), 1000);
+      },
+      addresses,
+    );
+    // 60 connections for 48 slots: 12 are closed as they come, and again each time they reconnect (100 ms). Each
+    // newcomer from an address of its own takes the place of an idle one (an even share: one each).
+    await attacker.closed(40);
+    const newcomers: (Socket | undefined)[] = [];
+    for (const address of ['127.0.0.9', '127.0.0.10', '127.0.0.11'])
+      newcomers.push(await servedSocket(server.origin, address));
+    expect(newcomers.map((socket) => socket !== undefined)).toEqual([true, true, true]);
   });
 });
 
