@@ -21,23 +21,29 @@ const AS_TEXT = new Set([
   'text/plain',
 ]);
 const UTF8 = new Set(['utf-8', 'utf8', 'us-ascii']);
+const CODING_HEADERS = [
+  ['content-encoding', 'Content-Encoding'],
+  ['transfer-encoding', 'Transfer-Encoding'],
+] as const;
 
 /** Why the body cannot be read as a JSON frame, from its headers alone; undefined when it can. */
 export function unreadableBody(headers: IncomingHttpHeaders): string | undefined {
-  const encoding = headers['content-encoding'];
-  if (encoding !== undefined) {
-    const codings = encoding.split(',').map((coding) => coding.trim().toLowerCase());
-    const other = codings.find((coding) => coding !== 'identity' && coding !== '');
-    if (other !== undefined) return `Content-Encoding ${other} is not accepted: send the JSON body uncompressed`;
+  // Node undoes `chunked` itself (RFC 9112 §7); any other transfer coding, like a content coding, is not JSON yet.
+  for (const [header, name] of CODING_HEADERS) {
+    const codings = (headers[header] ?? '').split(',').map((coding) => coding.trim().toLowerCase());
+    const other = codings.find((coding) => coding !== 'identity' && coding !== '' && coding !== 'chunked');
+    if (other !== undefined) return `${name} ${other} is not accepted: send the JSON body uncompressed`;
   }
   const type = headers['content-type'];
   if (type === undefined || type.trim() === '') return undefined;
   const [essence = '', ...parameters] = type.split(';').map((part) => part.trim().toLowerCase());
   const json = AS_TEXT.has(essence) || /^application\/[^/]+\+json$/.test(essence);
   if (!json) return `Content-Type ${essence} is not JSON: send application/json`;
-  const charset = parameters.find((parameter) => parameter.startsWith('charset='))?.slice('charset='.length);
-  const name = charset?.replace(/^"(.*)"$/, '$1');
-  if (name !== undefined && !UTF8.has(name)) return `charset ${name} is not accepted: JSON is UTF-8`;
+  // Every charset named must be UTF-8: with two, which one a reader believes is anyone's guess.
+  for (const parameter of parameters.filter((p) => p.startsWith('charset='))) {
+    const name = parameter.slice('charset='.length).replace(/^"(.*)"$/, '$1');
+    if (!UTF8.has(name)) return `charset ${name} is not accepted: JSON is UTF-8`;
+  }
   return undefined;
 }
 

@@ -33,6 +33,14 @@ describe('§5.2 HTTP transport', () => {
     if (json !== undefined && response.status === 200) assertValidFrame(json);
     return { status: response.status, headers: response.headers, json, text };
   };
+  /** `text` written on a connection of its own; everything the server sent until it closed the connection. */
+  const rawExchange = (text: string) => {
+    const { hostname, port } = new URL(origin);
+    const socket = tcp({ host: hostname, port: Number(port) }, () => socket.write(text));
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+    return new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
+  };
 
   afterEach(async () => app?.close());
 
@@ -72,6 +80,7 @@ describe('§5.2 HTTP transport', () => {
       { 'content-type': 'multipart/form-data; boundary=x' },
       { 'content-type': 'application/xml' },
       { 'content-type': 'application/json; charset=utf-16' },
+      { 'content-type': 'application/json;charset=utf-8;charset=latin1' },
       { 'content-encoding': 'gzip' },
     ];
     for (const headers of refused) {
@@ -97,6 +106,14 @@ describe('§5.2 HTTP transport', () => {
     for (const headers of read) {
       expect((await post('/rcp/ping', frame, headers)).json, JSON.stringify(headers)).toMatchObject({ result: {} });
     }
+    // A transfer coding other than chunked is not undone by Node: gzip then chunked is refused, chunked alone read.
+    const chunked = (codings: string) =>
+      rawExchange(
+        `POST /rcp/ping HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${codings}\r\nConnection: close\r\n\r\n` +
+          `${frame.length.toString(16)}\r\n${frame}\r\n0\r\n\r\n`,
+      );
+    expect(await chunked('gzip, chunked')).toMatch(/^HTTP\/1.1 415[^]*Transfer-Encoding gzip/);
+    expect(await chunked('chunked')).toMatch(/^HTTP\/1.1 200[^]*"result":\{\}/);
     // No Content-Type at all (bytes: fetch sends none).
     const untyped = await fetch(`${origin}/rcp/ping`, { method: 'POST', body: new TextEncoder().encode(frame) });
     expect(await untyped.json()).toMatchObject({ id: 1, result: {} });
