@@ -425,8 +425,12 @@ function registerModelMethods(
   return rerankers;
 }
 
-/** Bounds of the §7.7.3 sessions replicas share (the in-process ones bound the same counts, and bytes). */
-const SHARED_SEEN = { maxHits: 10_000, maxSessionsPerCaller: 10_000 };
+/**
+ * Bounds of the §7.7.3 sessions replicas share (the in-process ones bound the same counts, and bytes): ids per
+ * session, and per caller both sessions and ids (about 190 bytes a stored id: 200,000 ids are some 40 MB of the
+ * store's disk per caller; one caller's 12,000 sessions of 200 hits once grew it 372 MB in a minute).
+ */
+const SHARED_SEEN = { maxHits: 10_000, maxSessionsPerCaller: 10_000, maxHitsPerCaller: 200_000 };
 
 /** `retrieve` over the corpus, with the feature capabilities it honours (§6, §8, §9, §10, §7.7.3). */
 function registerRetrieve(

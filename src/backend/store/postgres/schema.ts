@@ -44,6 +44,9 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE rcp_seen (
      key bytea NOT NULL REFERENCES rcp_seen_sessions ON DELETE CASCADE, id bytea NOT NULL, serial bigint NOT NULL,
      PRIMARY KEY (key, id));`,
+  // §15.5 retrieve sessions bounded per caller in ids, not only in sessions: each session counts what it holds.
+  `ALTER TABLE rcp_seen_sessions ADD COLUMN hits integer NOT NULL DEFAULT 0;
+   UPDATE rcp_seen_sessions s SET hits = (SELECT count(*) FROM rcp_seen WHERE key = s.key);`,
 ];
 
 /** Client text to the `bytea` it is stored as (see above), and back. */

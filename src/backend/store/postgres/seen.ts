@@ -11,9 +11,10 @@ export interface SeenBefore {
 
 export interface SeenBounds {
   readonly ttlSeconds: number;
-  /** Ids remembered per session, and sessions kept per caller (its soonest to expire go first). */
+  /** Ids remembered per session; sessions, and ids in all, kept per caller (its soonest to expire go first). */
   readonly maxHits: number;
   readonly maxSessionsPerCaller: number;
+  readonly maxHitsPerCaller: number;
 }
 
 /**
@@ -41,24 +42,30 @@ export class PostgresSeen {
 
   async remember(caller: string, sessionId: string, ids: readonly string[]): Promise<void> {
     const key = utf8(callerScoped(caller, sessionId));
-    const { ttlSeconds, maxHits, maxSessionsPerCaller } = this.bounds;
+    const { ttlSeconds, maxHits, maxSessionsPerCaller, maxHitsPerCaller } = this.bounds;
     await this.pool.query('DELETE FROM rcp_seen_sessions WHERE expires < clock_timestamp()');
     await this.pool.query(
       `INSERT INTO rcp_seen_sessions (key, caller, expires) VALUES ($1, $2, clock_timestamp() + $3 * interval '1 second')
        ON CONFLICT (key) DO UPDATE SET expires = excluded.expires`,
       [key, utf8(caller), ttlSeconds],
     );
-    await this.pool.query(
+    const added = await this.pool.query(
       `INSERT INTO rcp_seen (key, id, serial)
        SELECT $1, id, nextval('rcp_seen_serial') FROM unnest($2::bytea[]) WITH ORDINALITY AS u(id, n)
-       WHERE (SELECT count(*) FROM rcp_seen WHERE key = $1) < $3 ORDER BY n
+       WHERE (SELECT hits FROM rcp_seen_sessions WHERE key = $1) < $3 ORDER BY n
        ON CONFLICT DO NOTHING`,
       [key, ids.map(utf8), maxHits],
     );
+    await this.pool.query('UPDATE rcp_seen_sessions SET hits = hits + $2 WHERE key = $1', [key, added.rowCount ?? 0]);
+    // Past either of the caller's bounds its sessions soonest to expire go (their ids with them): one caller cycling
+    // sessionIds fills its own share of the store, never the disk.
     await this.pool.query(
       `DELETE FROM rcp_seen_sessions WHERE key IN (
-         SELECT key FROM rcp_seen_sessions WHERE caller = $1 ORDER BY expires DESC OFFSET $2)`,
-      [utf8(caller), maxSessionsPerCaller],
+         SELECT key FROM (
+           SELECT key, row_number() OVER newest AS n, sum(hits) OVER newest AS held
+           FROM rcp_seen_sessions WHERE caller = $1 WINDOW newest AS (ORDER BY expires DESC, key)) kept
+         WHERE n > $2 OR held > $3)`,
+      [utf8(caller), maxSessionsPerCaller, maxHitsPerCaller],
     );
   }
 }

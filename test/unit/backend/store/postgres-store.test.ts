@@ -85,6 +85,23 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('PostgresStore (a
     await store.close();
   });
 
+  it("§7.7.3 retrieve sessions are bounded per caller in ids: its sessions soonest to expire go, not another caller's", async () => {
+    const store = await PostgresStore.open(cluster.url);
+    const seen = store.seen({ ttlSeconds: 600, maxHits: 100, maxSessionsPerCaller: 1000, maxHitsPerCaller: 250 });
+    const ids = (session: string) => Array.from({ length: 100 }, (_, i) => `${session}-hit-${i}`);
+    await seen.remember('other', 'kept', ids('kept'));
+    for (const session of ['s1', 's2', 's3', 's4', 's5']) await seen.remember('cycler', session, ids(session));
+    const sizes = await Promise.all(
+      ['s1', 's2', 's3', 's4', 's5'].map(async (s) => (await seen.seen('cycler', s)).size),
+    );
+    // 250 ids at most: the two newest sessions whole; the older ones forgotten.
+    expect(sizes).toEqual([0, 0, 0, 100, 100]);
+    expect((await seen.seen('other', 'kept')).size).toBe(100);
+    const held = cluster.sql('SELECT count(*) FROM rcp_seen JOIN rcp_seen_sessions USING (key)');
+    expect(Number(held)).toBe(300);
+    await store.close();
+  });
+
   it('the database stopped: a write rejects -32010 retryable saying nothing was applied', async () => {
     const store = await PostgresStore.open(cluster.url);
     cluster.stop();
