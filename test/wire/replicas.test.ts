@@ -169,14 +169,15 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas over a 
     expect((answer?.hits as Hit[]).length).toBe(1);
   });
 
+  /** initialize in a new HTTP session on `at`: the session's token. */
+  async function openSession(at: string): Promise<string> {
+    const initialize = { protocolVersion: 1, client: { name: 't', version: '1' }, capabilities: {} };
+    const opened = await postInSession(at, 'initialize', initialize, 'new');
+    return (opened.result?._meta as { session: string }).session;
+  }
+
   it('an HTTP session opened on one replica continues on the others, and ends on all at shutdown (§5.2)', async () => {
-    const opened = await postInSession(
-      origin(0),
-      'initialize',
-      { protocolVersion: 1, client: { name: 't', version: '1' }, capabilities: {} },
-      'new',
-    );
-    const token = (opened.result?._meta as { session: string }).session;
+    const token = await openSession(origin(0));
     expect(token).toEqual(expect.any(String));
     const elsewhere = await postInSession(origin(1), 'retrieve', { query: 'shared', k: 1, mode: 'sparse' }, token);
     expect(elsewhere.error).toBeUndefined();
@@ -186,13 +187,7 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('replicas over a 
   });
 
   it('a session shut down through another replica ends on the replica that opened and holds it (§5.2)', async () => {
-    const opened = await postInSession(
-      origin(0),
-      'initialize',
-      { protocolVersion: 1, client: { name: 't', version: '1' }, capabilities: {} },
-      'new',
-    );
-    const token = (opened.result?._meta as { session: string }).session;
+    const token = await openSession(origin(0));
     // Held by replica 0 (it opened it) and by replica 1 (it looked it up in the store).
     expect((await postInSession(origin(0), 'retrieve', { query: 'shared', k: 1, mode: 'sparse' }, token)).error).toBe(
       undefined,
