@@ -430,7 +430,14 @@ export const ConfigSchema = Section({
             default: 16_384,
             description: 'Tokens in one batch at most; a full batch runs at once.',
           }),
-          maxBatchItems: Type.Integer({ minimum: 1, default: 64, description: 'Texts in one batch at most.' }),
+          maxBatchItems: Type.Integer({
+            minimum: 1,
+            default: 16,
+            description:
+              'Texts in one batch at most. A batch runs to its end once begun, so this bounds how long a text that ' +
+              'arrives meanwhile waits: 16 embeds as fast as 64 on two cores (230 vs 215 texts/s), and a query beside a ' +
+              'one-caller flood of chunked index/add waits about 0.3 s instead of 1 s.',
+          }),
           maxQueuedItems: Type.Integer({
             minimum: 1,
             default: 4096,
