@@ -68,7 +68,7 @@ export function receiveBody(
 ): Promise<Buffer> {
   if (declaredBytes !== undefined && declaredBytes > limits.maxBytes) return Promise.reject(tooLarge(limits));
   let shape: JsonShape | undefined;
-  let bytes = new BodyBytes(Math.min(declaredBytes ?? limits.maxBytes, limits.maxBytes), budget);
+  const bytes = new BodyBytes(declaredBytes ?? limits.maxBytes, budget);
   let received = 0;
   let refusal: BodyRefusal | undefined;
   return new Promise<Buffer>((resolve, reject) => {
@@ -91,10 +91,7 @@ export function receiveBody(
       if (refusal !== undefined) return; // drained, not kept
       refusal = keep(chunk) ? undefined : refusalOf(shape?.tokens ?? 0, limits, budget);
       if (refusal?.reason === 'busy') return stop(refusal);
-      if (refusal !== undefined) {
-        bytes.release();
-        bytes = new BodyBytes(0, budget);
-      }
+      if (refusal !== undefined) bytes.release();
     };
     const onEnd = (): void => settle(refusal);
     // Node reports a connection lost mid-body as an error of the request ('aborted'), then closes it.
@@ -160,10 +157,12 @@ class BodyBytes {
     return this.#first ?? Buffer.alloc(0);
   }
 
-  /** Gives back to the budget what these bytes were charged. */
+  /** Gives back to the budget what these bytes were charged, and lets go of them. */
   release(): void {
     this.budget.give(this.#length);
     this.#length = 0;
+    this.#first = undefined;
+    this.#buffer = undefined;
   }
 
   /** A buffer of at least `length` bytes holding what was kept: double the last, up to the body's most. */

@@ -213,9 +213,9 @@ function turnOf({ request, response }: Held): Turn {
   return response?.writableEnded === true ? 'idle' : 'answering';
 }
 
-/** Idle with its last answer wholly handed to the kernel: closing it costs its client a reconnect, nothing more. */
-function answeredIdle({ socket, request, response }: Held): boolean {
-  return request?.complete === true && response?.writableFinished === true && socket.writableLength === 0;
+/** An idle one's last answer wholly handed to the kernel: closing it costs its client a reconnect, nothing more. */
+function answerSent({ socket, response }: Held): boolean {
+  return response?.writableFinished === true && socket.writableLength === 0;
 }
 
 /**
@@ -225,10 +225,10 @@ function answeredIdle({ socket, request, response }: Held): boolean {
  * took every slot give them up to newcomers from others, down to an even share); else the oldest connection still
  * sending a request for a while (SENDING_GRACE_MS), of its own address or one holding more than `n` (clients
  * trickling headers or bodies, however many addresses they come from, cannot keep others out by reconnecting as fast
- * as they are cut); else the oldest
- * connection idle between requests, its last answer sent, of an address holding more than `n` (a thousand addresses
- * each holding one idle keep-alive connection cannot keep others out either); else the newcomer is closed. Below the
- * cap nothing is ever closed for another, and a connection the server is answering never is.
+ * as they are cut); else the oldest connection idle between requests, its last answer sent, of an address holding
+ * more than `n` (a thousand addresses each holding one idle keep-alive connection cannot keep others out either);
+ * else the newcomer is closed. Below the cap nothing is ever closed for another, and a connection the server is
+ * answering never is.
  */
 function capOpen(server: Server, cap: number, perAddress: number): void {
   const open = new Set<Held>(); // in arrival order
@@ -257,7 +257,7 @@ function capOpen(server: Server, cap: number, perAddress: number): void {
       if (theirs > mostHeld) [most, mostHeld] = [held, theirs];
       const slow = turn === 'sending' && now - held.since >= SENDING_GRACE_MS;
       if (sending === undefined && slow && (held.holder === own || theirs > own.open)) sending = held;
-      if (idle === undefined && theirs > own.open && answeredIdle(held)) idle = held;
+      if (idle === undefined && turn === 'idle' && theirs > own.open && answerSent(held)) idle = held;
     }
     return most ?? sending ?? idle;
   };

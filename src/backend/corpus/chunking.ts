@@ -1,4 +1,5 @@
 import { TimeSlice } from '../../protocol/time-slice.js';
+import { addedPerCall } from '../tokenizers/count-in-parts.js';
 import { UNITS_PER_TOKEN } from '../tokenizers/readable-prefix.js';
 
 /**
@@ -76,8 +77,8 @@ async function cutWords(
 ): Promise<Span[]> {
   const words = wordSpans(text, sentence);
   const fits = (first: number, last: number) => count(text.slice(words.start(first), words.end(last))) <= limit;
-  // A word's own count less the tokens every call adds ([CLS] and [SEP] for WordPiece): see count-in-parts.ts.
-  const specials = 2 * count('a') - count('a a');
+  // A word's own count is its count less the tokens every call adds.
+  const specials = addedPerCall(count);
   const wordTokens = wordCounter(text, words, count, specials);
   const pieces: Span[] = [];
   for (let first = 0; first < words.count;) {

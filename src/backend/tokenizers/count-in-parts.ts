@@ -15,13 +15,21 @@ export const PART_UNITS = 16_384;
  */
 export async function countInParts(count: (text: string) => number, text: string, slice: TimeSlice): Promise<number> {
   if (text.length <= PART_UNITS) return count(text);
-  const specials = 2 * count('a') - count('a a');
+  const specials = addedPerCall(count);
   let total = specials;
   for (const part of textParts(text)) {
     total += count(part) - specials;
     await slice.due();
   }
   return total;
+}
+
+/**
+ * The tokens every call of `count` adds beyond the text's own ([CLS] and [SEP] for WordPiece, none for
+ * SentencePiece): 2·count('a') − count('a a').
+ */
+export function addedPerCall(count: (text: string) => number): number {
+  return 2 * count('a') - count('a a');
 }
 
 /** A text cut into parts of at most `PART_UNITS` units at spaces (each space left out): see countInParts. */

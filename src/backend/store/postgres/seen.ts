@@ -49,14 +49,16 @@ export class PostgresSeen {
        ON CONFLICT (key) DO UPDATE SET expires = excluded.expires`,
       [key, utf8(caller), ttlSeconds],
     );
-    const added = await this.pool.query(
-      `INSERT INTO rcp_seen (key, id, serial)
-       SELECT $1, id, nextval('rcp_seen_serial') FROM unnest($2::bytea[]) WITH ORDINALITY AS u(id, n)
-       WHERE (SELECT hits FROM rcp_seen_sessions WHERE key = $1) < $3 ORDER BY n
-       ON CONFLICT DO NOTHING`,
+    // The ids and the session's count of them, in one statement.
+    await this.pool.query(
+      `WITH added AS (
+         INSERT INTO rcp_seen (key, id, serial)
+         SELECT $1, id, nextval('rcp_seen_serial') FROM unnest($2::bytea[]) WITH ORDINALITY AS u(id, n)
+         WHERE (SELECT hits FROM rcp_seen_sessions WHERE key = $1) < $3 ORDER BY n
+         ON CONFLICT DO NOTHING RETURNING 1)
+       UPDATE rcp_seen_sessions SET hits = hits + (SELECT count(*) FROM added) WHERE key = $1`,
       [key, ids.map(utf8), maxHits],
     );
-    await this.pool.query('UPDATE rcp_seen_sessions SET hits = hits + $2 WHERE key = $1', [key, added.rowCount ?? 0]);
     // Past either of the caller's bounds its sessions soonest to expire go (their ids with them): one caller cycling
     // sessionIds fills its own share of the store, never the disk.
     await this.pool.query(
