@@ -4,11 +4,11 @@
  * MaxSim, against the dense order itself (the baseline of the same run). Also a fusion of both orders (RRF).
  */
 import { fileURLToPath } from 'node:url';
-import { readManifest } from '../src/backend/manifest.js';
-import { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
-import { intraOpThreads } from '../src/backend/models.js';
-import { OnnxMaxSim } from '../src/backend/onnx/maxsim.js';
-import type { TokenMatrix } from '../src/backend/ports.js';
+import { readManifest } from '../src/models/manifest.js';
+import { UseLiteEncoder } from '../src/models/onnx/use-lite-encoder.js';
+import { intraOpThreads } from '../src/models/models.js';
+import { OnnxMaxSim } from '../src/models/onnx/maxsim.js';
+import type { TokenMatrix } from '../src/models/index.js';
 import { corpus, ndcg, recall, trainQueries } from './scifact.js';
 import { silentLogger as silent } from '../test/helpers/logger.js';
 

@@ -16,12 +16,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import * as ort from 'onnxruntime-node';
-import { denseFeeds, sparseFeeds } from '../src/backend/onnx/use-lite-feeds.js';
+import { denseFeeds, sparseFeeds } from '../src/models/onnx/use-lite-feeds.js';
 import { createApp } from '../src/app.js';
-import { intraOpThreads } from '../src/backend/models.js';
-import { modelSessionOptions } from '../src/backend/onnx/model-host.js';
+import { intraOpThreads } from '../src/models/models.js';
+import { modelSessionOptions } from '../src/models/onnx/model-host.js';
 import { loadConfig, type ConfigOverrides } from '../src/config.js';
-import { SentencePieceTokenizer, type Vocabulary } from '../src/backend/tokenizers/sentencepiece.js';
+import { SentencePieceTokenizer, type Vocabulary } from '../src/models/tokenizers/sentencepiece.js';
 import { scifactPath } from './scifact.js';
 
 const MODEL_DIR = new URL('../models/use-lite/', import.meta.url);

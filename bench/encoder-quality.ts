@@ -10,8 +10,8 @@
  */
 import { readFileSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
-import { denseFeeds } from '../src/backend/onnx/use-lite-feeds.js';
-import { SentencePieceTokenizer, type Vocabulary } from '../src/backend/tokenizers/sentencepiece.js';
+import { denseFeeds } from '../src/models/onnx/use-lite-feeds.js';
+import { SentencePieceTokenizer, type Vocabulary } from '../src/models/tokenizers/sentencepiece.js';
 import { corpus, ndcg, recall, trainQueries } from './scifact.js';
 
 const MODEL_DIR = new URL('../models/use-lite/', import.meta.url);

@@ -13,10 +13,10 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Corpus, contentHash } from '../src/backend/corpus/corpus.js';
-import type { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
-import { PostgresStore } from '../src/backend/store/postgres/postgres-store.js';
-import type { NewDocument } from '../src/backend/store/writes.js';
+import { Corpus, contentHash } from '../src/corpus/corpus.js';
+import type { UseLiteEncoder } from '../src/models/onnx/use-lite-encoder.js';
+import { PostgresStore } from '../src/corpus/store/postgres/postgres-store.js';
+import type { NewDocument } from '../src/corpus/store/writes.js';
 import { HAS_POSTGRES, PostgresCluster } from '../test/helpers/postgres.js';
 import { startHttpProcess, type ServerProcess } from '../test/helpers/processes.js';
 import { randomUnit } from './corpus.js';

@@ -14,8 +14,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { Corpus, contentHash } from '../src/backend/corpus/corpus.js';
-import type { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
+import { Corpus, contentHash } from '../src/corpus/corpus.js';
+import type { UseLiteEncoder } from '../src/models/onnx/use-lite-encoder.js';
 import { ingest } from '../src/ingest/ingest.js';
 import { scifactPath } from './scifact.js';
 import { benchCorpusSettings, benchEncoder } from './settings.js';

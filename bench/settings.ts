@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import type { CorpusSettings } from '../src/backend/corpus/corpus.js';
-import { readManifest } from '../src/backend/manifest.js';
+import type { CorpusSettings } from '../src/corpus/corpus.js';
+import { readManifest } from '../src/models/manifest.js';
 import { defaultConfig } from '../src/config.js';
-import { UseLiteEncoder } from '../src/backend/onnx/use-lite-encoder.js';
-import { intraOpThreads } from '../src/backend/models.js';
+import { UseLiteEncoder } from '../src/models/onnx/use-lite-encoder.js';
+import { intraOpThreads } from '../src/models/models.js';
 import { silentLogger } from '../test/helpers/logger.js';
 
 /** The corpus settings every bench uses: the server's defaults (`index.*`), with saves left to close. */

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Models } from './backend/models.js';
-import type { Corpus } from './backend/corpus/corpus.js';
+import type { Models } from './models/index.js';
+import type { Corpus } from './corpus/index.js';
 import { METHODS } from './protocol/method-table.js';
 
 /** §7.16 feedback fields counted by name; anything else is `other`. */

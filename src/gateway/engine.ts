@@ -2,7 +2,7 @@ import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { Logger } from '../protocol/logger.js';
-import type { EngineCallOptions, EngineInfo, RemoteEngine } from '../backend/ports.js';
+import type { EngineCallOptions, EngineInfo, RemoteEngine } from './remote-engine.js';
 import { HttpChannel, StdioChannel, type Channel, type Frame } from '../client/channel.js';
 import {
   ClientTimeoutError,

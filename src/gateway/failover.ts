@@ -1,4 +1,4 @@
-import type { RemoteEngine } from '../backend/ports.js';
+import type { RemoteEngine } from './remote-engine.js';
 import type { RequestContext } from '../protocol/context.js';
 import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';

@@ -1,4 +1,4 @@
-import type { RemoteEngine } from '../backend/ports.js';
+import type { RemoteEngine } from './remote-engine.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { FederatedFusion } from './federated-fusion.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import type { RemoteEngine } from '../backend/ports.js';
+import type { RemoteEngine } from './remote-engine.js';
 import type { RequestContext } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';

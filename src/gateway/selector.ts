@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { RemoteEngine } from '../backend/ports.js';
+import type { RemoteEngine } from './remote-engine.js';
 import type { RequestContext } from '../protocol/context.js';
 import type { JsonObject } from '../protocol/messages.js';
 import { METHODS } from '../protocol/method-table.js';

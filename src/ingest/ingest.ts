@@ -1,5 +1,4 @@
-import type { Corpus } from '../backend/corpus/corpus.js';
-import { contentHash } from '../backend/corpus/corpus.js';
+import { contentHash, type Corpus } from '../corpus/index.js';
 import { defaultConfig } from '../config.js';
 import { RpcError } from '../protocol/errors.js';
 import {

@@ -1,7 +1,7 @@
 import { createReadStream, type Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, extname, join, relative } from 'node:path';
-import type { CorpusDocument } from '../backend/ports.js';
+import type { CorpusDocument } from '../corpus/index.js';
 import { BoundedLines, isBlank, type Line } from './lines.js';
 import { cannotRead, looksBinary, NOT_UTF8, readTextFile, utf8 } from './text-file.js';
 import { StartupError } from '../startup-error.js';

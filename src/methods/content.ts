@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { UriFetcher } from '../backend/ports.js';
+import type { UriFetcher } from '../content/index.js';
 import { RpcError } from '../protocol/errors.js';
 
 /**

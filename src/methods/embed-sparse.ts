@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { TimeSlice } from '../protocol/time-slice.js';
-import type { CorpusReader, TextKind } from '../backend/ports.js';
+import type { CorpusReader } from '../corpus/index.js';
+import type { TextKind } from '../models/index.js';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';

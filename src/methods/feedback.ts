@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { CorpusReader } from '../backend/ports.js';
+import type { CorpusReader } from '../corpus/index.js';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { CorpusWriter } from '../backend/ports.js';
+import type { CorpusWriter } from '../corpus/index.js';
 import { callerScoped } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import { requireWellFormed } from '../protocol/validation.js';

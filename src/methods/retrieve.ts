@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { CorpusReader, Encoder } from '../backend/ports.js';
+import type { CorpusReader } from '../corpus/index.js';
+import type { Encoder } from '../models/index.js';
 import type { RequestContext } from '../protocol/context.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';

@@ -2,7 +2,7 @@ import { parseFrame, serializeReply, type ParsedFrame } from './frames.js';
 
 /**
  * Turning frames into values and answers into text (§4, §15.5). Parsing or serialising a frame of megabytes takes
- * tens of milliseconds in one piece, so a server's codec does large ones off the event loop (backend/codec); the
+ * tens of milliseconds in one piece, so a server's codec does large ones off the event loop (platform/codec); the
  * transports only see this interface.
  */
 export interface FrameCodec {

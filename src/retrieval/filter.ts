@@ -1,4 +1,4 @@
-import type { FieldType } from '../backend/ports.js';
+import type { FieldType } from '../corpus/index.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject } from '../protocol/messages.js';
 import { isTimestamp } from '../protocol/timestamps.js';

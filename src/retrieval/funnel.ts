@@ -1,4 +1,4 @@
-import type { CorpusReader } from '../backend/ports.js';
+import type { CorpusReader } from '../corpus/index.js';
 import type { RequestContext } from '../protocol/context.js';
 import type { Scored } from './ranking.js';
 

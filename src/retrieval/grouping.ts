@@ -1,4 +1,4 @@
-import type { CorpusReader } from '../backend/ports.js';
+import type { CorpusReader } from '../corpus/index.js';
 import { documentIdOf } from './hits.js';
 import type { Scored } from './ranking.js';
 import type { Unit } from './retrieve-options.js';

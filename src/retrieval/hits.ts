@@ -1,4 +1,4 @@
-import type { ChunkBody, ChunkPlace, CorpusReader } from '../backend/ports.js';
+import type { ChunkBody, ChunkPlace, CorpusReader } from '../corpus/index.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { Unit } from './retrieve-options.js';
 import type { Scored } from './ranking.js';

@@ -1,4 +1,4 @@
-import type { Encoder, LateInteractionKernel } from '../backend/ports.js';
+import type { Encoder, LateInteractionKernel } from '../models/index.js';
 
 export type TokenEncoder = Required<Encoder>['embedTokens'];
 

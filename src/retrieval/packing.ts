@@ -1,4 +1,5 @@
-import type { CorpusReader, Encoder } from '../backend/ports.js';
+import type { CorpusReader } from '../corpus/index.js';
+import type { Encoder } from '../models/index.js';
 import type { TimeSlice } from '../protocol/time-slice.js';
 import { bodyOf } from './hits.js';
 import type { Scored } from './ranking.js';

@@ -1,4 +1,4 @@
-import type { CorpusReader } from '../backend/ports.js';
+import type { CorpusReader } from '../corpus/index.js';
 
 /** The queries recall runs: `query` for dense recall (and the reranker), `lexicalQuery` for BM25. */
 export interface RecallQueries {

@@ -1,4 +1,5 @@
-import type { CorpusReader, Encoder } from '../backend/ports.js';
+import type { CorpusReader } from '../corpus/index.js';
+import type { Encoder } from '../models/index.js';
 import type { RequestContext } from '../protocol/context.js';
 import { SCORE_FLOOR, type FusionInput } from './fusion.js';
 import { hitId } from './hits.js';

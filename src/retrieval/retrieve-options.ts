@@ -1,4 +1,4 @@
-import type { FieldType } from '../backend/ports.js';
+import type { FieldType } from '../corpus/index.js';
 import { RpcError } from '../protocol/errors.js';
 import { compileFilter, OPERATORS, type FilterLimits, type Predicate } from './filter.js';
 import type { FusionMethod } from './fusion.js';

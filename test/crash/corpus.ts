@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import type { CorpusSettings } from '../../src/backend/corpus/corpus.js';
-import { readManifest } from '../../src/backend/manifest.js';
-import { UseLiteEncoder } from '../../src/backend/onnx/use-lite-encoder.js';
+import type { CorpusSettings } from '../../src/corpus/corpus.js';
+import { readManifest } from '../../src/models/manifest.js';
+import { UseLiteEncoder } from '../../src/models/onnx/use-lite-encoder.js';
 import { silentLogger } from '../helpers/logger.js';
 import { ROOT } from '../helpers/wire.js';
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Corpus } from '../../src/backend/corpus/corpus.js';
+import { Corpus } from '../../src/corpus/corpus.js';
 import { readFrames, spawnStdio } from '../helpers/wire.js';
 import { silentLogger } from '../helpers/logger.js';
 import { crashEncoder, crashSettings, ENCODER_DIR } from './corpus.js';

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { buildDefaultModel } from '../../src/backend/onnx/default-model.js';
+import { buildDefaultModel } from '../../src/models/onnx/default-model.js';
 
 /**
  * vitest globalSetup: the default encoder is built by `npm run build` (which `npm test` runs first); this makes a

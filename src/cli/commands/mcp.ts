@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { App } from '../../app.js';
-import { prepareDefaultModel } from '../../backend/models.js';
+import { prepareDefaultModel } from '../../models/index.js';
 import type { McpCommand } from '../../cli.js';
 import type { Config } from '../../config.js';
 import { readRegistry } from '../../gateway/engine-registry.js';

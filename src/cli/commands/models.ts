@@ -1,8 +1,14 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fetchModel, readCatalog } from '../../backend/model-fetch.js';
-import { BUILT_IN_ENCODERS, builtInEncoder, DEFAULT_ENCODER, modelDir } from '../../backend/models.js';
-import { buildDefaultModel } from '../../backend/onnx/default-model.js';
+import {
+  BUILT_IN_ENCODERS,
+  DEFAULT_ENCODER,
+  buildDefaultModel,
+  builtInEncoder,
+  fetchModel,
+  modelDir,
+  readCatalog,
+} from '../../models/index.js';
 import type { ModelsCommand } from '../../cli.js';
 import { loadConfig } from '../../config.js';
 import { StartupError } from '../../startup-error.js';

@@ -1,4 +1,4 @@
-import { prepareDefaultModel } from '../../backend/models.js';
+import { prepareDefaultModel } from '../../models/index.js';
 import type { ServeCommand } from '../../cli.js';
 import { serveApp, startLogged } from '../serving.js';
 import { openApp } from '../startup.js';

@@ -1,4 +1,4 @@
-import type { EngineInfo, RemoteEngine } from '../../../src/backend/ports.js';
+import type { EngineInfo, RemoteEngine } from '../../../src/gateway/remote-engine.js';
 
 /** A RemoteEngine that is only its description: the pure steps never call it. */
 export function fakeEngine(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { validateMetadata } from '../../../src/backend/corpus/metadata.js';
+import { validateMetadata } from '../../../src/corpus/metadata.js';
 import { isTimestamp } from '../../../src/protocol/timestamps.js';
 import { compileFilter, OPERATORS } from '../../../src/retrieval/filter.js';
 

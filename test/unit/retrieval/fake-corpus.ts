@@ -1,4 +1,4 @@
-import type { ChunkBody, CorpusReader } from '../../../src/backend/ports.js';
+import type { ChunkBody, CorpusReader } from '../../../src/corpus/index.js';
 import type { LogLevel, ProgressUpdate } from '../../../src/protocol/context.js';
 import type { JsonObject } from '../../../src/protocol/messages.js';
 import type { Scored } from '../../../src/retrieval/ranking.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Encoder } from '../../../src/backend/ports.js';
+import type { Encoder } from '../../../src/models/index.js';
 import { TimeSlice } from '../../../src/protocol/time-slice.js';
 import { packTokenBudget } from '../../../src/retrieval/packing.js';
 import { fakeCorpus, labels, scored } from './fake-corpus.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Encoder } from '../../../src/backend/ports.js';
+import type { Encoder } from '../../../src/models/index.js';
 import { SCORE_FLOOR } from '../../../src/retrieval/fusion.js';
 import { completeUnion, recall, type RecallPlan } from '../../../src/retrieval/recall.js';
 import { fakeContext, fakeCorpus, type FakeChunk } from './fake-corpus.js';

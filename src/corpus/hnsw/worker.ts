@@ -1,0 +1,147 @@
+/**
+ * The HNSW worker thread: owns one hnswlib-node index. Every request is answered in order with a DenseReply.
+ * Conversions from typed arrays use a plain loop (hnswlib-node accepts arrays only; Array.from is ~14x slower).
+ */
+import { parentPort } from 'node:worker_threads';
+import hnswlib from 'hnswlib-node';
+import type { DenseIndexOptions, DenseReply, DenseRequest } from './worker-protocol.js';
+import { cosineSimilarity, dotProduct } from '../../protocol/vectors.js';
+import { syncPath } from '../../platform/files.js';
+import { damageOf, digestFile } from './saved-file.js';
+
+let index: hnswlib.HierarchicalNSW | undefined;
+let options: DenseIndexOptions | undefined;
+/** Live labels: hnswlib's own count includes deleted ones. */
+const live = new Set<number>();
+
+function toArray(data: Float32Array, start: number, length: number): number[] {
+  const out = new Array<number>(length);
+  for (let i = 0; i < length; i++) out[i] = data[start + i] ?? 0;
+  return out;
+}
+
+/** Allowed sets up to this size are searched exhaustively (cheaper and exact); larger ones use the graph filter. */
+const EXACT_BELOW = 4096;
+
+function exact(query: Float32Array, allow: ReadonlySet<number>, k: number): DenseReply {
+  if (index === undefined || options === undefined) throw new Error('index not open');
+  const similarity = options.space === 'cosine' ? cosineSimilarity : dotProduct;
+  const within = query.subarray(0, options.dimension); // as the graph search reads it
+  const scored: { label: number; distance: number }[] = [];
+  for (const label of allow) {
+    if (!live.has(label)) continue;
+    scored.push({ label, distance: 1 - similarity(index.getPoint(label), within) });
+  }
+  scored.sort((a, b) => a.distance - b.distance || a.label - b.label);
+  const top = scored.slice(0, k);
+  return {
+    ok: true,
+    labels: Float64Array.from(top, (s) => s.label),
+    distances: Float32Array.from(top, (s) => s.distance),
+  };
+}
+
+function ensureCapacity(extra: number): void {
+  if (index === undefined) return;
+  const needed = index.getCurrentCount() + extra;
+  if (needed <= index.getMaxElements()) return;
+  index.resizeIndex(Math.max(needed, index.getMaxElements() * 2));
+}
+
+/** Opens a new index, empty or read from a saved file checked against its recorded size and digest. */
+function open(request: Extract<DenseRequest, { op: 'open' }>): DenseReply {
+  options = request.options;
+  live.clear();
+  index = new hnswlib.HierarchicalNSW(options.space, options.dimension);
+  if (request.file === undefined) {
+    index.initIndex({
+      maxElements: options.initialCapacity,
+      m: options.m,
+      efConstruction: options.efConstruction,
+      allowReplaceDeleted: true,
+    });
+    index.setEf(options.efSearch);
+    return { ok: true, loaded: false, count: 0 };
+  }
+  const damage = damageOf(digestFile(request.file), request.expected);
+  if (damage !== undefined) throw new Error(`${request.file}: ${damage}`);
+  // allowReplaceDeleted: fresh labels may reuse the slots of deleted ones.
+  index.readIndexSync(request.file, true);
+  // getIdsList includes labels marked deleted; getPoint throws for exactly those.
+  for (const label of index.getIdsList()) {
+    try {
+      index.getPoint(label);
+      live.add(label);
+    } catch {
+      // deleted before the save
+    }
+  }
+  index.setEf(options.efSearch);
+  return { ok: true, loaded: true, count: live.size };
+}
+
+const NO_HITS: DenseReply = { ok: true, labels: new Float64Array(0), distances: new Float32Array(0) };
+
+function search(request: Extract<DenseRequest, { op: 'search' }>): DenseReply {
+  if (index === undefined || options === undefined) throw new Error('index not open');
+  const k = Math.min(request.k, live.size);
+  if (k === 0) return NO_HITS;
+  index.setEf(Math.max(options.efSearch, request.ef, k));
+  const allow = request.allow === undefined ? undefined : new Set(request.allow);
+  if (allow?.size === 0) return NO_HITS;
+  // A selective filter: score the allowed points exactly, so k hits come back whenever k exist.
+  if (allow !== undefined && allow.size <= EXACT_BELOW) return exact(request.vector, allow, k);
+  const result = index.searchKnn(
+    toArray(request.vector, 0, options.dimension),
+    allow === undefined ? k : Math.min(k, allow.size),
+    allow === undefined ? undefined : (label: number) => allow.has(label),
+  );
+  return { ok: true, labels: Float64Array.from(result.neighbors), distances: Float32Array.from(result.distances) };
+}
+
+function handle(request: DenseRequest): DenseReply {
+  switch (request.op) {
+    case 'open':
+      return open(request);
+    case 'add': {
+      if (index === undefined || options === undefined) throw new Error('index not open');
+      const { dimension } = options;
+      ensureCapacity(request.labels.length);
+      request.labels.forEach((label, i) => {
+        if (live.has(label)) index?.markDelete(label);
+        index?.addPoint(toArray(request.vectors, i * dimension, dimension), label, true);
+        live.add(label);
+      });
+      return { ok: true, count: live.size };
+    }
+    case 'remove': {
+      for (const label of request.labels) {
+        if (!live.has(label)) continue; // never added, or already removed: replay and retries are idempotent
+        index?.markDelete(label);
+        live.delete(label);
+      }
+      return { ok: true, count: live.size };
+    }
+    case 'search':
+      return search(request);
+    case 'save': {
+      index?.writeIndexSync(request.file);
+      syncPath(request.file);
+      return { ok: true, count: live.size, digest: digestFile(request.file) };
+    }
+    case 'count':
+      return { ok: true, count: live.size };
+    case 'labels':
+      return { ok: true, labels: Float64Array.from([...live].sort((a, b) => a - b)) };
+  }
+}
+
+parentPort?.on('message', (request: DenseRequest) => {
+  let reply: DenseReply;
+  try {
+    reply = handle(request);
+  } catch (error) {
+    reply = { ok: false, error: (error as Error).message };
+  }
+  parentPort?.postMessage(reply);
+});

@@ -1,0 +1,7 @@
+/**
+ * The corpus's entry (docs/architecture.md §3): the ports methods and retrieval call, and the Corpus the composition
+ * opens. Other layers import this module only; the store, indexes and their workers stay inside.
+ */
+
+export type * from './ports.js';
+export { Corpus, CorpusError, contentHash, type AddResult, type CorpusSettings, type CorpusStats } from './corpus.js';

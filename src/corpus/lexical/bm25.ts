@@ -1,0 +1,715 @@
+import { TimeSlice } from '../../protocol/time-slice.js';
+import { PART_UNITS, textParts } from '../../models/index.js';
+import { analyze, type AnalyzerOptions } from './analyzer.js';
+
+/** Postings scored (or candidates ranked) between two looks at the clock: a look per posting would cost more than it saves. */
+const STEPS_PER_CHECK = 4096;
+
+/**
+ * Upper bounds are widened by this factor before any document is skipped on them: a bound and the score it bounds are
+ * summed in different orders, so they may differ in the last bits; a document is only skipped when even its widened
+ * bound is below the threshold, so pruning never drops a document that exhaustive scoring would have kept.
+ */
+const MARGIN = 1 + 1e-9;
+
+/** A term's cached bound is recomputed once the average document length has moved this far from the one it used. */
+const BOUND_DRIFT = 1.25;
+
+export interface Bm25Options extends AnalyzerOptions {
+  readonly k1: number;
+  readonly b: number;
+  /**
+   * Metadata text fields weighed into a document beside its text (BM25F with one length normalisation): a field of
+   * weight w counts each of its terms w times, in the term's frequency and in the document's length. Absent or
+   * empty: the text alone.
+   */
+  readonly fields?: Readonly<Record<string, number>>;
+}
+
+/**
+ * Field weights are rounded to this fraction, so weighted frequencies and lengths are exact in binary (sums of
+ * lengths stay exact whatever order documents come and go in, and an index built afresh has the same avgdl).
+ */
+const WEIGHT_STEP = 256;
+
+/** The text of metadata field values a BM25F field can read: a string, or strings in an array. */
+function fieldText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.filter((item): item is string => typeof item === 'string').join('\n');
+  return '';
+}
+
+export interface LexicalHit {
+  readonly label: number;
+  readonly score: number;
+}
+
+/**
+ * One term's postings: internal document ids (ascending: ids are handed out in order and never reused) with their term
+ * frequencies, in growable typed arrays. A removed document stays in the arrays until the list is compacted (its id
+ * is dead: scoring skips it); `live` is the term's document frequency.
+ *
+ * `bound` is the largest tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl)) over the list at avgdl = `boundAverage` (0: not
+ * yet computed). That part of a document's score grows with avgdl, and never faster than in proportion to it, so
+ * `bound · max(1, avgdl / boundAverage)` bounds it at any later avgdl; removals only lower the true maximum.
+ */
+class Posting {
+  docs = new Int32Array(4);
+  /** Term frequencies: counts, weighted by field (multiples of 1/WEIGHT_STEP) when fields are weighed in. */
+  tfs = new Float32Array(4);
+  length = 0;
+  live = 0;
+  bound = 0;
+  boundAverage = 0;
+}
+
+/** What the index keeps per label: its internal id, and its distinct terms (first-occurrence order) with their counts. */
+interface DocEntry {
+  doc: number;
+  readonly terms: readonly string[];
+  readonly tfs: Float32Array;
+  readonly length: number;
+}
+
+/** One query term as a search sees it: the posting arrays as they were when the search began. */
+interface Cursor {
+  readonly term: string;
+  /** The term's position among the query's distinct terms (scores are summed in that order). */
+  readonly order: number;
+  readonly docs: Int32Array;
+  readonly tfs: Float32Array;
+  readonly length: number;
+  readonly idf: number;
+  /** An upper bound on the term's contribution to any document's score (MARGIN included). */
+  readonly bound: number;
+}
+
+/**
+ * Okapi BM25 over an in-memory inverted index with incremental add and delete. Postings are typed arrays of internal
+ * document ids and term frequencies; document lengths (−1 once removed) and labels are typed arrays by id; the
+ * running total gives avgdl. Rebuilt from the store at start (it is derived data; see the corpus).
+ *   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5));  score = Σ idf · tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl))
+ * summed over the query's distinct terms (a repeated query term counts once), in the order they first occur.
+ *
+ * Fields (`options.fields`, BM25F with one length normalisation shared by the fields — Robertson, Zaragoza & Taylor
+ * 2004): a document's tf is Σ w_f · tf_f over its text (w 1) and the weighed metadata fields it has, and its dl is
+ * Σ w_f · dl_f; the formula above is unchanged. It is "the title repeated w times" for any real w. A per-field b
+ * (full BM25F) measured no better on SciFact (docs/corpus.md) and would need a length per field per document.
+ *
+ * Top-k search prunes with MaxScore (Turtle & Flood 1995, as Lucene, PISA and Tantivy do): terms sorted by their
+ * bound; those whose bounds together cannot lift a document past the k-th best score so far are only probed for
+ * documents that the others already make competitive. It returns exactly what exhaustive scoring returns — the same
+ * documents, the same scores to the bit (each kept document's score is summed in the exhaustive order), the same ties
+ * by smaller label; `searchExhaustive` is that reference.
+ */
+export class Bm25Index {
+  readonly #postings = new Map<string, Posting>();
+  readonly #entries = new Map<number, DocEntry>();
+  /** By internal id: document length (field-weighted), or −1 once removed. */
+  #lengths = new Float64Array(16);
+  /** By internal id: the label. */
+  #labels = new Float64Array(16);
+  /** Internal ids handed out so far (the next id). */
+  #ids = 0;
+  #totalLength = 0;
+  /** Score accumulators for exhaustive search, reused (a search that yields mid-way holds its own). */
+  readonly #accumulators: Float64Array[] = [];
+
+  /** The weighed fields: name and weight (rounded to 1/WEIGHT_STEP), those of weight 0 left out. */
+  readonly #fields: readonly (readonly [string, number])[];
+
+  constructor(private readonly options: Bm25Options) {
+    this.#fields = Object.entries(options.fields ?? {})
+      .map(([name, weight]) => [name, Math.round(weight * WEIGHT_STEP) / WEIGHT_STEP] as const)
+      .filter(([, weight]) => weight > 0);
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Indexes `text` under `label`, with the weighed fields of `meta` (BM25F) when the options name any. */
+  add(label: number, text: string, meta?: Readonly<Record<string, unknown>>): void {
+    this.#addTerms(label, analyze(text, this.options), this.#fieldTerms(meta));
+  }
+
+  /**
+   * `add` for a text of any length: analysed part by part (cut at spaces, where no term can span) in time slices, so
+   * indexing a 1 MB document does not hold the event loop for its whole analysis (docs/architecture.md §9).
+   */
+  async addInSlices(
+    label: number,
+    text: string,
+    slice: TimeSlice,
+    meta?: Readonly<Record<string, unknown>>,
+  ): Promise<void> {
+    if (text.length <= PART_UNITS) return this.add(label, text, meta);
+    const terms: string[] = [];
+    for (const part of textParts(text)) {
+      for (const term of analyze(part, this.options)) terms.push(term);
+      await slice.due();
+    }
+    this.#addTerms(label, terms, this.#fieldTerms(meta));
+  }
+
+  /** The analysed terms of each weighed field that `meta` holds text for, with the field's weight. */
+  #fieldTerms(meta: Readonly<Record<string, unknown>> | undefined): [readonly string[], number][] {
+    const fields: [readonly string[], number][] = [];
+    if (meta === undefined) return fields;
+    for (const [name, weight] of this.#fields) {
+      // Field values are bounded by the metadata limits (§15.5): analysed in one go.
+      const terms = analyze(fieldText(meta[name]), this.options);
+      if (terms.length > 0) fields.push([terms, weight]);
+    }
+    return fields;
+  }
+
+  #addTerms(label: number, terms: readonly string[], fields: readonly [readonly string[], number][] = []): void {
+    if (this.#entries.has(label)) this.remove(label);
+    const counts = new Map<string, number>();
+    for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
+    let length = terms.length;
+    for (const [fieldTerms, weight] of fields) {
+      for (const term of fieldTerms) counts.set(term, (counts.get(term) ?? 0) + weight);
+      length += fieldTerms.length * weight;
+    }
+    if (this.#ids === this.#lengths.length) this.#grow();
+    const doc = this.#ids++;
+    this.#lengths[doc] = length;
+    this.#labels[doc] = label;
+    const tfs = new Float32Array(counts.size);
+    let i = 0;
+    for (const [term, tf] of counts) {
+      tfs[i++] = tf;
+      let posting = this.#postings.get(term);
+      if (posting === undefined) this.#postings.set(term, (posting = new Posting()));
+      if (posting.length === posting.docs.length) {
+        posting.docs = grown(posting.docs);
+        posting.tfs = grown(posting.tfs);
+      }
+      posting.docs[posting.length] = doc;
+      posting.tfs[posting.length++] = tf;
+      posting.live++;
+      if (posting.boundAverage > 0) {
+        posting.bound = Math.max(posting.bound, this.#saturation(tf, length, posting.boundAverage));
+      }
+    }
+    this.#entries.set(label, { doc, terms: [...counts.keys()], tfs, length });
+    this.#totalLength += length;
+  }
+
+  /** Removes a label; an unknown one is ignored (replay and retries are idempotent). */
+  remove(label: number): void {
+    const entry = this.#entries.get(label);
+    if (entry === undefined) return;
+    this.#lengths[entry.doc] = -1;
+    for (const term of entry.terms) {
+      const posting = this.#postings.get(term);
+      if (posting === undefined) continue;
+      if (--posting.live === 0) this.#postings.delete(term);
+      else if (posting.length - posting.live > Math.max(16, posting.live)) this.#compact(posting);
+    }
+    this.#entries.delete(label);
+    this.#totalLength -= entry.length;
+    const dead = this.#ids - this.#entries.size;
+    if (dead > 4096 && dead > this.#entries.size) this.#renumber();
+  }
+
+  /** tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl)): a document's score for a term, short of the term's idf. */
+  #saturation(tf: number, length: number, average: number): number {
+    const { k1, b } = this.options;
+    return (tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * length) / average));
+  }
+
+  #grow(): void {
+    const lengths = new Float64Array(this.#lengths.length * 2);
+    lengths.set(this.#lengths);
+    const labels = new Float64Array(this.#labels.length * 2);
+    labels.set(this.#labels);
+    // New arrays, never resized in place: a search in flight keeps reading the ones it started with.
+    this.#lengths = lengths;
+    this.#labels = labels;
+  }
+
+  /** Drops removed documents from a list (into new arrays: a search in flight keeps the old ones). */
+  #compact(posting: Posting): void {
+    const docs = new Int32Array(Math.max(4, posting.live));
+    const tfs = new Float32Array(docs.length);
+    let kept = 0;
+    for (let i = 0; i < posting.length; i++) {
+      const doc = posting.docs[i]!;
+      if (this.#lengths[doc]! < 0) continue;
+      docs[kept] = doc;
+      tfs[kept++] = posting.tfs[i]!;
+    }
+    posting.docs = docs;
+    posting.tfs = tfs;
+    posting.length = kept;
+    posting.boundAverage = 0;
+  }
+
+  /**
+   * Hands out internal ids afresh, densely and in the same order, once removed documents outnumber live ones (each
+   * replacement of a label takes a new id). Everything is rebuilt into new arrays: a search in flight finishes on
+   * the old ones.
+   */
+  #renumber(): void {
+    const renamed = new Int32Array(this.#ids).fill(-1);
+    const capacity = Math.max(16, 2 * this.#entries.size);
+    const lengths = new Float64Array(capacity);
+    const labels = new Float64Array(capacity);
+    let next = 0;
+    for (let doc = 0; doc < this.#ids; doc++) {
+      if (this.#lengths[doc]! < 0) continue;
+      renamed[doc] = next;
+      lengths[next] = this.#lengths[doc]!;
+      labels[next++] = this.#labels[doc]!;
+    }
+    for (const entry of this.#entries.values()) entry.doc = renamed[entry.doc]!;
+    for (const posting of this.#postings.values()) {
+      const docs = new Int32Array(Math.max(4, posting.live));
+      const tfs = new Float32Array(docs.length);
+      let kept = 0;
+      for (let i = 0; i < posting.length; i++) {
+        const doc = renamed[posting.docs[i]!]!;
+        if (doc < 0) continue;
+        docs[kept] = doc;
+        tfs[kept++] = posting.tfs[i]!;
+      }
+      posting.docs = docs;
+      posting.tfs = tfs;
+      posting.length = kept;
+    }
+    this.#lengths = lengths;
+    this.#labels = labels;
+    this.#ids = next;
+  }
+
+  /**
+   * BM25 split into its two sides, as term → weight maps over the analyzer's terms, so that the dot product of a
+   * query's map and a document's map is that document's BM25 score for the query under this index's statistics:
+   * a query weighs each distinct term 1; a document weighs each term idf · tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl)),
+   * with its own length dl and this index's N, df and avgdl (an empty index counts the text as its only document).
+   */
+  termWeights(text: string, kind: 'query' | 'document'): Map<string, number> {
+    const terms = analyze(text, this.options);
+    const weights = new Map<string, number>();
+    if (kind === 'query') {
+      for (const term of terms) weights.set(term, 1);
+      return weights;
+    }
+    const counts = new Map<string, number>();
+    for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
+    const n = this.size;
+    const average = n === 0 ? terms.length : this.#totalLength / n;
+    const { k1, b } = this.options;
+    for (const [term, tf] of counts) {
+      const df = this.documentFrequency(term);
+      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+      weights.set(term, (idf * tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * terms.length) / Math.max(average, 1e-9))));
+    }
+    return weights;
+  }
+
+  /** Documents containing `term` (an analyzed term). */
+  documentFrequency(term: string): number {
+    return this.#postings.get(term)?.live ?? 0;
+  }
+
+  /** Up to `limit` documents containing `term`. */
+  labelsWith(term: string, limit: number): number[] {
+    const posting = this.#postings.get(term);
+    const labels: number[] = [];
+    for (let i = 0; posting !== undefined && i < posting.length && labels.length < limit; i++) {
+      const doc = posting.docs[i]!;
+      if (this.#lengths[doc]! >= 0) labels.push(this.#labels[doc]!);
+    }
+    return labels;
+  }
+
+  /** Every analyzed term with its document frequency. */
+  *vocabulary(): Iterable<[string, number]> {
+    for (const [term, posting] of this.#postings) yield [term, posting.live];
+  }
+
+  /** A document's term counts and length, for pseudo-relevance feedback. */
+  termCounts(label: number): { counts: Map<string, number>; length: number } | undefined {
+    const entry = this.#entries.get(label);
+    if (entry === undefined) return undefined;
+    return { counts: new Map(entry.terms.map((term, i) => [term, entry.tfs[i]!])), length: entry.length };
+  }
+
+  analyze(text: string): string[] {
+    return analyze(text, this.options);
+  }
+
+  /**
+   * BM25 scores of the given labels (0 for labels without query terms or not indexed), for completing fused candidate
+   * sets: each label is looked up in each query term's postings (a binary search), not found by a pass over them.
+   */
+  async scoreLabels(query: string, labels: readonly number[], slice = new TimeSlice()): Promise<number[]> {
+    const n = this.size;
+    if (n === 0) return labels.map(() => 0);
+    const average = this.#totalLength / n;
+    const terms = this.#cursors(query, n, average).map(({ term, idf }) => ({ term, idf }));
+    const scores: number[] = [];
+    let steps = 0;
+    for (const label of labels) {
+      // Postings and ids are read afresh for each label: writes between slices may have renumbered the ids.
+      const entry = this.#entries.get(label);
+      let score = 0;
+      for (let t = 0; entry !== undefined && t < terms.length; t++) {
+        const posting = this.#postings.get(terms[t]!.term);
+        if (posting === undefined) continue;
+        const i = seek(posting.docs, 0, posting.length, entry.doc);
+        if (i < posting.length && posting.docs[i] === entry.doc) {
+          score += this.#contribution(terms[t]!.idf, posting.tfs[i]!, entry.length, average);
+        }
+      }
+      scores.push(score);
+      steps += terms.length + 1;
+      if (steps >= STEPS_PER_CHECK) {
+        steps = 0;
+        await slice.due();
+      }
+    }
+    return scores;
+  }
+
+  /** idf · tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl)), operation for operation as exhaustive scoring has always done. */
+  #contribution(idf: number, tf: number, length: number, average: number): number {
+    const { k1, b } = this.options;
+    return (idf * tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * length) / average));
+  }
+
+  /** The query's distinct indexed terms in first-occurrence order, with idf and a bound each. */
+  #cursors(query: string, n: number, average: number): Cursor[] {
+    const cursors: Cursor[] = [];
+    let order = 0;
+    for (const term of new Set(analyze(query, this.options))) {
+      const posting = this.#postings.get(term);
+      order++;
+      if (posting === undefined) continue;
+      const idf = Math.log(1 + (n - posting.live + 0.5) / (posting.live + 0.5));
+      const ratio = posting.boundAverage > 0 ? average / posting.boundAverage : 0;
+      if (ratio === 0 || ratio > BOUND_DRIFT || ratio < 1 / BOUND_DRIFT) {
+        let bound = 0;
+        for (let i = 0; i < posting.length; i++) {
+          const length = this.#lengths[posting.docs[i]!]!;
+          if (length >= 0) bound = Math.max(bound, this.#saturation(posting.tfs[i]!, length, average));
+        }
+        posting.bound = bound;
+        posting.boundAverage = average;
+      }
+      const scale = Math.max(1, average / posting.boundAverage);
+      cursors.push({
+        term,
+        order: order - 1,
+        docs: posting.docs,
+        tfs: posting.tfs,
+        length: posting.length,
+        idf,
+        bound: idf * posting.bound * scale * MARGIN,
+      });
+    }
+    return cursors;
+  }
+
+  /**
+   * The `k` best documents for `query`. A query of many common terms over a large corpus visits millions of
+   * postings: the work runs in time slices (docs/architecture.md §9). Writes between slices are seen or not, as with
+   * any read that overlaps a write; N and avgdl are those at the start.
+   */
+  async search(query: string, k: number, allow?: ReadonlySet<number>, slice = new TimeSlice()): Promise<LexicalHit[]> {
+    const n = this.size;
+    if (n === 0 || k <= 0) return [];
+    if (k >= n) return this.searchExhaustive(query, k, allow, slice);
+    const average = this.#totalLength / n;
+    const cursors = this.#cursors(query, n, average);
+    if (cursors.length === 0) return [];
+    return this.#maxScore(cursors, k, average, allow, slice);
+  }
+
+  /**
+   * `search` without pruning: every posting of every query term scored into an accumulator, term at a time. The
+   * reference that pruned search must equal (tests and benchmarks), and the faster road when k covers the corpus.
+   */
+  async searchExhaustive(
+    query: string,
+    k: number,
+    allow?: ReadonlySet<number>,
+    slice = new TimeSlice(),
+  ): Promise<LexicalHit[]> {
+    const n = this.size;
+    if (n === 0 || k <= 0) return [];
+    const average = this.#totalLength / n;
+    const cursors = this.#cursors(query, n, average);
+    if (cursors.length === 0) return [];
+    const lengths = this.#lengths;
+    const labels = this.#labels;
+    const ids = this.#ids;
+    let scores = this.#accumulators.pop();
+    if (scores === undefined || scores.length < ids) scores = new Float64Array(Math.max(ids, 64));
+    const touched: number[] = [];
+    try {
+      let steps = 0;
+      for (const { docs, tfs, length: count, idf } of cursors) {
+        for (let i = 0; i < count; i++) {
+          const doc = docs[i]!;
+          const length = lengths[doc]!;
+          if (length < 0 || (allow !== undefined && !allow.has(labels[doc]!))) continue;
+          const score = this.#contribution(idf, tfs[i]!, length, average);
+          if (scores[doc] === 0) touched.push(doc);
+          scores[doc] = scores[doc]! + score;
+          if (++steps % STEPS_PER_CHECK === 0) await slice.due();
+        }
+      }
+      const top = new TopK(Math.min(k, touched.length));
+      for (let i = 0; i < touched.length; i++) {
+        const doc = touched[i]!;
+        top.offer(scores[doc]!, labels[doc]!);
+        if ((i + 1) % STEPS_PER_CHECK === 0) await slice.due();
+      }
+      return top.sorted();
+    } finally {
+      for (const doc of touched) scores[doc] = 0;
+      this.#accumulators.push(scores);
+    }
+  }
+
+  /**
+   * MaxScore, document at a time. Cursors sorted by bound, ascending; `prefix[j]` is the sum of the first j bounds.
+   * Once k documents are held and the k-th best score is θ, the first `e` cursors with prefix[e] < θ are
+   * non-essential: a document found only in them cannot reach θ, so candidates come from the others, and the
+   * non-essential ones are probed (best bound first) only while the document can still reach θ.
+   */
+  async #maxScore(
+    unsorted: readonly Cursor[],
+    k: number,
+    average: number,
+    allow: ReadonlySet<number> | undefined,
+    slice: TimeSlice,
+  ): Promise<LexicalHit[]> {
+    const { m, docs, tfs, counts, idfs, orders, prefix } = columnsByBound(unsorted);
+    const at = new Int32Array(m);
+    const lengths = this.#lengths;
+    const labels = this.#labels;
+    const { k1, b } = this.options;
+    // A candidate's contributions, by the term's query order, to sum them in the exhaustive order.
+    const found = new Int32Array(m);
+    const parts = new Float64Array(m);
+    const top = new TopK(Math.min(k, this.size));
+    let threshold = 0;
+    let essential = 0; // cursors [0, essential) are non-essential
+    let steps = 0;
+    let nextCheck = STEPS_PER_CHECK;
+    for (;;) {
+      const doc = smallestNext(docs, at, counts, essential);
+      if (doc === NO_DOC) break;
+      const length = lengths[doc]!;
+      const wanted = length >= 0 && (allow === undefined || allow.has(labels[doc]!));
+      // The length part of the denominator, the same expression for every term (so the same bits as exhaustive).
+      const norm = k1 * (1 - b + (b * length) / average);
+      let partial = 0;
+      let nfound = 0;
+      for (let j = essential; j < m; j++) {
+        const i = at[j]!;
+        if (i < counts[j]! && docs[j]![i] === doc) {
+          if (wanted) {
+            const tf = tfs[j]![i]!;
+            const part = (idfs[j]! * tf * (k1 + 1)) / (tf + norm);
+            partial += part;
+            found[nfound] = orders[j]!;
+            parts[nfound++] = part;
+          }
+          at[j] = i + 1;
+          steps++;
+        }
+      }
+      if (wanted && (!top.full || (partial + prefix[essential]!) * MARGIN >= threshold)) {
+        let competitive = true;
+        for (let j = essential - 1; j >= 0; j--) {
+          if (top.full && (partial + prefix[j + 1]!) * MARGIN < threshold) {
+            competitive = false;
+            break;
+          }
+          const i = seek(docs[j]!, at[j]!, counts[j]!, doc);
+          at[j] = i;
+          steps++;
+          if (i < counts[j]! && docs[j]![i] === doc) {
+            const tf = tfs[j]![i]!;
+            const part = (idfs[j]! * tf * (k1 + 1)) / (tf + norm);
+            partial += part;
+            found[nfound] = orders[j]!;
+            parts[nfound++] = part;
+          }
+        }
+        if (competitive && (!top.full || partial * MARGIN >= threshold)) {
+          if (top.offer(sumInQueryOrder(found, parts, nfound), labels[doc]!) && top.full) {
+            threshold = top.worstScore;
+            while (essential < m && prefix[essential + 1]! * MARGIN < threshold) essential++;
+          }
+        }
+      }
+      if (steps >= nextCheck) {
+        nextCheck = steps + STEPS_PER_CHECK;
+        await slice.due();
+      }
+    }
+    return top.sorted();
+  }
+}
+
+const NO_DOC = 0x7fffffff;
+
+/** The cursors' columns, sorted by bound ascending, and `prefix[j]`: the sum of the first j bounds. */
+function columnsByBound(unsorted: readonly Cursor[]) {
+  const cursors = [...unsorted].sort((x, y) => x.bound - y.bound);
+  const m = cursors.length;
+  const prefix = new Float64Array(m + 1);
+  for (let j = 0; j < m; j++) prefix[j + 1] = prefix[j]! + cursors[j]!.bound;
+  return {
+    m,
+    prefix,
+    docs: cursors.map((cursor) => cursor.docs),
+    tfs: cursors.map((cursor) => cursor.tfs),
+    counts: Int32Array.from(cursors, (cursor) => cursor.length),
+    idfs: Float64Array.from(cursors, (cursor) => cursor.idf),
+    orders: Int32Array.from(cursors, (cursor) => cursor.order),
+  };
+}
+
+/** The smallest document id at the cursors [from, m): the next candidate (NO_DOC once they are all exhausted). */
+function smallestNext(docs: readonly Int32Array[], at: Int32Array, counts: Int32Array, from: number): number {
+  let doc = NO_DOC;
+  for (let j = from; j < docs.length; j++) {
+    if (at[j]! < counts[j]!) {
+      const candidate = docs[j]![at[j]!]!;
+      if (candidate < doc) doc = candidate;
+    }
+  }
+  return doc;
+}
+
+/**
+ * A candidate's score: its `n` term contributions summed in the exhaustive order, by each term's place in the query
+ * (an insertion sort of a handful of terms), so a pruned score has the same bits as an exhaustive one.
+ */
+function sumInQueryOrder(found: Int32Array, parts: Float64Array, n: number): number {
+  for (let x = 1; x < n; x++) {
+    const order = found[x]!;
+    const part = parts[x]!;
+    let y = x - 1;
+    for (; y >= 0 && found[y]! > order; y--) {
+      found[y + 1] = found[y]!;
+      parts[y + 1] = parts[y]!;
+    }
+    found[y + 1] = order;
+    parts[y + 1] = part;
+  }
+  let score = 0;
+  for (let x = 0; x < n; x++) score += parts[x]!;
+  return score;
+}
+
+/** The first index in [from, to) whose id is ≥ `doc` (ids ascending): galloping, then binary search. */
+function seek(docs: Int32Array, from: number, to: number, doc: number): number {
+  if (from >= to || docs[from]! >= doc) return from;
+  let step = 1;
+  let low = from; // docs[low] < doc
+  let high = from + 1;
+  while (high < to && docs[high]! < doc) {
+    low = high;
+    step *= 2;
+    high = low + step;
+  }
+  if (high > to) high = to;
+  // docs[low] < doc, and high === to or docs[high] >= doc
+  while (high - low > 1) {
+    const middle = (low + high) >>> 1;
+    if (docs[middle]! < doc) low = middle;
+    else high = middle;
+  }
+  return high;
+}
+
+function grown<T extends Int32Array | Float32Array>(array: T): T {
+  const next = new (array.constructor as new (length: number) => T)(array.length * 2);
+  next.set(array);
+  return next;
+}
+
+/**
+ * The k best (score, label) pairs: best first, ties by smaller label; a bounded min-heap in typed arrays, its root
+ * the worst kept pair.
+ */
+class TopK {
+  readonly #scores: Float64Array;
+  readonly #labels: Float64Array;
+  #size = 0;
+
+  private readonly k: number;
+
+  constructor(k: number) {
+    this.k = Math.max(0, Math.ceil(k)); // a fractional k keeps as many as `size < k` would
+    this.#scores = new Float64Array(this.k);
+    this.#labels = new Float64Array(this.k);
+  }
+
+  get full(): boolean {
+    return this.#size === this.k;
+  }
+
+  /** The k-th best score (valid once full). */
+  get worstScore(): number {
+    return this.#scores[0]!;
+  }
+
+  /** Whether (x, xl) ranks after (y, yl). */
+  static #worse(x: number, xl: number, y: number, yl: number): boolean {
+    return x < y || (x === y && xl > yl);
+  }
+
+  /** Keeps the pair if it is among the k best so far; says whether it was kept. */
+  offer(score: number, label: number): boolean {
+    const scores = this.#scores;
+    const labels = this.#labels;
+    if (this.k === 0) return false;
+    if (this.#size < this.k) {
+      let i = this.#size++;
+      while (i > 0) {
+        const parent = (i - 1) >> 1;
+        if (!TopK.#worse(score, label, scores[parent]!, labels[parent]!)) break;
+        scores[i] = scores[parent]!;
+        labels[i] = labels[parent]!;
+        i = parent;
+      }
+      scores[i] = score;
+      labels[i] = label;
+      return true;
+    }
+    if (!TopK.#worse(scores[0]!, labels[0]!, score, label)) return false;
+    let i = 0;
+    for (;;) {
+      const left = 2 * i + 1;
+      if (left >= this.#size) break;
+      const right = left + 1;
+      let child = left;
+      if (right < this.#size && TopK.#worse(scores[right]!, labels[right]!, scores[left]!, labels[left]!))
+        child = right;
+      if (!TopK.#worse(scores[child]!, labels[child]!, score, label)) break;
+      scores[i] = scores[child]!;
+      labels[i] = labels[child]!;
+      i = child;
+    }
+    scores[i] = score;
+    labels[i] = label;
+    return true;
+  }
+
+  sorted(): LexicalHit[] {
+    const hits: LexicalHit[] = [];
+    for (let i = 0; i < this.#size; i++) hits.push({ label: this.#labels[i]!, score: this.#scores[i]! });
+    return hits.sort((x, y) => (TopK.#worse(x.score, x.label, y.score, y.label) ? 1 : -1));
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The corpus's ports (docs/architecture.md §3): what methods and retrieval stages may ask of the store of record and
+ * its indexes. src/corpus/ implements them; other layers reach them through src/corpus/index.ts.
+ *
+ * Fault contract: as the models' ports (src/models/ports.ts): resolve, or reject with an RpcError.
+ */
+
+import type { TextKind } from '../models/index.js';
+
+/** A document as written (index/add over the wire, or `rcp-server ingest`): an id is made when none is given. */
+export interface CorpusDocument {
+  readonly id?: string | undefined;
+  readonly text: string;
+  readonly meta?: Record<string, unknown> | undefined;
+}
+
+/**
+ * A write's caller: `signal` abandons it before it commits (nothing applied); `commit` is called once, right before
+ * the commit, and throws if the caller has already given up — after it, the write completes and is answered.
+ */
+export interface WriteCaller {
+  readonly signal?: AbortSignal | undefined;
+  readonly commit?: (() => void) | undefined;
+}
+
+/** The write side of the corpus (§7.10, §7.11): durable when the promise resolves. */
+export interface CorpusWriter {
+  add(
+    documents: readonly CorpusDocument[],
+    options: WriteCaller & { chunk: boolean; contextual: boolean; idempotencyKey?: string | undefined },
+  ): Promise<{ ids: string[]; chunks: number; indexVersion: string }>;
+  delete(ids: readonly string[], caller?: WriteCaller): Promise<{ deleted: number; indexVersion: string }>;
+}
+
+/** Typed metadata fields (configuration `index.fields`; advertised as `filter.fields`, §8). */
+export type FieldType = 'keyword' | 'text' | 'int' | 'float' | 'bool' | 'date';
+
+export interface ChunkRecord {
+  readonly label: number;
+  readonly docId: string;
+  readonly ordinal: number;
+  readonly text: string;
+  readonly context: string;
+  /** Character offsets of the chunk in its document. */
+  readonly start: number;
+  readonly end: number;
+  readonly vector: Float32Array;
+}
+
+/** A stored chunk without its vector: what a hit is built from (the vector, when asked for, is read apart). */
+export type ChunkBody = Omit<ChunkRecord, 'vector'>;
+
+export interface ChunkPlace {
+  readonly docId: string;
+  readonly ordinal: number;
+}
+
+/** The read side of the corpus, for `retrieve` (§7.7). */
+export interface CorpusReader {
+  /** `caller`: whose turn the search waits for at the index (callers take turns, §15.5). */
+  searchDense(
+    vector: Float32Array,
+    k: number,
+    allow?: readonly number[],
+    signal?: AbortSignal,
+    caller?: string,
+  ): Promise<{ label: number; score: number }[]>;
+  searchLexical(
+    query: string,
+    k: number,
+    allow?: ReadonlySet<number>,
+    signal?: AbortSignal,
+  ): Promise<{ label: number; score: number }[]>;
+  /** Exact scores of given chunks, for candidates one recall list missed (fusion over the union, §16.3). */
+  denseScores(vector: Float32Array, labels: readonly number[], signal?: AbortSignal): Promise<number[]>;
+  lexicalScores(query: string, labels: readonly number[], signal?: AbortSignal): Promise<number[]>;
+  /** §7.8 query transformation from the corpus's lexical statistics (no language model). */
+  transformQuery(query: string, method: 'rewrite' | 'multi-query', n: number, signal?: AbortSignal): Promise<string[]>;
+  /** The lexical index's term weights for a text (BM25's query or document side, §7.4 embed/sparse). */
+  termWeights(text: string, kind: TextKind): Map<string, number>;
+  labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]>;
+  getChunk(label: number): ChunkBody | undefined;
+  /** A chunk's stored vector alone. */
+  vectorOf(label: number): Float32Array | undefined;
+  /** The stored vectors of many chunks (a label not stored is absent), read in time slices. */
+  vectorsOf(labels: readonly number[], signal?: AbortSignal): Promise<Map<number, Float32Array>>;
+  /** Where a chunk sits, from memory (no store read): hit ids and grouping need only this. */
+  placeOf(label: number): ChunkPlace | undefined;
+  metaOf(documentId: string): Record<string, unknown>;
+  /** Who wrote the document: `client` (index/add) or `operator` (rcp-server ingest). */
+  originOf(documentId: string): 'client' | 'operator';
+  getDocument(id: string): { readonly text: string } | undefined;
+  /** Throws -32010 unless `pinned` is absent or the current indexVersion. */
+  assertVersion(pinned: string | undefined): void;
+  readonly indexVersion: string;
+}

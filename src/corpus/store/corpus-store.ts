@@ -1,0 +1,434 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { RpcError } from '../../protocol/errors.js';
+import type { ChunkBody, ChunkRecord } from '../ports.js';
+import { WorkerChannel } from '../../platform/worker-thread.js';
+import { DirLock, LOCK_FILE, sqliteCode, StoreError } from './dir-lock.js';
+import { chunkSum, documentSum, intact, type DocumentColumns } from './row-sums.js';
+import type { Changes } from './changes.js';
+import type { WriterReply, WriterRequest } from './writer-protocol.js';
+import {
+  addColumns,
+  configure,
+  Connection,
+  IDEMPOTENCY_KEPT,
+  SET_META,
+  type DocumentOrigin,
+  type Idempotency,
+  type NewDocument,
+  type StoredDocument,
+  type Written,
+} from './writes.js';
+
+/** A chunk as stored: the port's record (text, context, offsets, vector) with its label and document. */
+export type StoredChunk = ChunkRecord;
+
+export type { DocumentOrigin, NewChunk, NewDocument, StoredDocument } from './writes.js';
+export { IDEMPOTENCY_KEPT };
+
+export interface WriteResult {
+  readonly seq: number;
+  /** Labels of chunks added, and of chunks removed (replaced or deleted), for the derived indexes. */
+  readonly added: StoredChunk[];
+  readonly removed: number[];
+  /** Documents written (with their metadata) and ids actually removed (index/delete). */
+  readonly written: readonly { id: string; meta: Record<string, unknown>; origin: DocumentOrigin }[];
+  readonly deletedIds: readonly string[];
+}
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT NOT NULL, hash TEXT NOT NULL, seq INTEGER NOT NULL,
+    origin TEXT NOT NULL DEFAULT 'client', sum BLOB);
+  CREATE TABLE IF NOT EXISTS chunks (
+    label INTEGER PRIMARY KEY AUTOINCREMENT, doc_id TEXT NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL,
+    context TEXT NOT NULL, vector BLOB NOT NULL, seq INTEGER NOT NULL,
+    start_offset INTEGER NOT NULL DEFAULT 0, end_offset INTEGER NOT NULL DEFAULT -1, sum BLOB);
+  CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
+  CREATE INDEX IF NOT EXISTS chunks_seq ON chunks (seq);
+  CREATE TABLE IF NOT EXISTS tombstones (label INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
+  CREATE INDEX IF NOT EXISTS tombstones_seq ON tombstones (seq);
+  CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, result TEXT NOT NULL, seq INTEGER NOT NULL);
+`;
+
+interface ChunkRow {
+  label: number;
+  doc_id: string;
+  ordinal: number;
+  text: string;
+  context: string;
+  start_offset: number;
+  end_offset: number;
+  vector: Buffer;
+}
+
+/** A stored vector as floats: copied out of the driver's buffer, which need not be 4-byte aligned. */
+function vectorFrom(blob: Buffer): Float32Array {
+  const bytes = new Uint8Array(blob);
+  return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+}
+
+function chunkOf(row: ChunkRow): StoredChunk {
+  return { ...chunkBodyOf(row), vector: vectorFrom(row.vector) };
+}
+
+function chunkBodyOf(row: Omit<ChunkRow, 'vector'>): ChunkBody {
+  return {
+    label: row.label,
+    docId: row.doc_id,
+    ordinal: row.ordinal,
+    text: row.text,
+    context: row.context,
+    start: row.start_offset,
+    end: row.end_offset === -1 ? row.start_offset + row.text.length : row.end_offset,
+  };
+}
+
+const VECTORS_OF = 'SELECT label, vector FROM chunks WHERE label IN (SELECT value FROM json_each(?))';
+
+const CHUNK_BODY = 'SELECT label, doc_id, ordinal, text, context, start_offset, end_offset FROM chunks WHERE label = ?';
+
+const STORE_FILE = 'corpus.sqlite';
+
+/**
+ * Opens the store file; a writer also brings its schema up to date. Every check is a read. Read-only with no store
+ * yet (a dir never written): an empty store in memory, so nothing is created on disk.
+ */
+function openDatabase(file: string, readOnly: boolean): Database.Database {
+  if (readOnly && !existsSync(file)) {
+    const empty = new Database(':memory:');
+    migrate(empty);
+    return empty;
+  }
+  const db = new Database(file, { readonly: readOnly, fileMustExist: readOnly });
+  try {
+    checkStore(db, file);
+    if (!readOnly) migrate(db);
+    requireConsistentSeq(db);
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+/** Refuses another program's database, and one SQLite finds damaged. */
+function checkStore(db: Database.Database, file: string): void {
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+  if (tables.length > 0 && !tables.includes('meta')) {
+    throw new StoreError(`${file} is not an rcp-server store (it has other tables: ${tables.slice(0, 3).join(', ')})`);
+  }
+  const problems = db.pragma('quick_check', { simple: false }) as { quick_check: string }[];
+  if (problems[0]?.quick_check !== 'ok') {
+    throw new StoreError(
+      `${file} is damaged (${problems[0]?.quick_check ?? 'quick_check failed'}): restore it from a backup`,
+    );
+  }
+}
+
+/** WAL and full sync, the schema, and columns added since a store was first written. */
+function migrate(db: Database.Database): void {
+  configure(db);
+  db.exec(SCHEMA);
+  addColumns(db);
+  // This store's identity: saved index files name the store they were built from.
+  db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store', ?)").run(randomUUID());
+}
+
+/** The write sequence must be a number no row is ahead of (it numbers the next write and every indexVersion). */
+function requireConsistentSeq(db: Database.Database): void {
+  const seq = (db.prepare("SELECT value FROM meta WHERE key = 'seq'").pluck().get() as string | undefined) ?? '0';
+  const highest = db
+    // coalesce: SQLite's max() of several values is NULL if any is (tombstones are often empty).
+    .prepare(
+      'SELECT max(coalesce((SELECT max(seq) FROM documents), 0), coalesce((SELECT max(seq) FROM tombstones), 0))',
+    )
+    .pluck()
+    .get() as number;
+  if (!/^\d+$/.test(seq) || Number(seq) < highest)
+    throw new StoreError(`${STORE_FILE}: its write sequence (${seq}) is damaged: restore it from a backup`);
+}
+
+const damaged = (row: string) =>
+  new StoreError(`${STORE_FILE}: ${row} is damaged (its contents do not match their sum): restore it from a backup`);
+
+const notADirectory = (dir: string, path: string) =>
+  new StoreError(`data dir ${dir} cannot be used: ${path} is not a directory`);
+
+/**
+ * Creates the data dir and its missing parents one level at a time — Node's recursive mkdir never returns for a
+ * path under /proc — or says in one line why it cannot (a StoreError: a start-up error, exit 2).
+ */
+function makeDataDir(dir: string): void {
+  const missing: string[] = [];
+  let existing = resolve(dir);
+  while (!existsSync(existing) && dirname(existing) !== existing) {
+    missing.unshift(existing);
+    existing = dirname(existing);
+  }
+  if (!statSync(existing).isDirectory()) throw notADirectory(dir, existing);
+  for (const path of missing) {
+    try {
+      mkdirSync(path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'error';
+      throw new StoreError(`data dir ${dir} cannot be created (${code} at ${path})`);
+    }
+  }
+}
+
+/** Whether `dir` has been served before: its lock file, or saved index files, are there. */
+function hasServed(dir: string): boolean {
+  return readdirSync(dir).some((name) => name === LOCK_FILE || /^dense-\d+\.hnsw$/.test(name));
+}
+
+/** Runs `open`, turning SQLite's refusal of a file (not a database, damaged, unreadable) into a StoreError. */
+function checked(file: string, open: () => Database.Database): Database.Database {
+  try {
+    return open();
+  } catch (error) {
+    const code = sqliteCode(error);
+    if (error instanceof StoreError || code === '') throw error;
+    throw new StoreError(`${file} cannot be opened (${code}: ${(error as Error).message}): restore it from a backup`);
+  }
+}
+
+/**
+ * The corpus of record (docs/architecture.md §3: the only importer of the database driver): documents, their chunks
+ * with the chunks' vectors, and a tombstone per removed chunk. SQLite in WAL mode with `synchronous = FULL`: a write
+ * transaction is on disk when `commit` returns, and only then is a write acknowledged. The dense and lexical indexes
+ * are derived from this store and can always be rebuilt from it.
+ *
+ * Every committed write gets the next sequence number (`seq`), which is the corpus `indexVersion` (§7.7.1) and lets
+ * a saved index replay exactly the writes it has not seen: chunks with a higher `seq` are added, tombstones with a
+ * higher `seq` are removed. Chunk labels come from AUTOINCREMENT, so a label is never reused.
+ */
+export class CorpusStore {
+  /** Reads, and the few small writes made outside a client's write (the encoder's name at start, pruning on save). */
+  readonly #db: Connection;
+  /**
+   * Client writes (index/add, index/delete) run on the writer thread's own connection (writer-thread.ts), started at
+   * the first one: a write's commit is synchronous and a large one held the event loop 170 ms. Reads here see only
+   * committed writes (WAL snapshots). The corpus runs one write at a time, so the two connections never contend.
+   */
+  #writer: WorkerChannel<WriterRequest, WriterReply> | undefined;
+  readonly #file: string;
+  readonly #lock: DirLock;
+
+  /**
+   * Opens the store in `dir`, holding the dir for this process. A StoreError (nothing changed in the dir) when
+   * another process holds it, or the store is not what the dir needs: missing or empty where the dir has held a
+   * corpus, unreadable, damaged (`PRAGMA quick_check`) or another program's database. `readOnly` (a server with
+   * `index.writable: false`) writes nothing at all, so a read-only filesystem can be served.
+   */
+  constructor(dir: string, { readOnly = false }: { readOnly?: boolean } = {}) {
+    if (!readOnly) makeDataDir(dir);
+    else if (existsSync(dir) && !statSync(dir).isDirectory()) throw notADirectory(dir, dir);
+    const served = existsSync(dir) && hasServed(dir);
+    this.#lock = DirLock.acquire(dir, { shared: readOnly });
+    try {
+      const file = (this.#file = join(dir, STORE_FILE));
+      if (served && (!existsSync(file) || statSync(file).size === 0))
+        throw new StoreError(`${file} is missing or empty, but ${dir} has held a corpus: restore it from a backup`);
+      this.#db = new Connection(checked(file, () => openDatabase(file, readOnly)));
+    } catch (error) {
+      this.#lock.release();
+      throw error;
+    }
+  }
+
+  #sql(text: string): Database.Statement {
+    return this.#db.sql(text);
+  }
+
+  /**
+   * Sends a write to the writer thread (opened at the first) and waits for its commit. A disk that cannot take it
+   * (full, failing) rolled it back whole: -32010, nothing applied (§7.10), rather than an internal error.
+   */
+  async #write(request: WriterRequest): Promise<Written> {
+    if (this.#db.db.readonly) throw new Error('a read-only store takes no writes');
+    if (this.#writer === undefined) {
+      this.#writer = new WorkerChannel<WriterRequest, WriterReply>(import.meta.url, './writer-thread');
+      await this.#writer.call({ op: 'open', file: this.#file });
+    }
+    const reply = await this.#writer.call(request);
+    if (reply.refused !== undefined) {
+      const { code } = reply.refused;
+      throw RpcError.backendUnavailable(`the store cannot take the write (${code}); nothing was applied`, 5000);
+    }
+    return reply.written!;
+  }
+
+  /** This store's identity (kept in the store; '' for one written before it had one, served read-only). */
+  get id(): string {
+    return this.getMeta('store') ?? '';
+  }
+
+  /** Every chunk label, ascending (what the dense index must hold). */
+  labels(): number[] {
+    return this.#sql('SELECT label FROM chunks ORDER BY label').pluck().all() as number[];
+  }
+
+  /** The sequence number of the last committed write: the corpus indexVersion. */
+  get seq(): number {
+    return Number(this.getMeta('seq') ?? 0);
+  }
+
+  getMeta(key: string): string | undefined {
+    const row = this.#sql('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined;
+    return row?.value;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.#sql(SET_META).run(key, value);
+  }
+
+  /** The result a previous write with this idempotency key returned, if any (§7.10), among the latest kept. */
+  idempotentResult(key: string): unknown {
+    const row = this.#sql('SELECT result FROM idempotency WHERE key = ?').get(key) as { result: string } | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.result) as unknown);
+  }
+
+  /**
+   * Upserts documents in one durable transaction: each document replaces any previous one with its id (its old
+   * chunks become tombstones). With `idempotency`, its answer (with the write's seq as `indexVersion`) is stored
+   * under its key.
+   */
+  async upsert(documents: readonly NewDocument[], idempotency?: Idempotency): Promise<WriteResult> {
+    const kept = { ...IDEMPOTENCY_KEPT };
+    const written = await this.#write({
+      op: 'upsert',
+      documents,
+      idempotency: idempotency && { ...idempotency, kept },
+    });
+    const chunks = documents.flatMap((document) =>
+      document.chunks.map((chunk, ordinal) => ({ docId: document.id, ordinal, ...chunk })),
+    );
+    return {
+      seq: written.seq,
+      added: chunks.map((chunk, i) => ({ label: written.added[i]!, ...chunk })),
+      removed: [...written.removed],
+      written: documents.map(({ id, meta, origin }) => ({ id, meta, origin })),
+      deletedIds: [],
+    };
+  }
+
+  /** Deletes documents and their chunks in one durable transaction; absent ids are not an error (§7.11). */
+  async delete(ids: readonly string[]): Promise<WriteResult> {
+    const written = await this.#write({ op: 'delete', ids });
+    return { seq: written.seq, added: [], removed: [...written.removed], written: [], deletedIds: written.deletedIds };
+  }
+
+  /** A replica applies what the store of record committed after its seq (changes.ts), in one local transaction. */
+  async apply(changes: Changes): Promise<WriteResult> {
+    const written = await this.#write({ op: 'apply', changes });
+    const added = new Set(written.added);
+    return {
+      seq: written.seq,
+      added: changes.chunks.filter((chunk) => added.has(chunk.label)),
+      removed: [...written.removed],
+      written: changes.documents.map(({ id, meta, origin }) => ({ id, meta, origin })),
+      deletedIds: written.deletedIds,
+    };
+  }
+
+  getDocument(id: string): StoredDocument | undefined {
+    const row = this.#sql('SELECT id, text, meta, hash, origin FROM documents WHERE id = ?').get(id) as
+      { id: string; text: string; meta: string; hash: string; origin: DocumentOrigin } | undefined;
+    return row === undefined ? undefined : { ...row, meta: JSON.parse(row.meta) as Record<string, unknown> };
+  }
+
+  /** Content hash of a stored document (ingest skips documents stored with the same hash). */
+  hashOf(id: string): string | undefined {
+    return this.#sql('SELECT hash FROM documents WHERE id = ?').pluck().get(id) as string | undefined;
+  }
+
+  /** A chunk's vector alone (MMR and score completion need no text). */
+  vectorOf(label: number): Float32Array | undefined {
+    const bytes = this.#sql('SELECT vector FROM chunks WHERE label = ?').pluck().get(label) as Buffer | undefined;
+    return bytes === undefined ? undefined : vectorFrom(bytes);
+  }
+
+  /** The vectors of many chunks in one statement; a label not stored is absent from the map. */
+  vectorsOf(labels: readonly number[]): Map<number, Float32Array> {
+    const rows = this.#sql(VECTORS_OF).raw().all(JSON.stringify(labels)) as [number, Buffer][];
+    return new Map(rows.map(([label, bytes]) => [label, vectorFrom(bytes)]));
+  }
+
+  /** A chunk without its vector (a hit's body: the 2 KB vector is most of a row, and hits rarely ask for it). */
+  getChunk(label: number): ChunkBody | undefined {
+    const row = this.#sql(CHUNK_BODY).get(label) as Omit<ChunkRow, 'vector'> | undefined;
+    return row === undefined ? undefined : chunkBodyOf(row);
+  }
+
+  /** Every chunk (or those written after `afterSeq`), in label order, streamed. */
+  *chunks(afterSeq = 0): Generator<StoredChunk> {
+    const rows = this.#db.db
+      .prepare('SELECT * FROM chunks WHERE seq > ? ORDER BY label')
+      .iterate(afterSeq) as IterableIterator<ChunkRow>;
+    for (const row of rows) yield chunkOf(row);
+  }
+
+  /**
+   * Every chunk's place and lexical text, streamed: what the lexical index is rebuilt from. Each row is checked
+   * against its sum on the way (a StoreError names the first damaged one).
+   */
+  *chunkTexts(): Generator<{ label: number; docId: string; ordinal: number; text: string; context: string }> {
+    const rows = this.#db.db.prepare('SELECT * FROM chunks ORDER BY label').iterate() as IterableIterator<
+      ChunkRow & { sum?: Uint8Array | null }
+    >;
+    for (const row of rows) {
+      if (!intact(row.sum, chunkSum(row))) throw damaged(`chunk ${row.label}`);
+      yield { label: row.label, docId: row.doc_id, ordinal: row.ordinal, text: row.text, context: row.context };
+    }
+  }
+
+  /** Every document's metadata, streamed (the corpus keeps it in memory for filters), each row checked likewise. */
+  *documentMetas(): Generator<{ id: string; meta: Record<string, unknown>; origin: DocumentOrigin }> {
+    const rows = this.#db.db.prepare('SELECT * FROM documents').iterate();
+    type Row = DocumentColumns & { origin: DocumentOrigin; sum?: Uint8Array | null };
+    for (const row of rows as IterableIterator<Row>) {
+      if (!intact(row.sum, documentSum(row))) throw damaged(`document ${JSON.stringify(row.id)}`);
+      yield { id: row.id, meta: JSON.parse(row.meta) as Record<string, unknown>, origin: row.origin };
+    }
+  }
+
+  /** Labels removed after `afterSeq`. */
+  tombstonesAfter(afterSeq: number): number[] {
+    return this.#sql('SELECT label FROM tombstones WHERE seq > ?').pluck().all(afterSeq) as number[];
+  }
+
+  /** Tombstones at or below a saved index's seq are no longer needed to replay anything. */
+  pruneTombstones(throughSeq: number): void {
+    this.#sql('DELETE FROM tombstones WHERE seq <= ?').run(throughSeq);
+  }
+
+  counts(): { documents: number; chunks: number } {
+    return {
+      documents: this.#sql('SELECT count(*) FROM documents').pluck().get() as number,
+      chunks: this.#sql('SELECT count(*) FROM chunks').pluck().get() as number,
+    };
+  }
+
+  documentIds(): string[] {
+    return this.#sql('SELECT id FROM documents ORDER BY id').pluck().all() as string[];
+  }
+
+  /**
+   * Closes the store. A writer leaves it in rollback-journal mode, so that a read-only server (possibly on a
+   * read-only filesystem) can read it without the WAL's shared-memory file; the next writer turns WAL back on.
+   */
+  async close(): Promise<void> {
+    if (this.#writer !== undefined) {
+      await this.#writer.call({ op: 'close' });
+      await this.#writer.terminate();
+    }
+    const db = this.#db.db;
+    if (!db.readonly && !db.memory) db.pragma('journal_mode = DELETE');
+    db.close();
+    this.#lock.release();
+  }
+}

@@ -1,0 +1,525 @@
+import Database from 'better-sqlite3';
+import {
+  closeSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { chunkText } from '../../../src/corpus/chunking.js';
+import { Corpus, CorpusError, type CorpusSettings } from '../../../src/corpus/corpus.js';
+import { readManifest } from '../../../src/models/manifest.js';
+import { IDEMPOTENCY_KEPT } from '../../../src/corpus/store/corpus-store.js';
+import { BertEncoder } from '../../../src/models/onnx/bert.js';
+import { writeFixture } from '../../fixtures/bert-models.js';
+
+const ROOT = mkdtempSync(join(tmpdir(), 'rcp-corpus-'));
+afterAll(() => rmSync(ROOT, { recursive: true, force: true }));
+
+const lines: { msg: string; obj: object }[] = [];
+const log = {
+  info: (obj: object, msg = '') => lines.push({ obj, msg }),
+  warn: (obj: object, msg = '') => lines.push({ obj, msg }),
+  error: (obj: object, msg = '') => lines.push({ obj, msg }),
+};
+writeFixture(join(ROOT, 'encoder'), { kind: 'encoder', maxTokens: 32 });
+const encoder = new BertEncoder(
+  join(ROOT, 'encoder'),
+  readManifest(join(ROOT, 'encoder')),
+  { intraOpThreads: 1, log },
+  {
+    maxWaitMs: 0,
+    maxBatchTokens: 8192,
+    maxBatchItems: 64,
+    maxQueuedItems: 1024,
+  },
+);
+afterAll(() => encoder.close());
+
+function settings(dir: string, overrides: Partial<CorpusSettings> = {}): CorpusSettings {
+  return {
+    dir: join(ROOT, dir),
+    space: 'cosine',
+    m: 16,
+    efConstruction: 100,
+    efSearch: 32,
+    saveIntervalMs: 60_000,
+    maxDocumentBytes: 10_000,
+    metadata: { maxBytes: 64 * 1024, maxDepth: 8 },
+    fields: { year: 'int', source: 'keyword' },
+    bm25: { k1: 1.2, b: 0.75, stem: true },
+    ...overrides,
+  };
+}
+
+async function open(dir: string, overrides: Partial<CorpusSettings> = {}): Promise<Corpus> {
+  const corpus = new Corpus(settings(dir, overrides), encoder, log);
+  await corpus.ready;
+  return corpus;
+}
+
+/** Overwrites `length` bytes at `offset` in place with a pattern no valid file holds there. */
+function garble(file: string, offset: number, length: number): void {
+  const fd = openSync(file, 'r+');
+  writeSync(fd, Buffer.alloc(length, 0xa5), 0, length, offset);
+  closeSync(fd);
+}
+
+const docs = (n: number, prefix = 'doc') =>
+  Array.from({ length: n }, (_, i) => ({
+    id: `${prefix}-${i}`,
+    text: `the protein ${i} and cell ${i % 7} in the study of blood`,
+  }));
+
+describe('corpus: store + dense + lexical in step', () => {
+  it('upserts by id: re-adding replaces, never duplicates, in every index', async () => {
+    const corpus = await open('upsert');
+    await corpus.add(docs(5), { chunk: false, contextual: false });
+    await corpus.add([{ id: 'doc-1', text: 'replaced text about the brain' }], { chunk: false, contextual: false });
+    expect(await corpus.stats()).toMatchObject({ documents: 5, chunks: 5, dense: 5, lexical: 5 });
+    expect(corpus.getDocument('doc-1')?.text).toBe('replaced text about the brain');
+    await corpus.close();
+  });
+
+  it('serves hits from its chunk cache after one store read each, and never a replaced chunk', async () => {
+    const corpus = await open('chunk-cache', { chunkCacheBytes: 1 << 20 });
+    await corpus.add(docs(5), { chunk: false, contextual: false });
+    const reads: number[] = [];
+    const read = corpus.store.getChunk.bind(corpus.store);
+    corpus.store.getChunk = (label) => (reads.push(label), read(label));
+    const labels = (await corpus.searchLexical('protein blood', 5)).map((hit) => hit.label);
+    expect(labels).toHaveLength(5);
+    const first = labels.map((label) => corpus.getChunk(label)?.text);
+    const again = labels.map((label) => corpus.getChunk(label)?.text);
+    expect(again).toEqual(first);
+    expect(reads.sort()).toEqual([...labels].sort());
+    const [label] = labels;
+    const docId = corpus.getChunk(label!)!.docId;
+    await corpus.add([{ id: docId, text: 'replaced text about the brain' }], { chunk: false, contextual: false });
+    expect(corpus.getChunk(label!)).toBeUndefined();
+    await corpus.close();
+  });
+
+  it('§16.3 dense completion scores each label as dense recall does, reading vectors a batch per statement', async () => {
+    const corpus = await open('dense-scores');
+    await corpus.add(docs(6), { chunk: false, contextual: false });
+    const [query] = await encoder.embed(['protein in blood'], 'query');
+    const recalled = await corpus.searchDense(query!, 6);
+    const single: number[] = [];
+    const read = corpus.store.vectorOf.bind(corpus.store);
+    corpus.store.vectorOf = (label) => (single.push(label), read(label));
+    const scores = await corpus.denseScores(query!, [...recalled.map((hit) => hit.label), 9999]);
+    recalled.forEach((hit, i) => expect(scores[i]).toBeCloseTo(hit.score, 6));
+    expect(scores.at(-1)).toBe(-1);
+    expect(single).toEqual([]);
+    await corpus.delete([corpus.getChunk(recalled[0]!.label)!.docId]);
+    expect(await corpus.denseScores(query!, [recalled[0]!.label])).toEqual([-1]);
+    await corpus.close();
+  });
+
+  it('§7.14 reads stored vectors (MMR, dense completion) in time slices and stops there once the request is aborted', async () => {
+    const corpus = await open('vectors-aborted');
+    await corpus.add(docs(6), { chunk: false, contextual: false });
+    let statements = 0;
+    const read = corpus.store.vectorsOf.bind(corpus.store);
+    corpus.store.vectorsOf = (labels) => {
+      statements++;
+      const until = performance.now() + 2; // a slow store read
+      while (performance.now() < until);
+      return read(labels);
+    };
+    const controller = new AbortController();
+    controller.abort(new Error('cancelled'));
+    const labels = Array.from({ length: 1000 }, (_, i) => i);
+    await expect(corpus.vectorsOf(labels, controller.signal)).rejects.toThrow('cancelled');
+    expect(statements).toBeLessThan(labels.length / 64);
+    expect((await corpus.vectorsOf(labels)).size).toBe(6);
+    await corpus.close();
+  });
+
+  it('deletes idempotently, removing the chunks from every index', async () => {
+    const corpus = await open('delete');
+    await corpus.add(docs(4), { chunk: false, contextual: false });
+    expect(await corpus.delete(['doc-0', 'doc-0', 'nope'])).toMatchObject({ deleted: 1 });
+    expect(await corpus.delete(['doc-0'])).toMatchObject({ deleted: 0 });
+    expect(await corpus.stats()).toMatchObject({ documents: 3, chunks: 3, dense: 3, lexical: 3 });
+    await corpus.close();
+  });
+
+  it('§7.10 is all or nothing: one bad document leaves the corpus exactly as it was', async () => {
+    const corpus = await open('atomic');
+    await corpus.add(docs(2), { chunk: false, contextual: false });
+    const before = await corpus.stats();
+    const bad = [
+      [{ text: '   ' }, 'documents.1.text'],
+      [{ text: 'x'.repeat(10_001) }, 'documents.1.text'],
+      [{ text: 'ok', meta: { year: '2020' } }, 'documents.1.meta.year'],
+      [{ text: 'ok', meta: { year: 2020.5 } }, 'documents.1.meta.year'],
+      [{ text: 'ok', meta: { source: 7 } }, 'documents.1.meta.source'],
+    ] as const;
+    for (const [document, field] of bad) {
+      await expect(
+        corpus.add([{ id: 'fine', text: 'a fine document' }, document], { chunk: false, contextual: false }),
+      ).rejects.toMatchObject({ code: -32602, data: { field } });
+    }
+    expect(await corpus.stats()).toEqual(before);
+    expect(corpus.getDocument('fine')).toBeUndefined();
+    await corpus.close();
+  });
+
+  it('§7.10 _meta.idempotencyKey returns the original result for a repeat, without writing again', async () => {
+    const corpus = await open('idempotent');
+    const first = await corpus.add([{ text: 'minted id document' }], {
+      chunk: false,
+      contextual: false,
+      idempotencyKey: 'k1',
+    });
+    const again = await corpus.add([{ text: 'minted id document' }], {
+      chunk: false,
+      contextual: false,
+      idempotencyKey: 'k1',
+    });
+    expect(again).toEqual(first);
+    expect((await corpus.stats()).documents).toBe(1);
+    await corpus.close();
+  });
+
+  it('§15.5 only the latest keyed writes are remembered, within a count and a byte bound', async () => {
+    const corpus = await open('idempotency-bound');
+    const kept = { ...IDEMPOTENCY_KEPT };
+    const add = (key: string, id = key) =>
+      corpus.add([{ id, text: `document ${id}` }], { chunk: false, contextual: false, idempotencyKey: key });
+    try {
+      IDEMPOTENCY_KEPT.writes = 3;
+      for (const key of ['a', 'b', 'c', 'd']) await add(key);
+      // 'a' is four writes old: forgotten, so its repeat is a new write; 'd' is remembered.
+      expect((await add('a', 'a-again')).ids).toEqual(['a-again']);
+      expect((await add('d', 'd-again')).ids).toEqual(['d']);
+      IDEMPOTENCY_KEPT.writes = 1000;
+      IDEMPOTENCY_KEPT.bytes = 1;
+      await add('e');
+      expect((await add('e', 'e-again')).ids).toEqual(['e-again']);
+    } finally {
+      Object.assign(IDEMPOTENCY_KEPT, kept);
+      await corpus.close();
+    }
+  });
+
+  it('restart loads the saved dense index and replays later writes from the store (no re-embedding)', async () => {
+    const crashed = await open('restart');
+    await crashed.add(docs(20), { chunk: false, contextual: false });
+    await crashed.save();
+    await crashed.add(docs(5, 'late'), { chunk: false, contextual: false });
+    await crashed.delete(['doc-3']);
+    // The first process "dies" here: never saved again, and its hold on the dir goes with it (as the kernel drops
+    // a dead process's lock). A second one opens the same directory.
+    expect(readdirSync(join(ROOT, 'restart')).filter((name) => name.endsWith('.hnsw'))).toEqual(['dense-1.hnsw']);
+    await crashed.store.close();
+    lines.length = 0;
+    const restarted = await open('restart');
+    expect(lines.find((line) => line.msg === 'corpus ready')?.obj).toMatchObject({ denseIndex: 'loaded at seq 1' });
+    expect(await restarted.stats()).toMatchObject({ documents: 24, chunks: 24, dense: 24, lexical: 24 });
+    await restarted.close();
+  });
+
+  it('no saved file: the dense index is rebuilt from the stored vectors, with a log line', async () => {
+    let corpus = await open('rebuild');
+    await corpus.add(docs(6), { chunk: false, contextual: false });
+    await corpus.close();
+    for (const name of readdirSync(join(ROOT, 'rebuild')))
+      if (name.endsWith('.hnsw')) rmSync(join(ROOT, 'rebuild', name));
+    lines.length = 0;
+    corpus = await open('rebuild');
+    expect(await corpus.stats()).toMatchObject({ documents: 6, chunks: 6, dense: 6, lexical: 6 });
+    expect(lines.some((line) => line.msg.includes('rebuilding it from the store'))).toBe(true);
+    await corpus.close();
+  });
+
+  it('uses the saved file when present: a restart after a save rebuilds nothing, and deleted points stay deleted', async () => {
+    let corpus = await open('reload');
+    await corpus.add(docs(10), { chunk: false, contextual: false });
+    await corpus.delete(['doc-1', 'doc-2']);
+    await corpus.add([{ id: 'doc-3', text: 'replaced' }], { chunk: false, contextual: false });
+    await corpus.close();
+    lines.length = 0;
+    corpus = await open('reload');
+    expect(lines.find((line) => line.msg === 'corpus ready')?.obj).toMatchObject({ denseIndex: 'loaded at seq 3' });
+    expect(await corpus.stats()).toMatchObject({ documents: 8, chunks: 8, dense: 8, lexical: 8 });
+    await corpus.close();
+  });
+
+  it('a corrupt index file is rebuilt from the store, with a log line', async () => {
+    let corpus = await open('corrupt');
+    await corpus.add(docs(8), { chunk: false, contextual: false });
+    await corpus.close();
+    const file = readdirSync(join(ROOT, 'corrupt')).find((name) => name.endsWith('.hnsw'))!;
+    writeFileSync(join(ROOT, 'corrupt', file), 'garbage');
+    lines.length = 0;
+    corpus = await open('corrupt');
+    expect(await corpus.stats()).toMatchObject({ documents: 8, dense: 8, lexical: 8 });
+    expect(lines.some((line) => line.msg.includes('rebuilding it from the store'))).toBe(true);
+    await corpus.close();
+  });
+
+  it('an index file damaged mid-file (bytes overwritten in place) is never loaded: discarded, logged, rebuilt', async () => {
+    let corpus = await open('damaged-mid');
+    await corpus.add(docs(40), { chunk: false, contextual: false });
+    await corpus.close();
+    const dir = join(ROOT, 'damaged-mid');
+    const file = join(
+      dir,
+      readdirSync(dir).find((name) => name.endsWith('.hnsw'))!,
+    );
+    const bytes = readFileSync(file);
+    bytes.fill(0xff, bytes.length >> 1, (bytes.length >> 1) + 64);
+    writeFileSync(file, bytes);
+    lines.length = 0;
+    corpus = await open('damaged-mid');
+    expect(await corpus.stats()).toMatchObject({ documents: 40, dense: 40, lexical: 40 });
+    expect(lines.find((line) => line.msg === 'saved dense index discarded')?.obj).toMatchObject({
+      reason: expect.stringContaining('damaged') as unknown,
+    });
+    // Every stored vector finds its own document first: no point was lost or scrambled.
+    for (const chunk of corpus.store.chunks()) {
+      const [best] = await corpus.searchDense(chunk.vector, 1);
+      expect(best?.label).toBe(chunk.label);
+    }
+    await corpus.close();
+  });
+
+  it('a dense index whose sum is missing, or which holds fewer vectors than the store, is rebuilt', async () => {
+    let corpus = await open('unsummed');
+    await corpus.add(docs(6), { chunk: false, contextual: false });
+    await corpus.close();
+    const dir = join(ROOT, 'unsummed');
+    for (const name of readdirSync(dir)) if (name.endsWith('.sum')) rmSync(join(dir, name));
+    corpus = await open('unsummed');
+    expect(await corpus.stats()).toMatchObject({ documents: 6, dense: 6 });
+    await corpus.close();
+  });
+
+  it('an index file (with its sum) from another data dir is never loaded, even with the same seq and count', async () => {
+    for (const name of ['mine', 'theirs']) {
+      const corpus = await open(name);
+      await corpus.add(docs(12, name), { chunk: false, contextual: false });
+      await corpus.close();
+    }
+    for (const name of readdirSync(join(ROOT, 'theirs')).filter((file) => /^dense-/.test(file)))
+      cpSync(join(ROOT, 'theirs', name), join(ROOT, 'mine', name));
+    lines.length = 0;
+    const corpus = await open('mine');
+    expect(lines.find((line) => line.msg === 'saved dense index discarded')?.obj).toMatchObject({
+      reason: expect.stringContaining('another store') as unknown,
+    });
+    for (const chunk of corpus.store.chunks())
+      expect((await corpus.searchDense(chunk.vector, 1))[0]?.label).toBe(chunk.label);
+    await corpus.close();
+  });
+
+  it("rows relabelled under a saved index (its labels no longer the store's) make it rebuilt, not half-used", async () => {
+    let corpus = await open('relabelled');
+    await corpus.add(docs(8), { chunk: false, contextual: false });
+    await corpus.close();
+    const db = new Database(join(ROOT, 'relabelled', 'corpus.sqlite'));
+    db.prepare("UPDATE chunks SET label = label + 1000000 WHERE doc_id = 'doc-3'").run();
+    db.close();
+    lines.length = 0;
+    corpus = await open('relabelled');
+    expect(lines.some((line) => line.msg === 'dense index disagrees with the store; rebuilding')).toBe(true);
+    for (const chunk of corpus.store.chunks())
+      expect((await corpus.searchDense(chunk.vector, 1))[0]?.label).toBe(chunk.label);
+    await corpus.close();
+  });
+
+  it.each([
+    ['a sum of null', (dir: string, hnsw: string) => writeFileSync(join(dir, hnsw.replace('.hnsw', '.sum')), 'null')],
+    [
+      'a directory for the sum',
+      (dir: string, hnsw: string) => {
+        rmSync(join(dir, hnsw.replace('.hnsw', '.sum')));
+        mkdirSync(join(dir, hnsw.replace('.hnsw', '.sum')));
+      },
+    ],
+    [
+      'a directory for the index file',
+      (dir: string, hnsw: string) => {
+        rmSync(join(dir, hnsw));
+        mkdirSync(join(dir, hnsw));
+      },
+    ],
+    ['a directory named like a save cut short', (dir: string) => mkdirSync(join(dir, 'dense-99.hnsw.tmp'))],
+  ])('%s beside the index is ignored: the index is rebuilt and the corpus serves', async (_name, harm) => {
+    const dir = `odd-${_name.replace(/ /g, '-')}`;
+    let corpus = await open(dir);
+    await corpus.add(docs(5), { chunk: false, contextual: false });
+    await corpus.close();
+    harm(
+      join(ROOT, dir),
+      readdirSync(join(ROOT, dir)).find((name) => name.endsWith('.hnsw'))!,
+    );
+    corpus = await open(dir);
+    expect(corpus.health()).toEqual({ ready: true });
+    expect(await corpus.stats()).toMatchObject({ documents: 5, dense: 5 });
+    await corpus.close();
+  });
+
+  it("a write sequence behind the store's rows is refused (it would number two corpora alike)", async () => {
+    const corpus = await open('seq-behind');
+    for (let i = 0; i < 3; i++) await corpus.add(docs(2, `w${i}`), { chunk: false, contextual: false });
+    await corpus.close();
+    const db = new Database(join(ROOT, 'seq-behind', 'corpus.sqlite'));
+    db.prepare("UPDATE meta SET value = '1' WHERE key = 'seq'").run();
+    db.close();
+    expect(() => new Corpus(settings('seq-behind'), encoder, log)).toThrow(/write sequence \(1\) is damaged/);
+  });
+
+  it('one owner per data dir: a second opener is refused, naming the holder; after close it may open', async () => {
+    const first = await open('owned');
+    expect(() => new Corpus(settings('owned'), encoder, log)).toThrow(new RegExp(`in use by pid ${process.pid}`));
+    await first.close();
+    const second = await open('owned');
+    await second.close();
+  });
+
+  it.each([
+    ['empty', (file: string) => truncateSync(file, 0), /missing or empty/],
+    ['missing', (file: string) => rmSync(file), /missing or empty/],
+    ['cut in half', (file: string) => truncateSync(file, statSync(file).size >> 1), /damaged|cannot be opened/],
+    ['with a garbled header', (file: string) => garble(file, 0, 100), /cannot be opened|damaged/],
+  ])(
+    'a store %s where the dir held a corpus is refused with one line, and nothing is deleted',
+    async (name, harm, message) => {
+      const dir = `store-${name.replace(/ /g, '-')}`;
+      const corpus = await open(dir);
+      await corpus.add(docs(30), { chunk: false, contextual: false });
+      await corpus.close();
+      const before = readdirSync(join(ROOT, dir)).sort();
+      harm(join(ROOT, dir, 'corpus.sqlite'));
+      expect(() => new Corpus(settings(dir), encoder, log)).toThrow(message);
+      const after = readdirSync(join(ROOT, dir)).sort();
+      expect(after.filter((file) => file.endsWith('.hnsw'))).toEqual(before.filter((file) => file.endsWith('.hnsw')));
+    },
+  );
+
+  it('a store row damaged inside its payload (text bytes changed in place) is found while loading: fatal', async () => {
+    let corpus = await open('row-damage');
+    await corpus.add([{ id: 'only', text: 'a distinctive sentence about zebrafish hearts' }], {
+      chunk: false,
+      contextual: false,
+    });
+    await corpus.close();
+    const file = join(ROOT, 'row-damage', 'corpus.sqlite');
+    const bytes = readFileSync(file);
+    const at = bytes.indexOf('zebrafish');
+    bytes.write('zebraFISH', at); // the document row, then its chunk's copy of the text
+    bytes.write('zebraFISH', bytes.indexOf('zebrafish', at + 1));
+    writeFileSync(file, bytes);
+    corpus = new Corpus(settings('row-damage'), encoder, log);
+    await corpus.ready;
+    expect(corpus.fatal).toMatch(/is damaged \(its contents do not match their sum\)/);
+    await corpus.close();
+  });
+
+  it('refuses to open a data dir embedded with another encoder (a start-up error, not silent garbage)', async () => {
+    const corpus = await open('identity');
+    await corpus.add(docs(1), { chunk: false, contextual: false });
+    await corpus.close();
+    const other = { ...encoder, info: { ...encoder.info, identity: 'someone/else#000000000000' } };
+    expect(() => new Corpus(settings('identity'), other as unknown as BertEncoder, log)).toThrow(CorpusError);
+  });
+
+  it('§7.7.1 serves only the current indexVersion: a pin to another fails with -32010, never a different corpus', async () => {
+    const corpus = await open('versions');
+    const { indexVersion } = await corpus.add(docs(1), { chunk: false, contextual: false });
+    expect(() => corpus.assertVersion(undefined)).not.toThrow();
+    expect(() => corpus.assertVersion(indexVersion)).not.toThrow();
+    await corpus.add(docs(1, 'next'), { chunk: false, contextual: false });
+    expect(() => corpus.assertVersion(indexVersion)).toThrow(expect.objectContaining({ code: -32010 }));
+    await corpus.close();
+  });
+
+  it('chunk + contextual: long documents become overlapping chunks; context is title and heading', async () => {
+    const corpus = await open('chunks');
+    const text = `# Blood\n\n${'The protein level in blood rises. '.repeat(12)}\n\n# Brain\n\nThe brain cells decrease.`;
+    const result = await corpus.add([{ id: 'long', text, meta: { title: 'A study' } }], {
+      chunk: true,
+      contextual: true,
+    });
+    expect(result.chunks).toBeGreaterThan(2);
+    expect(await corpus.stats()).toMatchObject({ chunks: result.chunks, dense: result.chunks, lexical: result.chunks });
+    await corpus.close();
+  });
+});
+
+describe('chunking', () => {
+  const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
+
+  it('ends chunks on sentence boundaries within the limit, overlapping by one sentence', async () => {
+    const sentences = Array.from({ length: 10 }, (_, i) => `Sentence number ${i} has six words.`);
+    const chunks = await chunkText(sentences.join(' '), words, 20);
+    for (const chunk of chunks) {
+      expect(words(chunk.text)).toBeLessThanOrEqual(20);
+      expect(chunk.text.endsWith('.')).toBe(true);
+    }
+    for (let i = 1; i < chunks.length; i++) {
+      const previousLast = chunks[i - 1]!.text.split('. ').at(-1)!;
+      expect(chunks[i]!.text.startsWith(previousLast.replace(/\.$/, ''))).toBe(true);
+    }
+    expect(sentences.every((s) => chunks.some((chunk) => chunk.text.includes(s)))).toBe(true);
+  });
+
+  it('cuts a sentence longer than the limit at word boundaries, each window as long as fits', async () => {
+    const chunks = await chunkText(`${'word '.repeat(50)}end.`, words, 12);
+    expect(chunks.length).toBeGreaterThan(4);
+    for (const chunk of chunks) expect(words(chunk.text)).toBeLessThanOrEqual(12);
+    expect(words(chunks[0]!.text)).toBe(12);
+  });
+
+  it('cuts a sentence of 100,000 words counting O(n log w) characters, not a count per word of its window', async () => {
+    let counted = 0;
+    const counting = (text: string) => {
+      counted += text.length;
+      return words(text);
+    };
+    const text = 'a '.repeat(100_000);
+    const chunks = await chunkText(text, counting, 128);
+    expect(chunks.length).toBeGreaterThan(700);
+    for (const chunk of chunks) expect(words(chunk.text)).toBeLessThanOrEqual(128);
+    // A count per word of a growing window would read about 128 / 2 × the text; galloping reads a few × log w.
+    expect(counted).toBeLessThan(text.length * 30);
+  });
+
+  it('segments in bounded windows: 250,000 newlines or 80,000 sentences take about a second, not minutes', async () => {
+    const started = performance.now();
+    expect(await chunkText(`${'\n'.repeat(250_000)}x`, words, 128)).toHaveLength(1);
+    const sentences = 'Hello world. '.repeat(80_000);
+    const chunks = await chunkText(sentences, words, 128);
+    expect(chunks.map((chunk) => chunk.text).join(' ').length).toBeGreaterThanOrEqual(sentences.trim().length);
+    // Segmenting either whole took over a minute (Intl.Segmenter's iteration is quadratic in its segments).
+    expect(performance.now() - started).toBeLessThan(15_000);
+  });
+
+  it('starts a new chunk at each markdown heading and records it', async () => {
+    const text = '# Intro\nFirst part.\n\n## Methods\nSecond part.';
+    const chunks = await chunkText(text, words, 100);
+    expect(chunks).toEqual([
+      { text: 'First part.', heading: 'Intro', start: 8, end: 19 },
+      { text: 'Second part.', heading: 'Methods', start: 32, end: 44 },
+    ]);
+  });
+
+  it('every chunk is a verbatim slice of its document at its offsets (citations point at exact characters)', async () => {
+    const text = `# Title\n\n${'Alpha beta gamma.  Delta\nepsilon zeta. '.repeat(15)}\n## Next\n${'word '.repeat(60)}end.`;
+    for (const chunk of await chunkText(text, words, 12)) expect(text.slice(chunk.start, chunk.end)).toBe(chunk.text);
+  });
+});

@@ -1,0 +1,100 @@
+import { closeSync, mkdtempSync, openSync, rmSync, truncateSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DenseIndex } from '../../../../src/corpus/hnsw/dense-index.js';
+import { mulberry32 } from '../../../helpers/random.js';
+
+const DIR = mkdtempSync(join(tmpdir(), 'rcp-dense-'));
+afterAll(() => rmSync(DIR, { recursive: true, force: true }));
+const DIMENSION = 64;
+const options = {
+  space: 'cosine' as const,
+  dimension: DIMENSION,
+  m: 16,
+  efConstruction: 64,
+  efSearch: 32,
+  initialCapacity: 1024,
+};
+
+describe('the HNSW dense index in its worker', () => {
+  it('§13.1 a search whose caller gave up before its turn is never run: abandoned searches cost nobody', async () => {
+    const index = new DenseIndex();
+    await index.open(DIR, options, { id: 'test', seq: 0 });
+    const next = mulberry32(7);
+    const vector = () => Float32Array.from({ length: DIMENSION }, () => next() - 0.5);
+    const labels = Array.from({ length: 20_000 }, (_, i) => i);
+    await index.add(labels, labels.map(vector), DIMENSION);
+    const query = vector();
+    const timed = async () => {
+      const started = performance.now();
+      await index.search(query, 2000, 2000);
+      return performance.now() - started;
+    };
+    const alone = Math.min(await timed(), await timed(), await timed());
+    // 100 heavy searches queued, then abandoned at once (as a deadline would): each rejects with the reason, unrun.
+    const controller = new AbortController();
+    const abandoned = Array.from({ length: 100 }, () => index.search(query, 2000, 2000, undefined, controller.signal));
+    controller.abort(new Error('deadline'));
+    const settled = Promise.allSettled(abandoned);
+    const behind = await timed();
+    const results = await settled;
+    expect(results.filter((result) => result.status === 'rejected').length).toBeGreaterThanOrEqual(99);
+    // Behind the burst: the one search already in the worker, and its own; never a hundred.
+    expect(behind).toBeLessThan(10 * alone + 50);
+    await index.close();
+  });
+
+  it("§15.5 callers take turns: one caller's queued searches delay another's by one each, not by all of them", async () => {
+    const index = new DenseIndex();
+    await index.open(join(DIR, 'turns'), options, { id: 'test', seq: 0 });
+    const next = mulberry32(11);
+    const vector = () => Float32Array.from({ length: DIMENSION }, () => next() - 0.5);
+    const labels = Array.from({ length: 5_000 }, (_, i) => i);
+    await index.add(labels, labels.map(vector), DIMENSION);
+    const query = vector();
+    const finished: string[] = [];
+    const search = (lane: string, tag: string) =>
+      index.search(query, 500, 500, undefined, undefined, lane).then(() => finished.push(tag));
+    // Forty searches from one caller queue first; then one from another caller, and one from the server (no lane).
+    const flood = Array.from({ length: 40 }, (_, i) => search('attacker', `a${i}`));
+    await Promise.all([...flood, search('polite', 'polite'), search('', 'server')]);
+    // The first attacker search may already be in the worker; the others wait their turns.
+    expect(finished.indexOf('polite')).toBeLessThanOrEqual(3);
+    expect(finished.indexOf('server')).toBeLessThanOrEqual(3);
+    // Within a lane, order is kept.
+    const attacker = finished.filter((tag) => tag.startsWith('a'));
+    expect(attacker).toEqual(Array.from({ length: 40 }, (_, i) => `a${i}`));
+    await index.close();
+  });
+
+  it('a saved file that does not match its sum is discarded saying whether its length or its content differs', async () => {
+    const vectors = Array.from({ length: 50 }, (_, i) => Float32Array.from({ length: DIMENSION }, (_, d) => i + d + 1));
+    const store = { id: 'store-a', seq: 1 };
+    const damaged = async (damage: (file: string) => void): Promise<string[]> => {
+      const dir = mkdtempSync(join(DIR, 'saved-'));
+      const index = new DenseIndex();
+      try {
+        await index.reset(options);
+        await index.add(
+          vectors.map((_, i) => i),
+          vectors,
+          DIMENSION,
+        );
+        await index.save(dir, 1, { space: options.space, dimension: DIMENSION, store: store.id });
+        damage(join(dir, 'dense-1.hnsw'));
+        return (await index.open(dir, options, store)).discarded;
+      } finally {
+        await index.close();
+      }
+    };
+    const [overwritten] = await damaged((file) => {
+      const fd = openSync(file, 'r+');
+      writeSync(fd, Buffer.from('damage'), 0, 6, 100);
+      closeSync(fd);
+    });
+    expect(overwritten).toMatch(/: \d+ bytes as saved, but their SHA-256 differs \(damaged\)$/);
+    const [truncated] = await damaged((file) => truncateSync(file, 1000));
+    expect(truncated).toMatch(/: 1000 bytes, not the \d+ saved \(length differs\)$/);
+  });
+});

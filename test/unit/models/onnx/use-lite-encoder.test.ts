@@ -1,0 +1,80 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { modelIdentity, readManifest, verifyFiles } from '../../../../src/models/manifest.js';
+import { UseLiteEncoder } from '../../../../src/models/onnx/use-lite-encoder.js';
+import { SentencePieceTokenizer, type Vocabulary } from '../../../../src/models/tokenizers/sentencepiece.js';
+import { golden } from '../../../fixtures/use-lite-golden.js';
+import { silentLogger } from '../../../helpers/logger.js';
+
+const DIR = fileURLToPath(new URL('../../../../models/use-lite', import.meta.url));
+const queue = { maxWaitMs: 1, maxBatchTokens: 16_384, maxBatchItems: 64, maxQueuedItems: 1024 };
+
+function maxAbsoluteError(actual: ArrayLike<number>, expected: readonly number[]): number {
+  return expected.reduce((worst, value, i) => Math.max(worst, Math.abs(value - (actual[i] ?? NaN))), 0);
+}
+
+describe('the default encoder: USE-lite converted from TF.js to ONNX by the build step', () => {
+  const manifest = readManifest(DIR);
+  const encoder = new UseLiteEncoder(DIR, manifest, { intraOpThreads: 1, log: silentLogger }, queue);
+  afterAll(() => encoder.close());
+
+  it('reports ready only once loaded and warmed: one real inference runs before the first call', async () => {
+    const fresh = new UseLiteEncoder(DIR, manifest, { intraOpThreads: 1, log: silentLogger }, queue);
+    const batches: number[] = [];
+    fresh.onBatch = (items) => batches.push(items);
+    expect(fresh.health()).toMatchObject({ ready: false });
+    await fresh.loaded;
+    expect(batches).toEqual([1]);
+    expect(fresh.health()).toEqual({ ready: true });
+    await fresh.close();
+  });
+
+  it('ships a manifest whose sha256 entries match the built files', async () => {
+    expect(manifest).toMatchObject({ kind: 'encoder', architecture: 'use-lite', dimension: 512, maxTokens: 128 });
+    await expect(verifyFiles(DIR, manifest)).resolves.toBeUndefined();
+  });
+
+  it('tokenizes every golden sentence to the golden ids, through the built vocabulary', () => {
+    const vocabulary = JSON.parse(readFileSync(`${DIR}/vocab.json`, 'utf8')) as Vocabulary;
+    const tokenizer = new SentencePieceTokenizer(vocabulary, { reserved: 6, unknownId: 0 });
+    for (const item of golden.items) expect(tokenizer.encode(item.text), item.text).toEqual(item.ids);
+  });
+
+  it('reproduces every golden embedding to 1e-5 per component, as one batch', async () => {
+    const vectors = await encoder.embed(
+      golden.items.map((item) => item.text),
+      undefined,
+    );
+    golden.items.forEach((item, i) => {
+      expect(vectors[i]).toHaveLength(512);
+      expect(maxAbsoluteError(vectors[i]!, item.embedding), item.text).toBeLessThan(1e-5);
+    });
+  });
+
+  it('reproduces every golden embedding to 1e-5 one sentence at a time (batching changes nothing)', async () => {
+    for (const item of golden.items) {
+      const [vector] = await encoder.embed([item.text], undefined);
+      expect(maxAbsoluteError(vector!, item.embedding), item.text).toBeLessThan(1e-5);
+    }
+  });
+
+  it('returns unit vectors and truncates past 128 tokens instead of failing', async () => {
+    const [long] = await encoder.embed(['retrieval '.repeat(400)], undefined);
+    const norm = Math.hypot(...long!);
+    expect(norm).toBeCloseTo(1, 5);
+  });
+
+  it('exposes contextual token vectors, one row per token, for late interaction', async () => {
+    const [matrix] = await encoder.embedTokens([golden.items[0]!.text], undefined);
+    expect(matrix!.rows).toBe(golden.items[0]!.ids.length);
+    expect(matrix!.data).toHaveLength(matrix!.rows * 512);
+  });
+
+  it('has an identity that names the model and digests the weights and the vocabulary', () => {
+    expect(encoder.info.identity).toBe(modelIdentity(manifest));
+    expect(encoder.info.identity).toMatch(/^google\/universal-sentence-encoder-lite#[0-9a-f]{12}$/);
+    const changed = { ...manifest, sha256: { ...manifest.sha256, 'vocab.json': '0'.repeat(64) } };
+    expect(modelIdentity(changed)).not.toBe(encoder.info.identity);
+  });
+});
