@@ -20,7 +20,7 @@ import { denseFeeds, sparseFeeds } from '../src/models/onnx/use-lite-feeds.js';
 import { createApp } from '../src/app.js';
 import { intraOpThreads } from '../src/models/models.js';
 import { modelSessionOptions } from '../src/models/onnx/model-host.js';
-import { loadConfig, type ConfigOverrides } from '../src/config.js';
+import { loadConfig, type ConfigOverrides } from '../src/config/index.js';
 import { SentencePieceTokenizer, type Vocabulary } from '../src/models/tokenizers/sentencepiece.js';
 import { scifactPath } from './scifact.js';
 

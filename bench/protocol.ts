@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/index.js';
 import { parseFrame, serialize } from '../src/protocol/frames.js';
 
 const FRAMES = 20_000;

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { CorpusSettings } from '../src/corpus/corpus.js';
 import { readManifest } from '../src/models/manifest.js';
-import { defaultConfig } from '../src/config.js';
+import { defaultConfig } from '../src/config/index.js';
 import { UseLiteEncoder } from '../src/models/onnx/use-lite-encoder.js';
 import { intraOpThreads } from '../src/models/models.js';
 import { silentLogger } from '../test/helpers/logger.js';

@@ -27,9 +27,9 @@ export const ROOMS = {
   eval: { may: ['protocol', 'retrieval', 'app', 'startup-error'] },
   metrics: { may: ['protocol', 'models', 'corpus'] },
   'startup-error': { may: [] },
-  // The composition (app.ts, config.ts) and the process (main.ts, cli.ts, cli/) wire every room together.
+  // The composition (app.ts, config/) and the process (main.ts, cli.ts, cli/) wire every room together.
   app: { may: ['*'] },
-  config: { may: ['*'] },
+  config: { may: ['*'], entry: 'config/index.ts' },
   main: { may: ['*'] },
   cli: { may: ['*'] },
 };
@@ -65,10 +65,10 @@ export function roomOf(path) {
 /** Whether a src/-relative path matches a glob (`*`: one name, `**`: any depth). */
 function matches(glob, path) {
   const pattern = glob
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*\*/g, '\u0000')
-    .replace(/\*/g, '[^/]*');
-  return new RegExp(`^${pattern.replace(/\u0000/g, '.*')}$`).test(path);
+    .split('**')
+    .map((part) => part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*'))
+    .join('.*');
+  return new RegExp(`^${pattern}$`).test(path);
 }
 
 function owns(name, target) {

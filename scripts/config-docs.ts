@@ -2,10 +2,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { format, resolveConfig } from 'prettier';
-import { ConfigSchema, DERIVED_ENVIRONMENT, ENVIRONMENT } from '../src/config.js';
+import { ConfigSchema, DERIVED_ENVIRONMENT, ENVIRONMENT } from '../src/config/index.js';
 
 /**
- * `npm run docs:config`: writes docs/configuration.md from ConfigSchema (src/config.ts), the one declaration of every
+ * `npm run docs:config`: writes docs/configuration.md from ConfigSchema (src/config/schema.ts), the one declaration of every
  * setting's type, constraints, default and description, and from the environment variable tables beside it.
  * test/unit/config-docs.test.ts renders it again and fails when the file differs.
  */
@@ -37,7 +37,7 @@ const COMPUTED_DEFAULTS: Record<string, string> = {
 
 const HEADER = `# Configuration
 
-<!-- Generated from ConfigSchema in src/config.ts by \`npm run docs:config\`: edit the schema, not this file. -->
+<!-- Generated from ConfigSchema in src/config/schema.ts by \`npm run docs:config\`: edit the schema, not this file. -->
 
 Every setting has a default (below). A config file (\`--config <file>\`, JSON or YAML) overrides the defaults, an
 environment variable overrides the file, and a command-line flag overrides both. Unknown keys in a config file are

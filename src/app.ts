@@ -3,7 +3,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { pino } from 'pino';
 import { Corpus } from './corpus/index.js';
 import { openModels, type Models } from './models/index.js';
-import type { Config } from './config.js';
+import type { Config } from './config/index.js';
 import { PolicyUriFetcher } from './content/index.js';
 import { ContentReader } from './methods/content.js';
 import { embedMethod } from './methods/embed.js';

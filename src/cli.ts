@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import type { ConfigOverrides } from './config.js';
+import type { ConfigOverrides } from './config/index.js';
 import { StartupError } from './startup-error.js';
 
 export type Transport = { kind: 'stdio' } | { kind: 'http' };

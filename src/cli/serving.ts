@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { App } from '../app.js';
 import type { GatewayCommand, ServeCommand, Transport } from '../cli.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import { StartupError } from '../startup-error.js';
 import { createLogger, loadSettings } from './startup.js';
 

@@ -1,7 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { AppStartError, createApp, type App } from '../app.js';
 import { prepareDefaultModel } from '../models/index.js';
-import { loadConfig, unknownEnvironment, type Config, type ConfigOverrides } from '../config.js';
+import { loadConfig, unknownEnvironment, type Config, type ConfigOverrides } from '../config/index.js';
 import { StartupError } from '../startup-error.js';
 
 /**

@@ -1,28 +1,22 @@
-import { createHash, randomUUID } from 'node:crypto';
 import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';
 import type { Logger } from '../protocol/logger.js';
 import { TimeSlice } from '../protocol/time-slice.js';
 import { cosineSimilarity, dotProduct } from '../protocol/vectors.js';
-import { requireWellFormed } from '../protocol/validation.js';
-import { DenseIndex, type DenseIndexOptions } from './hnsw/dense-index.js';
-import { Bm25Index, type Bm25Options } from './lexical/bm25.js';
-import { multiQuery, rewriteQuery } from './lexical/query-transform.js';
-import type { ChunkBody, ChunkPlace, CorpusDocument, CorpusReader, CorpusWriter, WriteCaller } from './ports.js';
-import type { Encoder, ModelHealth } from '../models/index.js';
-import {
-  CorpusStore,
-  type NewDocument,
-  type DocumentOrigin,
-  type StoredDocument,
-  type WriteResult,
-} from './store/corpus-store.js';
-import { StoreError } from './store/dir-lock.js';
-import { Replica, type ReplicaTarget } from './replica.js';
-import { ChunkCache } from './chunk-cache.js';
-import { chunkText } from './chunking.js';
-import { validateMetadata, type FieldType, type MetadataLimits } from './metadata.js';
+import type { Encoder, ModelHealth, TextKind } from '../models/index.js';
 import { StartupError } from '../startup-error.js';
+import { ChunkCache } from './chunk-cache.js';
+import type { DenseIndexOptions } from './hnsw/dense-index.js';
+import { DerivedIndexes } from './indexes.js';
+import type { Bm25Options } from './lexical/bm25.js';
+import type { FieldType, MetadataLimits } from './metadata.js';
+import type { ChunkBody, ChunkPlace, CorpusDocument, CorpusReader, CorpusWriter, WriteCaller } from './ports.js';
+import { prepareDocuments, type AddOptions } from './prepare.js';
+import { Replica, type ReplicaTarget } from './replica.js';
+import { CorpusStore, type DocumentOrigin, type StoredDocument } from './store/corpus-store.js';
+import { StoreError } from './store/dir-lock.js';
+
+export { contentHash, type AddOptions } from './prepare.js';
 
 export interface CorpusSettings {
   readonly dir: string;
@@ -46,14 +40,6 @@ export interface CorpusSettings {
   readonly chunkCacheBytes?: number | undefined;
 }
 
-export interface AddOptions extends WriteCaller {
-  /** `operator` for `rcp-server ingest`; everything over the wire is `client` (§15.2). */
-  readonly origin?: DocumentOrigin | undefined;
-  readonly chunk: boolean;
-  readonly contextual: boolean;
-  readonly idempotencyKey?: string | undefined;
-}
-
 export interface AddResult {
   readonly ids: string[];
   readonly chunks: number;
@@ -68,10 +54,6 @@ export interface CorpusStats {
   readonly indexVersion: string;
 }
 
-/** Texts embedded per encoder call: keeps one large write within the model queue's bound. */
-const EMBED_SLICE = 64;
-/** Chunks per dense-index message while rebuilding or replaying. */
-const REPLAY_BATCH = 1024;
 /** Stored vectors read per statement (64 × 2 KB rows: well under a millisecond). */
 const VECTOR_BATCH = 64;
 
@@ -82,8 +64,9 @@ export class CorpusError extends StartupError {
 
 /**
  * The corpus: the durable store of record plus the two derived indexes, kept in step. A write is validated whole,
- * chunked and embedded outside the write lock, then committed in one SQLite transaction (durable on return) and
- * applied to the dense and lexical indexes before it is acknowledged — all or nothing, in commit order.
+ * chunked and embedded outside the write lock (prepare.ts), then committed in one SQLite transaction (durable on
+ * return) and applied to the dense and lexical indexes (indexes.ts) before it is acknowledged — all or nothing, in
+ * commit order. This class holds what joins them: readiness, the order of writes, replicas, and the read side.
  *
  * Start-up (in the background; not ready until done): the newest saved dense index is loaded and the writes after its
  * sequence number are replayed from the store (stored vectors, never re-embedded); a missing or corrupt file means a
@@ -92,24 +75,13 @@ export class CorpusError extends StartupError {
  */
 export class Corpus implements CorpusWriter, CorpusReader {
   readonly store: CorpusStore;
-  readonly #dense = new DenseIndex();
-  readonly #lexical: Bm25Index;
+  readonly #indexes: DerivedIndexes;
   readonly #ready: Promise<void>;
   #state: { status: 'loading' } | { status: 'ready' } | { status: 'failed'; reason: string; fatal: boolean } = {
     status: 'loading',
   };
   #writes: Promise<unknown> = Promise.resolve();
-  #savedSeq = 0;
-  /**
-   * The last write in both indexes, not only in the store (whose seq moves at its commit, before the indexes take
-   * the write): the indexVersion a retrieve reports (§7.7.1), and what a replica has applied (read-your-writes).
-   */
-  #appliedSeq = 0;
   #timer: NodeJS.Timeout | undefined;
-  /** In memory for recall-time filtering and hit assembly: chunk label → document id, document id → metadata. */
-  readonly #chunkPlace = new Map<number, ChunkPlace>();
-  readonly #documentMeta = new Map<string, Record<string, unknown>>();
-  readonly #documentOrigin = new Map<string, DocumentOrigin>();
   /** Recently served chunks (text and offsets, never vectors), bounded in bytes: no store read per hit when warm. */
   readonly #chunks: ChunkCache | undefined;
   /** Present when the corpus of record is a shared PostgreSQL store. */
@@ -131,7 +103,22 @@ export class Corpus implements CorpusWriter, CorpusReader {
       );
     }
     if (built !== encoder.info.identity && this.#localWritable) this.store.setMeta('encoder', encoder.info.identity);
-    this.#lexical = new Bm25Index(settings.bm25);
+    const { space, m, efConstruction, efSearch, bm25 } = settings;
+    this.#indexes = new DerivedIndexes(
+      this.store,
+      {
+        dir: settings.dir,
+        space,
+        m,
+        efConstruction,
+        efSearch,
+        dimension: this.dimension,
+        bm25,
+        writable: this.#localWritable,
+      },
+      this.#chunks,
+      log,
+    );
     this.replica =
       settings.store && new Replica({ ...settings.store, encoder: encoder.info.identity }, this.#target(), log);
     this.#ready = this.#open().then(
@@ -163,14 +150,14 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   /** What a replica brings up to date: the local snapshot, and the indexes after it, in write order. */
   #target(): ReplicaTarget {
-    const applied = () => this.#appliedSeq;
+    const applied = () => this.#indexes.appliedSeq;
     return {
       get seq() {
         return applied();
       },
       getMeta: (key) => this.store.getMeta(key),
       setMeta: (key, value) => this.store.setMeta(key, value),
-      apply: (changes) => this.#serialized(async () => this.#apply(await this.store.apply(changes))),
+      apply: (changes) => this.#serialized(async () => this.#indexes.apply(await this.store.apply(changes))),
     };
   }
 
@@ -196,30 +183,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   async #open(): Promise<void> {
     const started = performance.now();
-    let savedSeq = await this.#loadDense();
-    // The store is the truth: a dense index that holds other labels than the store's chunks (a file that lied about
-    // what it held, rows relabelled since) is rebuilt from it.
-    if (savedSeq > 0 && !sameLabels(await this.#dense.labels(), this.store.labels())) {
-      this.log.warn({ dir: this.settings.dir }, 'dense index disagrees with the store; rebuilding');
-      await this.#dense.reset(this.#denseOptions());
-      savedSeq = 0;
-      await this.#replay(0);
-    }
+    const savedSeq = await this.#indexes.load();
     const loaded = savedSeq > 0;
-    // In time slices: requests that arrive meanwhile are read and wait for readiness, and ping is answered.
-    const slice = new TimeSlice();
-    for (const { id, meta, origin } of this.store.documentMetas()) {
-      this.#documentMeta.set(id, meta);
-      this.#documentOrigin.set(id, origin);
-      await slice.due();
-    }
-    for (const { label, docId, ordinal, text, context } of this.store.chunkTexts()) {
-      this.#chunkPlace.set(label, { docId, ordinal });
-      await this.#lexical.addInSlices(label, lexicalText(text, context), slice, this.#documentMeta.get(docId));
-      await slice.due();
-    }
-    this.#savedSeq = savedSeq;
-    this.#appliedSeq = this.store.seq;
     const stats = await this.stats();
     this.log.info(
       {
@@ -229,41 +194,6 @@ export class Corpus implements CorpusWriter, CorpusReader {
       },
       'corpus ready',
     );
-  }
-
-  /** Loads the newest verified saved dense index and replays the store's writes after it; returns its seq. */
-  async #loadDense(): Promise<number> {
-    const store = { id: this.store.id, seq: this.store.seq };
-    const { seq, discarded } = await this.#dense.open(this.settings.dir, this.#denseOptions(), store, {
-      keep: !this.#localWritable,
-    });
-    for (const reason of discarded) this.log.warn({ dir: this.settings.dir, reason }, 'saved dense index discarded');
-    if (seq === 0 && this.store.counts().chunks > 0) {
-      this.log.warn({ dir: this.settings.dir }, 'no usable saved dense index; rebuilding it from the store');
-    }
-    await this.#replay(seq);
-    return seq;
-  }
-
-  /** Replay: chunks written after `savedSeq` (all of them on a rebuild), then removals after it. */
-  async #replay(savedSeq: number): Promise<void> {
-    let labels: number[] = [];
-    let vectors: Float32Array[] = [];
-    for (const chunk of this.store.chunks(savedSeq)) {
-      labels.push(chunk.label);
-      vectors.push(chunk.vector);
-      if (labels.length === REPLAY_BATCH) {
-        await this.#dense.add(labels, vectors, this.dimension);
-        [labels, vectors] = [[], []];
-      }
-    }
-    if (labels.length > 0) await this.#dense.add(labels, vectors, this.dimension);
-    await this.#dense.remove(this.store.tombstonesAfter(savedSeq));
-  }
-
-  #denseOptions(): DenseIndexOptions {
-    const { space, m, efConstruction, efSearch } = this.settings;
-    return { space, dimension: this.dimension, m, efConstruction, efSearch, initialCapacity: 1024 };
   }
 
   async #whenReady(): Promise<void> {
@@ -300,7 +230,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     const key = options.idempotencyKey;
     const previous = key === undefined ? undefined : this.store.idempotentResult(key);
     if (previous !== undefined) return previous as AddResult;
-    const prepared = await this.#prepare(documents, options);
+    const prepared = await prepareDocuments(documents, options, this.encoder, this.settings);
     return this.#serialized(async () => {
       const repeated = key === undefined ? undefined : this.store.idempotentResult(key);
       if (repeated !== undefined) return repeated as AddResult;
@@ -308,7 +238,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
       const ids = prepared.map((document) => document.id);
       const chunks = prepared.reduce((sum, document) => sum + document.chunks.length, 0);
       const write = await this.store.upsert(prepared, key === undefined ? undefined : { key, result: { ids, chunks } });
-      await this.#apply(write);
+      await this.#indexes.apply(write);
       return { ids, chunks, indexVersion: String(write.seq) };
     });
   }
@@ -324,7 +254,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return this.#serialized(async () => {
       pointOfNoReturn(caller);
       const write = await this.store.delete(ids);
-      await this.#apply(write);
+      await this.#indexes.apply(write);
       return { deleted: write.deletedIds.length, indexVersion: String(write.seq) };
     });
   }
@@ -341,7 +271,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     };
     const previous = key === undefined ? undefined : await replica.idempotentResult(key);
     if (previous !== undefined) return answered(previous);
-    const prepared = await this.#prepare(documents, options);
+    const prepared = await prepareDocuments(documents, options, this.encoder, this.settings);
     pointOfNoReturn(options);
     const ids = prepared.map((document) => document.id);
     const chunks = prepared.reduce((sum, document) => sum + document.chunks.length, 0);
@@ -349,133 +279,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return answered(committed.repeated ?? { ids, chunks, indexVersion: String(committed.seq) });
   }
 
-  /** Validates every document (all or nothing), chunks and embeds them; nothing is written here. */
-  async #prepare(documents: readonly CorpusDocument[], options: AddOptions): Promise<NewDocument[]> {
-    documents.forEach((document, i) => this.#validate(document, `documents.${i}`));
-    const count = options.chunk ? await this.encoder.tokenCounter() : undefined;
-    const slice = new TimeSlice(options.signal);
-    const staged = [];
-    for (const document of documents) {
-      const meta = document.meta ?? {};
-      const pieces =
-        count === undefined
-          ? [{ text: document.text, heading: undefined, start: 0, end: document.text.length }]
-          : await chunkText(document.text, count, this.encoder.info.maxTokens, slice);
-      const title = typeof meta.title === 'string' ? meta.title : undefined;
-      const chunks = pieces.map((piece) => ({
-        text: piece.text,
-        start: piece.start,
-        end: piece.end,
-        context: options.contextual
-          ? [title, piece.heading].filter((s) => s !== undefined && s !== '').join(' — ')
-          : '',
-      }));
-      const id = document.id ?? randomUUID();
-      const origin = options.origin ?? 'client';
-      staged.push({ id, text: document.text, meta, hash: contentHash(document.text, meta, options), origin, chunks });
-      // Hashing a megabyte of text takes ~2 ms: a batch of them gives the loop back between documents.
-      await slice.due();
-    }
-    const texts = staged.flatMap((document) => document.chunks.map((chunk) => lexicalText(chunk.text, chunk.context)));
-    const vectors = await this.#embedDistinct(texts, options.signal);
-    let next = 0;
-    return staged.map((document) => ({
-      ...document,
-      chunks: document.chunks.map((chunk) => ({
-        ...chunk,
-        vector: vectors[next++] ?? new Float32Array(this.dimension),
-      })),
-    }));
-  }
-
-  /**
-   * One vector per text, each distinct text embedded once: a write's repeated chunks (boilerplate, a document of one
-   * repeated line) share the vector, which is the model's per-chunk cost, ~6 ms of two cores. A 1 MiB document of
-   * one-letter words (4,096 identical chunks) took 27 s of model time; now one inference.
-   */
-  async #embedDistinct(texts: readonly string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
-    const first = new Map<string, number>();
-    const distinct: string[] = [];
-    const slot = texts.map((text) => {
-      let at = first.get(text);
-      if (at === undefined) first.set(text, (at = distinct.push(text) - 1));
-      return at;
-    });
-    const vectors: Float32Array[] = [];
-    for (let start = 0; start < distinct.length; start += EMBED_SLICE) {
-      vectors.push(...(await this.encoder.embed(distinct.slice(start, start + EMBED_SLICE), 'document', signal)));
-    }
-    return slot.map((at) => vectors[at] ?? new Float32Array(this.dimension));
-  }
-
-  /** -32602 naming the field unless `document` can be stored. */
-  #validate(document: CorpusDocument, field: string): void {
-    if (document.text.trim() === '') throw RpcError.invalidParams(`${field}.text`, 'a document needs text');
-    // The store keeps UTF-8: a lone surrogate would come back as U+FFFD, and the id or the citation offsets with it.
-    if (document.id !== undefined) requireWellFormed(document.id, `${field}.id`);
-    requireWellFormed(document.text, `${field}.text`);
-    const bytes = Buffer.byteLength(document.text);
-    if (bytes > this.settings.maxDocumentBytes) {
-      throw RpcError.invalidParams(
-        `${field}.text`,
-        `${bytes} bytes exceed the ${this.settings.maxDocumentBytes}-byte limit`,
-      );
-    }
-    validateMetadata(document.meta ?? {}, this.settings.fields, `${field}.meta`, this.settings.metadata);
-  }
-
-  /** Applies a committed write to both derived indexes. */
-  async #apply(write: WriteResult): Promise<void> {
-    const removed = new Set(write.removed);
-    // A document given twice in one batch: its first chunks were replaced inside the same transaction.
-    const added = write.added.filter((chunk) => !removed.has(chunk.label));
-    // A label is placed before any index can return it, and unplaced only after both have dropped it: a concurrent
-    // retrieve never holds a label it cannot name (hits carry the client's document id, never an internal label).
-    for (const chunk of added) this.#chunkPlace.set(chunk.label, { docId: chunk.docId, ordinal: chunk.ordinal });
-    if (added.length > 0) {
-      await this.#dense.add(
-        added.map((chunk) => chunk.label),
-        added.map((chunk) => chunk.vector),
-        this.dimension,
-      );
-    }
-    if (removed.size > 0) await this.#dense.remove([...removed]);
-    for (const label of removed) {
-      this.#lexical.remove(label);
-      this.#chunkPlace.delete(label);
-      this.#chunks?.delete(label);
-    }
-    // Analysing long texts for BM25 is CPU work on the event loop: in time slices (docs/architecture.md §9).
-    const slice = new TimeSlice();
-    // A chunk's lexical fields (index.bm25.fields) come from its document's metadata, as written in this batch.
-    const metaOf = new Map(write.written.map(({ id, meta }) => [id, meta]));
-    for (const chunk of added) {
-      const meta = metaOf.get(chunk.docId) ?? this.#documentMeta.get(chunk.docId);
-      await this.#lexical.addInSlices(chunk.label, lexicalText(chunk.text, chunk.context), slice, meta);
-      await slice.due();
-    }
-    for (const { id, meta, origin } of write.written) {
-      this.#documentMeta.set(id, meta);
-      this.#documentOrigin.set(id, origin);
-    }
-    for (const id of write.deletedIds) {
-      this.#documentMeta.delete(id);
-      this.#documentOrigin.delete(id);
-    }
-    this.#appliedSeq = Math.max(this.#appliedSeq, write.seq);
-  }
-
   /** Saves the dense index if it changed since the last save; tombstones it covers are pruned. */
   async save(): Promise<void> {
     if (this.#state.status !== 'ready' || !this.#localWritable) return;
-    await this.#serialized(async () => {
-      const seq = this.store.seq;
-      if (seq === this.#savedSeq) return;
-      const { space } = this.settings;
-      await this.#dense.save(this.settings.dir, seq, { space, dimension: this.dimension, store: this.store.id });
-      this.store.pruneTombstones(seq);
-      this.#savedSeq = seq;
-    });
+    await this.#serialized(() => this.#indexes.save());
   }
 
   #saveFailed(error: unknown): void {
@@ -483,7 +290,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
   }
 
   get indexVersion(): string {
-    return String(this.#appliedSeq);
+    return String(this.#indexes.appliedSeq);
   }
 
   /**
@@ -492,9 +299,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
    * `retrieve.snapshots` is not advertised.
    */
   assertVersion(pinned: string | undefined): void {
-    const current = String(this.#appliedSeq);
+    const current = String(this.#indexes.appliedSeq);
     if (pinned === undefined || pinned === current) return;
-    if (this.replica !== undefined && /^\d+$/.test(pinned) && Number(pinned) > this.#appliedSeq) {
+    if (this.replica !== undefined && /^\d+$/.test(pinned) && Number(pinned) > this.#indexes.appliedSeq) {
       // A version another replica has applied and this one has not yet: it will, within the replication lag.
       throw RpcError.backendUnavailable(`this replica has not reached indexVersion ${pinned} yet (at ${current})`, 250);
     }
@@ -505,10 +312,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     });
   }
 
-  /**
-   * Dense recall: cosine similarity (or dot product for `ip`), best first; `allow` restricts labels during search.
-   * `caller` names the lane the search waits in, so callers take turns at the index (§15.5).
-   */
+  /** Dense recall (§7.7); `caller` names the lane the search waits in, so callers take turns at the index (§15.5). */
   async searchDense(
     vector: Float32Array,
     k: number,
@@ -517,11 +321,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
     caller?: string,
   ): Promise<{ label: number; score: number }[]> {
     await this.#whenReady();
-    const neighbours = await this.#dense.search(vector, k, k, allow, signal, caller);
-    return neighbours.map(({ label, distance }) => ({ label, score: 1 - distance }));
+    return this.#indexes.searchDense(vector, k, allow, signal, caller);
   }
 
-  /** Lexical recall: BM25, best first; `allow` restricts labels while scoring the postings. */
   async searchLexical(
     query: string,
     k: number,
@@ -529,7 +331,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     signal?: AbortSignal,
   ): Promise<{ label: number; score: number }[]> {
     await this.#whenReady();
-    return this.#lexical.search(query, k, allow, new TimeSlice(signal));
+    return this.#indexes.searchLexical(query, k, allow, signal);
   }
 
   /** Each label's similarity to `vector`, from its stored vector; -1 for a label not stored. */
@@ -542,50 +344,32 @@ export class Corpus implements CorpusWriter, CorpusReader {
     });
   }
 
-  async transformQuery(
-    query: string,
-    method: 'rewrite' | 'multi-query',
-    n: number,
-    signal?: AbortSignal,
-  ): Promise<string[]> {
-    const textOf = (label: number) => this.store.getChunk(label)?.text ?? '';
-    if (method === 'rewrite') {
-      const textsOf = (term: string) => this.#lexical.labelsWith(term, 3).map(textOf);
-      return [await rewriteQuery(query, this.#lexical, textsOf, new TimeSlice(signal))];
-    }
-    return multiQuery(query, n, this.#lexical, textOf, new TimeSlice(signal));
+  transformQuery(query: string, method: 'rewrite' | 'multi-query', n: number, signal?: AbortSignal): Promise<string[]> {
+    return this.#indexes.transformQuery(query, method, n, signal);
   }
 
-  termWeights(text: string, kind: 'query' | 'document'): Map<string, number> {
-    return this.#lexical.termWeights(text, kind);
+  termWeights(text: string, kind: TextKind): Map<string, number> {
+    return this.#indexes.termWeights(text, kind);
   }
 
   lexicalScores(query: string, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
-    return this.#lexical.scoreLabels(query, labels, new TimeSlice(signal));
+    return this.#indexes.lexicalScores(query, labels, signal);
   }
 
-  /** Labels of chunks whose document metadata satisfies `predicate` (for filtered recall), in time slices. */
-  async labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]> {
-    const slice = new TimeSlice(signal);
-    const labels: number[] = [];
-    let seen = 0;
-    for (const [label, { docId }] of this.#chunkPlace) {
-      if (predicate(this.#documentMeta.get(docId) ?? {})) labels.push(label);
-      if (++seen % 1024 === 0) await slice.due();
-    }
-    return labels;
+  labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]> {
+    return this.#indexes.labelsWhere(predicate, signal);
   }
 
   placeOf(label: number): ChunkPlace | undefined {
-    return this.#chunkPlace.get(label);
+    return this.#indexes.placeOf(label);
   }
 
   originOf(documentId: string): DocumentOrigin {
-    return this.#documentOrigin.get(documentId) ?? 'client';
+    return this.#indexes.originOf(documentId);
   }
 
   metaOf(documentId: string): Record<string, unknown> {
-    return this.#documentMeta.get(documentId) ?? {};
+    return this.#indexes.metaOf(documentId);
   }
 
   getChunk(label: number): ChunkBody | undefined {
@@ -624,9 +408,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return {
       documents,
       chunks,
-      dense: await this.#dense.count(),
-      lexical: this.#lexical.size,
-      indexVersion: String(this.#appliedSeq),
+      ...(await this.#indexes.counts()),
+      indexVersion: String(this.#indexes.appliedSeq),
     };
   }
 
@@ -640,7 +423,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
       this.#saveFailed(error);
     }
     await this.#writes;
-    await this.#dense.close();
+    await this.#indexes.close();
     await this.store.close();
   }
 }
@@ -662,23 +445,4 @@ function openStore(dir: string, readOnly: boolean): CorpusStore {
 function pointOfNoReturn(caller: WriteCaller): void {
   caller.signal?.throwIfAborted();
   caller.commit?.();
-}
-
-function sameLabels(held: Float64Array, stored: readonly number[]): boolean {
-  return held.length === stored.length && stored.every((label, i) => held[i] === label);
-}
-
-function lexicalText(text: string, context: string): string {
-  return context === '' ? text : `${context}\n\n${text}`;
-}
-
-/** What ingest compares to skip unchanged documents. */
-export function contentHash(
-  text: string,
-  meta: Record<string, unknown>,
-  options: Pick<AddOptions, 'chunk' | 'contextual'>,
-): string {
-  return createHash('sha256')
-    .update(JSON.stringify([text, meta, options.chunk, options.contextual]))
-    .digest('hex');
 }

@@ -1,6 +1,6 @@
 import { createApp, type App, type AppOptions } from '../app.js';
 import { Engine, type EngineSpec } from './engine.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import { registerFederation } from './federation.js';
 import { Selector } from './selector.js';
 

@@ -1,5 +1,5 @@
 import { contentHash, type Corpus } from '../corpus/index.js';
-import { defaultConfig } from '../config.js';
+import { defaultConfig } from '../config/index.js';
 import { RpcError } from '../protocol/errors.js';
 import {
   countSources,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createApp, type App } from '../../src/app.js';
-import { DERIVED_ENVIRONMENT, ENVIRONMENT, loadConfig, type ConfigOverrides } from '../../src/config.js';
+import { DERIVED_ENVIRONMENT, ENVIRONMENT, loadConfig, type ConfigOverrides } from '../../src/config/index.js';
 import { parseFrame, serialize } from '../../src/protocol/frames.js';
 import type { Session } from '../../src/protocol/session.js';
 import { registerTestMethods } from '../fixtures/test-methods.js';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { RpcError } from '../../src/protocol/errors.js';
 import { compileFilter, OPERATORS } from '../../src/retrieval/filter.js';
-import { defaultConfig } from '../../src/config.js';
+import { defaultConfig } from '../../src/config/index.js';
 
 /** The server's own filter bounds (§15.5). */
 const { maxFilterDepth, maxFilterNodes } = defaultConfig().limits;

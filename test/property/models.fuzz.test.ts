@@ -9,7 +9,7 @@ import { HuggingFaceTokenizer } from '../../src/models/tokenizers/huggingface.js
 import { SentencePieceTokenizer, type Vocabulary } from '../../src/models/tokenizers/sentencepiece.js';
 import { writeFixture } from '../fixtures/bert-models.js';
 import { assertValidFrame } from '../helpers/schema.js';
-import type { ConfigOverrides } from '../../src/config.js';
+import type { ConfigOverrides } from '../../src/config/index.js';
 import { INITIALIZE, ROOT, request, testConfig } from '../helpers/wire.js';
 
 /** Bad input gets a precise error and leaves nothing broken: embed and rerank params, and both tokenizers. */

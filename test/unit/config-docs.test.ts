@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { DOCS_FILE, renderConfigDocs } from '../../scripts/config-docs.js';
-import { DERIVED_ENVIRONMENT, ENVIRONMENT } from '../../src/config.js';
+import { DERIVED_ENVIRONMENT, ENVIRONMENT } from '../../src/config/index.js';
 
 describe('docs/configuration.md, generated from ConfigSchema', () => {
   it('is what the schema renders now (else: run npm run docs:config)', async () => {

@@ -11,7 +11,7 @@ import {
   loadConfig,
   unknownEnvironment,
   validateConfig,
-} from '../../src/config.js';
+} from '../../src/config/index.js';
 
 const file = (content: string, name = 'config.json'): string => {
   const path = join(mkdtempSync(join(tmpdir(), 'rcp-config-')), name);

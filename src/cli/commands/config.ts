@@ -1,5 +1,5 @@
 import type { ConfigCommand } from '../../cli.js';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import { loadSettings } from '../startup.js';
 
 /** `rcp-server config --print`: the effective configuration (file < environment) on stdout, secrets hidden. */

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { App } from '../../app.js';
 import { prepareDefaultModel } from '../../models/index.js';
 import type { McpCommand } from '../../cli.js';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import { readRegistry } from '../../gateway/engine-registry.js';
 import { createGateway } from '../../gateway/gateway.js';
 import { serveMcp } from '../../transport/mcp.js';

@@ -10,7 +10,7 @@ import {
   readCatalog,
 } from '../../models/index.js';
 import type { ModelsCommand } from '../../cli.js';
-import { loadConfig } from '../../config.js';
+import { loadConfig } from '../../config/index.js';
 import { StartupError } from '../../startup-error.js';
 
 /** `rcp-server models build|fetch`: prepares model directories; progress goes to stderr, a failure is thrown. */

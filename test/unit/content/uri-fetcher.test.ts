@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPrivateAddress, PolicyUriFetcher, type FetchPolicy } from '../../../src/content/uri-fetcher.js';
-import { ConfigError, loadConfig } from '../../../src/config.js';
+import { ConfigError, loadConfig } from '../../../src/config/index.js';
 import { RpcError } from '../../../src/protocol/errors.js';
 
 /** §15.5 SSRF policy of the Content uri fetcher: what it refuses, over real files and real sockets. */

@@ -1,0 +1,252 @@
+import type { Logger } from '../protocol/logger.js';
+import { TimeSlice } from '../protocol/time-slice.js';
+import type { TextKind } from '../models/index.js';
+import type { ChunkCache } from './chunk-cache.js';
+import { DenseIndex, type DenseIndexOptions } from './hnsw/dense-index.js';
+import { Bm25Index, type Bm25Options } from './lexical/bm25.js';
+import { multiQuery, rewriteQuery } from './lexical/query-transform.js';
+import type { ChunkPlace } from './ports.js';
+import { lexicalText } from './prepare.js';
+import type { CorpusStore, DocumentOrigin, WriteResult } from './store/corpus-store.js';
+
+/** Chunks per dense-index message while rebuilding or replaying. */
+const REPLAY_BATCH = 1024;
+
+export interface IndexSettings {
+  readonly dir: string;
+  readonly space: DenseIndexOptions['space'];
+  readonly m: number;
+  readonly efConstruction: number;
+  readonly efSearch: number;
+  readonly dimension: number;
+  readonly bm25: Bm25Options;
+  /** Whether this process writes its data dir (and so may save the dense index and prune what it covers). */
+  readonly writable: boolean;
+}
+
+/**
+ * What the corpus derives from its store of record (docs/architecture.md §5), kept in step with it: the dense index
+ * (HNSW in its worker), the lexical index (BM25), and, in memory for recall-time filtering and hit assembly, each
+ * chunk's place and each document's metadata and origin. Loaded at start, then changed only by `apply` of a
+ * committed write, in commit order (the Corpus serialises writes).
+ */
+export class DerivedIndexes {
+  readonly #dense = new DenseIndex();
+  readonly #lexical: Bm25Index;
+  readonly #chunkPlace = new Map<number, ChunkPlace>();
+  readonly #documentMeta = new Map<string, Record<string, unknown>>();
+  readonly #documentOrigin = new Map<string, DocumentOrigin>();
+  #savedSeq = 0;
+  /**
+   * The last write in both indexes, not only in the store (whose seq moves at its commit, before the indexes take
+   * the write): the indexVersion a retrieve reports (§7.7.1), and what a replica has applied (read-your-writes).
+   */
+  #appliedSeq = 0;
+
+  constructor(
+    private readonly store: CorpusStore,
+    private readonly settings: IndexSettings,
+    private readonly chunks: ChunkCache | undefined,
+    private readonly log: Logger,
+  ) {
+    this.#lexical = new Bm25Index(settings.bm25);
+  }
+
+  get appliedSeq(): number {
+    return this.#appliedSeq;
+  }
+
+  /**
+   * Loads the newest saved dense index and replays the store's writes after it (a rebuild when none verifies), then
+   * builds the lexical index and the maps from the store, in time slices. Returns the seq the dense file was saved at
+   * (0: rebuilt).
+   */
+  async load(): Promise<number> {
+    let savedSeq = await this.#loadDense();
+    // The store is the truth: a dense index that holds other labels than the store's chunks (a file that lied about
+    // what it held, rows relabelled since) is rebuilt from it.
+    if (savedSeq > 0 && !sameLabels(await this.#dense.labels(), this.store.labels())) {
+      this.log.warn({ dir: this.settings.dir }, 'dense index disagrees with the store; rebuilding');
+      await this.#dense.reset(this.#denseOptions());
+      savedSeq = 0;
+      await this.#replay(0);
+    }
+    // In time slices: requests that arrive meanwhile are read and wait for readiness, and ping is answered.
+    const slice = new TimeSlice();
+    for (const { id, meta, origin } of this.store.documentMetas()) {
+      this.#documentMeta.set(id, meta);
+      this.#documentOrigin.set(id, origin);
+      await slice.due();
+    }
+    for (const { label, docId, ordinal, text, context } of this.store.chunkTexts()) {
+      this.#chunkPlace.set(label, { docId, ordinal });
+      await this.#lexical.addInSlices(label, lexicalText(text, context), slice, this.#documentMeta.get(docId));
+      await slice.due();
+    }
+    this.#savedSeq = savedSeq;
+    this.#appliedSeq = this.store.seq;
+    return savedSeq;
+  }
+
+  async #loadDense(): Promise<number> {
+    const store = { id: this.store.id, seq: this.store.seq };
+    const { seq, discarded } = await this.#dense.open(this.settings.dir, this.#denseOptions(), store, {
+      keep: !this.settings.writable,
+    });
+    for (const reason of discarded) this.log.warn({ dir: this.settings.dir, reason }, 'saved dense index discarded');
+    if (seq === 0 && this.store.counts().chunks > 0) {
+      this.log.warn({ dir: this.settings.dir }, 'no usable saved dense index; rebuilding it from the store');
+    }
+    await this.#replay(seq);
+    return seq;
+  }
+
+  /** Replay: chunks written after `savedSeq` (all of them on a rebuild), then removals after it. */
+  async #replay(savedSeq: number): Promise<void> {
+    const { dimension } = this.settings;
+    let labels: number[] = [];
+    let vectors: Float32Array[] = [];
+    for (const chunk of this.store.chunks(savedSeq)) {
+      labels.push(chunk.label);
+      vectors.push(chunk.vector);
+      if (labels.length === REPLAY_BATCH) {
+        await this.#dense.add(labels, vectors, dimension);
+        [labels, vectors] = [[], []];
+      }
+    }
+    if (labels.length > 0) await this.#dense.add(labels, vectors, dimension);
+    await this.#dense.remove(this.store.tombstonesAfter(savedSeq));
+  }
+
+  #denseOptions(): DenseIndexOptions {
+    const { space, dimension, m, efConstruction, efSearch } = this.settings;
+    return { space, dimension, m, efConstruction, efSearch, initialCapacity: 1024 };
+  }
+
+  /** Applies a committed write to both indexes and the maps. */
+  async apply(write: WriteResult): Promise<void> {
+    const removed = new Set(write.removed);
+    // A document given twice in one batch: its first chunks were replaced inside the same transaction.
+    const added = write.added.filter((chunk) => !removed.has(chunk.label));
+    // A label is placed before any index can return it, and unplaced only after both have dropped it: a concurrent
+    // retrieve never holds a label it cannot name (hits carry the client's document id, never an internal label).
+    for (const chunk of added) this.#chunkPlace.set(chunk.label, { docId: chunk.docId, ordinal: chunk.ordinal });
+    if (added.length > 0) {
+      await this.#dense.add(
+        added.map((chunk) => chunk.label),
+        added.map((chunk) => chunk.vector),
+        this.settings.dimension,
+      );
+    }
+    if (removed.size > 0) await this.#dense.remove([...removed]);
+    for (const label of removed) {
+      this.#lexical.remove(label);
+      this.#chunkPlace.delete(label);
+      this.chunks?.delete(label);
+    }
+    await this.#addLexical(added, new Map(write.written.map(({ id, meta }) => [id, meta])));
+    for (const { id, meta, origin } of write.written) {
+      this.#documentMeta.set(id, meta);
+      this.#documentOrigin.set(id, origin);
+    }
+    for (const id of write.deletedIds) {
+      this.#documentMeta.delete(id);
+      this.#documentOrigin.delete(id);
+    }
+    this.#appliedSeq = Math.max(this.#appliedSeq, write.seq);
+  }
+
+  /**
+   * Analysing long texts for BM25 is CPU work on the event loop: in time slices (docs/architecture.md §9). A chunk's
+   * lexical fields (index.bm25.fields) come from its document's metadata, as written in this batch.
+   */
+  async #addLexical(added: WriteResult['added'], written: Map<string, Record<string, unknown>>): Promise<void> {
+    const slice = new TimeSlice();
+    for (const chunk of added) {
+      const meta = written.get(chunk.docId) ?? this.#documentMeta.get(chunk.docId);
+      await this.#lexical.addInSlices(chunk.label, lexicalText(chunk.text, chunk.context), slice, meta);
+      await slice.due();
+    }
+  }
+
+  /** Saves the dense index if the store moved since the last save; tombstones it covers are pruned. */
+  async save(): Promise<void> {
+    const seq = this.store.seq;
+    if (seq === this.#savedSeq) return;
+    const { dir, space, dimension } = this.settings;
+    await this.#dense.save(dir, seq, { space, dimension, store: this.store.id });
+    this.store.pruneTombstones(seq);
+    this.#savedSeq = seq;
+  }
+
+  /** Dense recall: cosine similarity (or dot product for `ip`), best first; `allow` restricts labels during search. */
+  async searchDense(
+    vector: Float32Array,
+    k: number,
+    allow?: readonly number[],
+    signal?: AbortSignal,
+    caller?: string,
+  ): Promise<{ label: number; score: number }[]> {
+    const neighbours = await this.#dense.search(vector, k, k, allow, signal, caller);
+    return neighbours.map(({ label, distance }) => ({ label, score: 1 - distance }));
+  }
+
+  /** Lexical recall: BM25, best first; `allow` restricts labels while scoring the postings. */
+  searchLexical(query: string, k: number, allow?: ReadonlySet<number>, signal?: AbortSignal) {
+    return this.#lexical.search(query, k, allow, new TimeSlice(signal));
+  }
+
+  lexicalScores(query: string, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
+    return this.#lexical.scoreLabels(query, labels, new TimeSlice(signal));
+  }
+
+  termWeights(text: string, kind: TextKind): Map<string, number> {
+    return this.#lexical.termWeights(text, kind);
+  }
+
+  /** §7.8 query transformation from the lexical index's statistics and the texts of the chunks it names. */
+  async transformQuery(query: string, method: 'rewrite' | 'multi-query', n: number, signal?: AbortSignal) {
+    const textOf = (label: number) => this.store.getChunk(label)?.text ?? '';
+    if (method === 'rewrite') {
+      const textsOf = (term: string) => this.#lexical.labelsWith(term, 3).map(textOf);
+      return [await rewriteQuery(query, this.#lexical, textsOf, new TimeSlice(signal))];
+    }
+    return multiQuery(query, n, this.#lexical, textOf, new TimeSlice(signal));
+  }
+
+  /** Labels of chunks whose document metadata satisfies `predicate` (for filtered recall), in time slices. */
+  async labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]> {
+    const slice = new TimeSlice(signal);
+    const labels: number[] = [];
+    let seen = 0;
+    for (const [label, { docId }] of this.#chunkPlace) {
+      if (predicate(this.#documentMeta.get(docId) ?? {})) labels.push(label);
+      if (++seen % 1024 === 0) await slice.due();
+    }
+    return labels;
+  }
+
+  placeOf(label: number): ChunkPlace | undefined {
+    return this.#chunkPlace.get(label);
+  }
+
+  originOf(documentId: string): DocumentOrigin {
+    return this.#documentOrigin.get(documentId) ?? 'client';
+  }
+
+  metaOf(documentId: string): Record<string, unknown> {
+    return this.#documentMeta.get(documentId) ?? {};
+  }
+
+  async counts(): Promise<{ dense: number; lexical: number }> {
+    return { dense: await this.#dense.count(), lexical: this.#lexical.size };
+  }
+
+  close(): Promise<void> {
+    return this.#dense.close();
+  }
+}
+
+function sameLabels(held: Float64Array, stored: readonly number[]): boolean {
+  return held.length === stored.length && stored.every((label, i) => held[i] === label);
+}
