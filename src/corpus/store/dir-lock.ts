@@ -52,14 +52,15 @@ export class DirLock {
       throw unusable(file, error);
     }
     try {
-      // EXCLUSIVE locking mode keeps the lock that the first read (shared) or write (exclusive) takes, until the
-      // connection closes.
+      // EXCLUSIVE locking mode keeps the lock that the first read (shared) or exclusive transaction takes, until
+      // the connection closes. The exclusive one writes nothing and keeps no journal on disk, so a dir on a disk
+      // that filled up while its server was down (kill -9) can be taken again and served.
       db.pragma('locking_mode = EXCLUSIVE');
       if (shared) db.prepare('SELECT count(*) FROM sqlite_master').get();
       else {
-        db.exec('CREATE TABLE IF NOT EXISTS owner (pid INTEGER NOT NULL)');
-        db.prepare('INSERT INTO owner (pid) VALUES (?)').run(process.pid);
-        db.exec('DELETE FROM owner');
+        db.pragma('journal_mode = MEMORY');
+        db.exec('BEGIN EXCLUSIVE');
+        db.exec('COMMIT');
       }
     } catch (error) {
       db.close();
