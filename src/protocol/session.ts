@@ -251,7 +251,12 @@ export class Session {
   }
 
   #initialize(params: JsonObject): JsonObject {
-    if (this.#options.implicit === true) return this.#info();
+    // §5.2 stateless HTTP answers initialize idempotently, but still as §7.1 says: invalid params are -32602, and a
+    // client whose versions share none with the server's gets -32002, as it would in any other session.
+    if (this.#options.implicit === true) {
+      negotiate(validateInitializeParams(params).protocolVersion);
+      return this.#info();
+    }
     // §13: a second initialize after success is -32600: renegotiating would invalidate cached capabilities.
     if (this.initialized) throw RpcError.invalidRequest('already initialized; re-negotiation is not permitted (§13)');
     const { protocolVersion, capabilities } = validateInitializeParams(params);
