@@ -1,6 +1,6 @@
 import cors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 
 /** §5.2 what a browser client of an allowed origin may send and read. */
 const SENT_HEADERS = ['Content-Type', 'Authorization', 'Accept', 'RCP-Session'];
@@ -41,4 +41,24 @@ export function corsHeaders(
     response.setHeader('access-control-allow-origin', origin);
     response.setHeader('access-control-expose-headers', readable);
   };
+}
+
+/**
+ * §5.2 CORS governs what a page may read, not what it may send: a page may POST to any address its visitor's browser
+ * can reach without asking first (a `text/plain` or form body needs no preflight), and a page whose host name was
+ * rebound to this server's address (DNS rebinding) even posts as "same-origin". Browsers say who sent a request
+ * (`Origin`; `Sec-Fetch-Site`), so a request from an origin not in `http.corsOrigins` is refused before its body is
+ * read: a foreign page can neither write the corpus nor read it through a visitor. Clients that are not browsers
+ * send neither header. Why the request is refused, or undefined when it may proceed.
+ */
+export function foreignOrigin(headers: IncomingHttpHeaders, origins: ReadonlySet<string>): string | undefined {
+  const origin = headers.origin;
+  if (origin !== undefined) {
+    return origins.has(origin)
+      ? undefined
+      : `requests from origin ${origin} are refused: it is not in http.corsOrigins`;
+  }
+  const site = headers['sec-fetch-site'];
+  if (site === 'cross-site' || site === 'same-site') return `a ${site} browser request without an Origin is refused`;
+  return undefined;
 }

@@ -9,13 +9,14 @@ import { mergeReplies, requestId, screen, type Screened } from '../protocol/scre
 import type { NotificationSink, Reply } from '../protocol/session.js';
 import type { Admission } from './admission.js';
 import { authorize, type ApiKeys, type Caller } from './auth.js';
-import { corsHeaders } from './cors.js';
+import { corsHeaders, foreignOrigin } from './cors.js';
 import type { HttpSessionStore, SessionRef } from './http-sessions.js';
 import { rcpRoute, type RcpRoute } from './http-route.js';
 import { BodyAbandoned, BodyRefusal, receiveBody, type BodyBudget } from './body.js';
 import type { FrontListener } from './connections.js';
 import { refuse, sendJson } from './json-answer.js';
 import { refuseMediaType, unreadableBody } from './media-type.js';
+import { refuseUnread } from './unread-refusal.js';
 import type { Outbox } from './outbox.js';
 
 export interface HttpTransportOptions {
@@ -70,7 +71,12 @@ const SESSION_HEADER = 'rcp-session';
  */
 export function rcpHttp(options: HttpTransportOptions): FrontListener {
   const base = options.base.replace(/\/+$/, '');
-  const listener = { ...options, cors: corsHeaders(options.corsOrigins), addressOf: clientAddress(options.trustProxy) };
+  const listener = {
+    ...options,
+    cors: corsHeaders(options.corsOrigins),
+    origins: new Set(options.corsOrigins),
+    addressOf: clientAddress(options.trustProxy),
+  };
   return (request, response) => {
     const route = request.method === 'POST' ? rcpRoute(base, request.url ?? '/') : undefined;
     if (route === undefined) return false;
@@ -83,6 +89,7 @@ export function rcpHttp(options: HttpTransportOptions): FrontListener {
 /** The listener's options with what it prepares once: CORS headers and the client's address. */
 type Listener = HttpTransportOptions & {
   readonly cors: ReturnType<typeof corsHeaders>;
+  readonly origins: ReadonlySet<string>;
   readonly addressOf: (request: IncomingMessage) => string;
 };
 
@@ -113,6 +120,8 @@ async function receive(
   listener: Listener,
 ): Promise<void> {
   listener.cors?.(request, response);
+  const foreign = foreignOrigin(request.headers, listener.origins);
+  if (foreign !== undefined) return refuseUnread(response, 403, 'Forbidden', foreign);
   const caller = authenticate(request, listener.auth);
   if (caller instanceof RpcError) return void refuse(response, caller);
   const unreadable = unreadableBody(request.headers);

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { refuseUnread } from './unread-refusal.js';
 
 /**
  * §5.2: a frame is posted as `Content-Type: application/json`. What a body says it is decides whether it is read as
@@ -47,18 +48,7 @@ export function unreadableBody(headers: IncomingHttpHeaders): string | undefined
   return undefined;
 }
 
-/**
- * HTTP 415 with the reason, shaped as the listener's other non-RCP errors (Fastify's `statusCode`, `error`,
- * `message`); the body is not read, so the connection closes after it. `Accept-Encoding: identity` says which coding
- * is accepted (RFC 9110 §12.5.3).
- */
+/** HTTP 415 with the reason; `Accept-Encoding: identity` says which coding is accepted (RFC 9110 §12.5.3). */
 export function refuseMediaType(response: ServerResponse, reason: string): void {
-  const body = JSON.stringify({ statusCode: 415, error: 'Unsupported Media Type', message: reason });
-  response.writeHead(415, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'accept-encoding': 'identity',
-    connection: 'close',
-  });
-  response.end(body);
+  refuseUnread(response, 415, 'Unsupported Media Type', reason, { 'accept-encoding': 'identity' });
 }

@@ -148,7 +148,7 @@ describe('§5.2 HTTP transport', () => {
     expect(withNotification.json).toEqual([expect.objectContaining({ id: 4 })]);
   });
 
-  it('§5.2 CORS: a configured origin gets preflight and response headers; others get none', async () => {
+  it('§5.2 CORS: a configured origin gets preflight and response headers; others are refused', async () => {
     await start({ 'http.corsOrigins': ['https://app.example'] });
     const preflight = await fetch(`${origin}/rcp/retrieve`, {
       method: 'OPTIONS',
@@ -163,7 +163,9 @@ describe('§5.2 HTTP transport', () => {
     expect(preflight.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('rcp-session');
     const allowed = await post('/rcp/ping', request(1, 'ping'), { origin: 'https://app.example' });
     expect(allowed.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    // Another origin is refused before it runs (403), and reads no CORS header either.
     const other = await post('/rcp/ping', request(1, 'ping'), { origin: 'https://evil.example' });
+    expect(other.status).toBe(403);
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
     // Only RCP answers are for browsers: the operator endpoints and 404s carry no CORS headers.
     for (const path of ['/healthz', '/readyz', '/elsewhere']) {
