@@ -18,7 +18,8 @@
  * replaced, at the thread settings each ran with by default; RCP_BENCH_DOCS, default 512), shared-state (Redis
  * frozen vs healthy under rate limits, a session shut down through another replica, a replica whose store is down
  * at start; needs redis-server and postgresql) and burst (RSS after 30 concurrent 15 MB bodies: peak, and every 5 s
- * after, against idle; where the resident bytes are). The suites that read SciFact take its folder from
+ * after, against idle; where the resident bytes are) and request-path (an HTTP request's way in, from the request
+ * listener to the session: functions entered, files, returns to a file left, callbacks up). The suites that read SciFact take its folder from
  * `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -42,6 +43,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   ingest: async () => (await import('./encoder-ingest.js')).benchIngest(),
   'shared-state': async () => (await import('./shared-state.js')).benchSharedState(),
   burst: async () => (await import('./burst.js')).benchBurst(),
+  'request-path': async () => (await import('./request-path.js')).benchRequestPath(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

@@ -2,6 +2,7 @@ import { RpcError } from '../protocol/errors.js';
 import { isJsonObject } from '../protocol/messages.js';
 import type { LoadShedder } from './load-shedding.js';
 import { rateClassOf } from '../protocol/method-table.js';
+import type { Refusal } from '../protocol/screen.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { WorkGate, WorkTicket } from './work-gate.js';
 
@@ -51,6 +52,16 @@ export class Admission {
       for (const member of work) this.onRefused('overload', (member as { method: string }).method);
     }
     return entered;
+  }
+
+  /** The screen of each member of `caller`'s frame by load and rate limit (`check`), for protocol/screen.ts. */
+  checkFor(caller: string): Refusal {
+    return (method) => this.check(caller, method);
+  }
+
+  /** The screen that answers each work member with `busy`, the work gate's refusal (`enterWork`). */
+  refuseWork(busy: RpcError): Refusal {
+    return (method) => (this.isWork(method) ? busy : undefined);
   }
 
   async check(caller: string, method: unknown): Promise<RpcError | undefined> {

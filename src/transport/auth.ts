@@ -59,6 +59,11 @@ export function authorize(caller: Caller, method: unknown): RpcError | undefined
   return unauthorized(`this key lacks the ${needed} scope`);
 }
 
+/** The screen of each member of `caller`'s frame by its method's scope (`authorize`), for protocol/screen.ts. */
+export function authorizer(caller: Caller): (method: unknown) => RpcError | undefined {
+  return (method) => authorize(caller, method);
+}
+
 /** Whether `caller` may read the operator endpoints. */
 export function mayMonitor(caller: Caller): boolean {
   return caller.scopes.has('monitor') || caller.scopes.has('admin');

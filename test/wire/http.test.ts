@@ -133,6 +133,41 @@ describe('§5.2 HTTP transport', () => {
     expect((await post('/rcp/ping', request(2, 'ping'))).json).toMatchObject({ id: 2, result: {} });
   });
 
+  it("§5.2 §15.5 §15.6 refusals come in the order of the request's steps: key, media type, body, path, scope, rate", async () => {
+    const key = 'steps-order-read-key-0123';
+    // 0.01 reads a second: the first echo takes the caller's one token, and no other is back before the test ends.
+    await start({
+      'auth.apiKeys': [{ key, scopes: ['read'] }],
+      'limits.rateLimit': { reads: 0.01, writes: 0, models: 0 },
+      'limits.maxBodyBytes': 4096,
+    });
+    const auth = { authorization: `Bearer ${key}` };
+    // From the headers: the key before what the body is; then the body, before it is parsed.
+    const html = { 'content-type': 'text/html' };
+    expect((await post('/rcp/ping', request(1, 'ping'), html)).json).toMatchObject({
+      id: null,
+      error: { code: -32012 },
+    });
+    expect((await post('/rcp/ping', request(1, 'ping'), { ...html, ...auth })).status).toBe(415);
+    const big = await post('/rcp/ping', request(1, 'ping', { nonce: 'x'.repeat(5000) }), auth);
+    expect(big.json).toMatchObject({ id: null, error: { code: -32013 } });
+    // Member by member: the path's method, the key's scope, the rate limit; the served first, then the refused in order.
+    const echo = (id: string) => request(id, 'x-test/echo', { text: id });
+    const codes = (answers: unknown) =>
+      (answers as { id: string; error?: { code: number } }[]).map(({ id, error }) => [id, error?.code ?? 0]);
+    const atMethod = await post('/rcp/x-test/echo', [request('p', 'ping'), echo('a'), echo('b')], auth);
+    expect(codes(atMethod.json)).toEqual([
+      ['a', 0],
+      ['p', -32600],
+      ['b', -32011],
+    ]);
+    const atBase = await post('/rcp', [request('w', 'index/add', { documents: [] }), echo('c')], auth);
+    expect(codes(atBase.json)).toEqual([
+      ['w', -32012],
+      ['c', -32011],
+    ]);
+  });
+
   it('§11 a batch may be posted to the base path; at a method path, mismatching members get -32600', async () => {
     await start();
     const atBase = await post('/rcp', [request(1, 'ping'), request(2, 'info')]);
