@@ -349,6 +349,10 @@ export class Bm25Index {
     return analyze(text, this.options);
   }
 
+  get analyzerOptions(): AnalyzerOptions {
+    return this.options;
+  }
+
   /**
    * BM25 scores of the given labels (0 for labels without query terms or not indexed), for completing fused candidate
    * sets: each label is looked up in each query term's postings (a binary search), not found by a pass over them.
