@@ -1,5 +1,5 @@
 import { TimeSlice } from '../protocol/time-slice.js';
-import { UNITS_PER_TOKEN, addedPerCall } from '../models/index.js';
+import { MAX_EXPANSION, UNITS_PER_TOKEN, addedPerCall, normalizedEnd, wholeCodePoints } from '../models/index.js';
 
 /**
  * Server-side chunking (§7.10 `chunk: true`): overlapping chunks that end on sentence boundaries and fit the
@@ -65,7 +65,9 @@ function trimmed(text: string, span: Span): Span | undefined {
  * own token counts (a window's count is about the sum of its words': the tokenizers mark each word boundary), then
  * settled by exact counts, galloping and bisecting from the prediction (a window's count only grows with its words).
  * A window usually costs two exact counts: grown by galloping from one word, it cost ~15 (2.7 s of the event loop's
- * time for a 1 MiB sentence of 4,096 windows, against the model's 27 s).
+ * time for a 1 MiB sentence of 4,096 windows, against the model's 27 s). A word longer than the model reads (by its
+ * normalised length: see readable-prefix.ts) is cut into parts of that length first, so no count reads more than a
+ * few of them (20,000 × U+FDFA with no space was one word: each count tokenised 360,000 characters).
  */
 async function cutWords(
   text: string,
@@ -74,7 +76,7 @@ async function cutWords(
   limit: number,
   slice: TimeSlice,
 ): Promise<Span[]> {
-  const words = wordSpans(text, sentence);
+  const words = wordSpans(text, sentence, limit * UNITS_PER_TOKEN);
   const fits = (first: number, last: number) => count(text.slice(words.start(first), words.end(last))) <= limit;
   // A word's own count is its count less the tokens every call adds.
   const specials = addedPerCall(count);
@@ -145,20 +147,47 @@ interface WordSpans {
   end(i: number): number;
 }
 
-/** The runs of non-space characters in a span, as offsets in typed arrays (a 1 MB sentence has 512 Ki words). */
-function wordSpans(text: string, span: Span): WordSpans {
-  const starts = new Int32Array((span.end - span.start + 1) >> 1);
-  const ends = new Int32Array(starts.length);
+/**
+ * The runs of non-space characters in a span, as offsets in typed arrays (a 1 MB sentence has 512 Ki words); a run
+ * longer than `maxUnits` UTF-16 units after NFKD is cut into runs of at most that (never inside a surrogate pair).
+ */
+function wordSpans(text: string, span: Span, maxUnits: number): WordSpans {
+  let starts = new Int32Array((span.end - span.start + 1) >> 1);
+  let ends = new Int32Array(starts.length);
   let count = 0;
-  let inWord = false;
+  const push = (start: number, end: number) => {
+    if (count === starts.length) [starts, ends] = [grown(starts, count), grown(ends, count)];
+    starts[count] = start;
+    ends[count++] = end;
+  };
+  const word = (start: number, end: number) => {
+    // Only a run this long can decompose past `maxUnits` (NFKD expands a unit at most 18-fold).
+    for (let at = start; at < end;) {
+      const next =
+        (end - at) * MAX_EXPANSION <= maxUnits
+          ? end
+          : normalizedEnd(text, at, wholeCodePoints(text, Math.min(end, at + maxUnits)), maxUnits);
+      push(at, next);
+      at = next;
+    }
+  };
+  let wordStart = -1;
   for (let at = span.start; at < span.end; at++) {
     const space = isSpace(text.charCodeAt(at));
-    if (!space && !inWord) starts[count] = at;
-    if (space && inWord) ends[count++] = at;
-    inWord = !space;
+    if (!space && wordStart < 0) wordStart = at;
+    if (space && wordStart >= 0) {
+      word(wordStart, at);
+      wordStart = -1;
+    }
   }
-  if (inWord) ends[count++] = span.end;
+  if (wordStart >= 0) word(wordStart, span.end);
   return { count, start: (i) => starts[i]!, end: (i) => ends[i]! };
+}
+
+function grown(array: Int32Array, length: number): Int32Array<ArrayBuffer> {
+  const larger = new Int32Array(Math.max(16, length * 2));
+  larger.set(array.subarray(0, length));
+  return larger;
 }
 
 function isSpace(code: number): boolean {
@@ -244,9 +273,12 @@ async function sentencesOf(
     await slice.due();
     const span = trimmed(text, sentence);
     if (span === undefined) continue;
-    // A sentence far longer than the window is cut without tokenizing it whole first.
+    // A sentence far longer than the window (before or after normalising) is cut without tokenizing it whole first.
+    const units = maxTokens * UNITS_PER_TOKEN;
     const long =
-      span.end - span.start > maxTokens * UNITS_PER_TOKEN || count(text.slice(span.start, span.end)) > maxTokens;
+      span.end - span.start > units ||
+      normalizedEnd(text, span.start, span.end, units) < span.end ||
+      count(text.slice(span.start, span.end)) > maxTokens;
     if (long) spans.push(...(await cutWords(text, span, count, maxTokens, slice)));
     else spans.push(span);
   }

@@ -348,8 +348,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return this.#indexes.transformQuery(query, method, n, signal);
   }
 
-  termWeights(text: string, kind: TextKind): Map<string, number> {
-    return this.#indexes.termWeights(text, kind);
+  termWeights(text: string, kind: TextKind, signal?: AbortSignal): Promise<Map<string, number>> {
+    return this.#indexes.termWeights(text, kind, signal);
   }
 
   lexicalScores(query: string, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {

@@ -200,8 +200,8 @@ export class DerivedIndexes {
     return this.#lexical.scoreLabels(query, labels, new TimeSlice(signal));
   }
 
-  termWeights(text: string, kind: TextKind): Map<string, number> {
-    return this.#lexical.termWeights(text, kind);
+  termWeights(text: string, kind: TextKind, signal?: AbortSignal): Promise<Map<string, number>> {
+    return this.#lexical.termWeights(text, kind, new TimeSlice(signal));
   }
 
   /** §7.8 query transformation from the lexical index's statistics and the texts of the chunks it names. */

@@ -76,8 +76,8 @@ export interface CorpusReader {
   lexicalScores(query: string, labels: readonly number[], signal?: AbortSignal): Promise<number[]>;
   /** §7.8 query transformation from the corpus's lexical statistics (no language model). */
   transformQuery(query: string, method: 'rewrite' | 'multi-query', n: number, signal?: AbortSignal): Promise<string[]>;
-  /** The lexical index's term weights for a text (BM25's query or document side, §7.4 embed/sparse). */
-  termWeights(text: string, kind: TextKind): Map<string, number>;
+  /** The lexical index's term weights for a text (BM25's query or document side, §7.4 embed/sparse), in time slices. */
+  termWeights(text: string, kind: TextKind, signal?: AbortSignal): Promise<Map<string, number>>;
   labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]>;
   getChunk(label: number): ChunkBody | undefined;
   /** A chunk's stored vector alone. */

@@ -85,7 +85,7 @@ export function embedSparseMethod(
             `${bytes} bytes exceed the ${settings.maxTextBytes}-byte limit`,
           );
         }
-        sparse.push(sparseVector(corpus.termWeights(text, kind)));
+        sparse.push(sparseVector(await corpus.termWeights(text, kind, ctx.signal)));
         await slice.due();
       }
       return { sparse };

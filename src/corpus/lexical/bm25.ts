@@ -1,6 +1,5 @@
 import { TimeSlice } from '../../protocol/time-slice.js';
-import { PART_UNITS, textParts } from '../../models/index.js';
-import { analyze, type AnalyzerOptions } from './analyzer.js';
+import { analyze, analyzeInSlices, type AnalyzerOptions } from './analyzer.js';
 
 /** Postings scored (or candidates ranked) between two looks at the clock: a look per posting would cost more than it saves. */
 const STEPS_PER_CHECK = 4096;
@@ -130,12 +129,12 @@ export class Bm25Index {
 
   /** Indexes `text` under `label`, with the weighed fields of `meta` (BM25F) when the options name any. */
   add(label: number, text: string, meta?: Readonly<Record<string, unknown>>): void {
-    this.#addTerms(label, analyze(text, this.options), this.#fieldTerms(meta));
+    this.#addTerms(label, analyze(text, this.options), this.#fieldTermsNow(meta));
   }
 
   /**
-   * `add` for a text of any length: analysed part by part (cut at spaces, where no term can span) in time slices, so
-   * indexing a 1 MB document does not hold the event loop for its whole analysis (docs/architecture.md §9).
+   * `add` for a text of any length: analysed part by part in time slices, so indexing a 1 MB document (or one that
+   * decomposes 18-fold) does not hold the event loop for its whole analysis (docs/architecture.md §9).
    */
   async addInSlices(
     label: number,
@@ -143,22 +142,29 @@ export class Bm25Index {
     slice: TimeSlice,
     meta?: Readonly<Record<string, unknown>>,
   ): Promise<void> {
-    if (text.length <= PART_UNITS) return this.add(label, text, meta);
-    const terms: string[] = [];
-    for (const part of textParts(text)) {
-      for (const term of analyze(part, this.options)) terms.push(term);
-      await slice.due();
-    }
-    this.#addTerms(label, terms, this.#fieldTerms(meta));
+    const terms = await analyzeInSlices(text, this.options, slice);
+    this.#addTerms(label, terms, await this.#fieldTerms(meta, slice));
   }
 
   /** The analysed terms of each weighed field that `meta` holds text for, with the field's weight. */
-  #fieldTerms(meta: Readonly<Record<string, unknown>> | undefined): [readonly string[], number][] {
+  async #fieldTerms(
+    meta: Readonly<Record<string, unknown>> | undefined,
+    slice: TimeSlice,
+  ): Promise<[readonly string[], number][]> {
     const fields: [readonly string[], number][] = [];
     if (meta === undefined) return fields;
     for (const [name, weight] of this.#fields) {
-      // Field values are bounded by the metadata limits (§15.5): analysed in one go.
-      const terms = analyze(fieldText(meta[name]), this.options);
+      const terms = await analyzeInSlices(fieldText(meta[name]), this.options, slice);
+      if (terms.length > 0) fields.push([terms, weight]);
+    }
+    return fields;
+  }
+
+  /** `#fieldTerms` in one go, for `add`. */
+  #fieldTermsNow(meta: Readonly<Record<string, unknown>> | undefined): [readonly string[], number][] {
+    const fields: [readonly string[], number][] = [];
+    for (const [name, weight] of meta === undefined ? [] : this.#fields) {
+      const terms = analyze(fieldText(meta![name]), this.options);
       if (terms.length > 0) fields.push([terms, weight]);
     }
     return fields;
@@ -291,8 +297,8 @@ export class Bm25Index {
    * a query weighs each distinct term 1; a document weighs each term idf · tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl)),
    * with its own length dl and this index's N, df and avgdl (an empty index counts the text as its only document).
    */
-  termWeights(text: string, kind: 'query' | 'document'): Map<string, number> {
-    const terms = analyze(text, this.options);
+  async termWeights(text: string, kind: 'query' | 'document', slice = new TimeSlice()): Promise<Map<string, number>> {
+    const terms = await analyzeInSlices(text, this.options, slice);
     const weights = new Map<string, number>();
     if (kind === 'query') {
       for (const term of terms) weights.set(term, 1);
@@ -343,15 +349,22 @@ export class Bm25Index {
     return analyze(text, this.options);
   }
 
+  get analyzerOptions(): AnalyzerOptions {
+    return this.options;
+  }
+
   /**
    * BM25 scores of the given labels (0 for labels without query terms or not indexed), for completing fused candidate
    * sets: each label is looked up in each query term's postings (a binary search), not found by a pass over them.
    */
   async scoreLabels(query: string, labels: readonly number[], slice = new TimeSlice()): Promise<number[]> {
+    if (this.size === 0) return labels.map(() => 0);
+    const queryTerms = await this.#queryTerms(query, slice);
+    // N and avgdl as they are once the query is analysed (writes may have come meanwhile).
     const n = this.size;
     if (n === 0) return labels.map(() => 0);
     const average = this.#totalLength / n;
-    const terms = this.#cursors(query, n, average).map(({ term, idf }) => ({ term, idf }));
+    const terms = this.#cursors(queryTerms, n, average).map(({ term, idf }) => ({ term, idf }));
     const scores: number[] = [];
     let steps = 0;
     for (const label of labels) {
@@ -382,11 +395,16 @@ export class Bm25Index {
     return (idf * tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * length) / average));
   }
 
+  /** A query's distinct terms in first-occurrence order, analysed in time slices (a query may decompose 18-fold). */
+  async #queryTerms(query: string, slice: TimeSlice): Promise<Set<string>> {
+    return new Set(await analyzeInSlices(query, this.options, slice));
+  }
+
   /** The query's distinct indexed terms in first-occurrence order, with idf and a bound each. */
-  #cursors(query: string, n: number, average: number): Cursor[] {
+  #cursors(terms: ReadonlySet<string>, n: number, average: number): Cursor[] {
     const cursors: Cursor[] = [];
     let order = 0;
-    for (const term of new Set(analyze(query, this.options))) {
+    for (const term of terms) {
       const posting = this.#postings.get(term);
       order++;
       if (posting === undefined) continue;
@@ -418,14 +436,15 @@ export class Bm25Index {
   /**
    * The `k` best documents for `query`. A query of many common terms over a large corpus visits millions of
    * postings: the work runs in time slices (docs/architecture.md §9). Writes between slices are seen or not, as with
-   * any read that overlaps a write; N and avgdl are those at the start.
+   * any read that overlaps a write; N and avgdl are those once the query is analysed.
    */
   async search(query: string, k: number, allow?: ReadonlySet<number>, slice = new TimeSlice()): Promise<LexicalHit[]> {
+    if (this.size === 0 || k <= 0) return [];
+    const terms = await this.#queryTerms(query, slice);
     const n = this.size;
-    if (n === 0 || k <= 0) return [];
-    if (k >= n) return this.searchExhaustive(query, k, allow, slice);
+    if (k >= n) return this.#exhaustive(terms, k, allow, slice);
     const average = this.#totalLength / n;
-    const cursors = this.#cursors(query, n, average);
+    const cursors = this.#cursors(terms, n, average);
     if (cursors.length === 0) return [];
     return this.#maxScore(cursors, k, average, allow, slice);
   }
@@ -440,10 +459,20 @@ export class Bm25Index {
     allow?: ReadonlySet<number>,
     slice = new TimeSlice(),
   ): Promise<LexicalHit[]> {
+    if (this.size === 0 || k <= 0) return [];
+    return this.#exhaustive(await this.#queryTerms(query, slice), k, allow, slice);
+  }
+
+  async #exhaustive(
+    terms: ReadonlySet<string>,
+    k: number,
+    allow: ReadonlySet<number> | undefined,
+    slice: TimeSlice,
+  ): Promise<LexicalHit[]> {
     const n = this.size;
-    if (n === 0 || k <= 0) return [];
+    if (n === 0) return [];
     const average = this.#totalLength / n;
-    const cursors = this.#cursors(query, n, average);
+    const cursors = this.#cursors(terms, n, average);
     if (cursors.length === 0) return [];
     const lengths = this.#lengths;
     const labels = this.#labels;

@@ -99,7 +99,7 @@ export function fakeCorpus(
       return Promise.resolve(labels.map((label) => overlap(query, chunks[label]?.text ?? '')));
     },
     transformQuery: (query, method, n) => Promise.resolve(transformQuery(query, method, n)),
-    termWeights: () => new Map(),
+    termWeights: () => Promise.resolve(new Map()),
     labelsWhere: () => Promise.resolve([]),
     getChunk: body,
     vectorOf: vector,
