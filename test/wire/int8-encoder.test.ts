@@ -43,7 +43,7 @@ describe('the int8 variant of the default encoder (models.encoder use-lite-int8)
   });
 
   it('is built at start, advertised under its own identity (§7.3), and embeds close to the float encoder', async () => {
-    const init = await rpc(server.origin, 'initialize', { protocolVersion: '1.0', clientInfo: { name: 't' } });
+    const init = await rpc(server.origin, 'initialize', { protocolVersion: 1, client: { name: 't' } });
     const { embed } = (init.result as { capabilities: { embed: { identity: string } } }).capabilities;
     expect(embed.identity).toMatch(/^google\/universal-sentence-encoder-lite-int8#[0-9a-f]{12}$/);
     const frame = await rpc(server.origin, 'embed', { inputs: texts });
