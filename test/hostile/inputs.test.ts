@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { whilePinging } from '../helpers/pinging.js';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 import { request, type Frame } from '../helpers/wire.js';
 
@@ -24,31 +25,7 @@ async function post(method: string, body: string): Promise<Frame> {
   return (await response.json()) as Frame;
 }
 const call = (method: string, params: object) => post(method, JSON.stringify(request(1, method, params)));
-
-/**
- * Runs `attack` while pinging every 20 ms; its answer, the slowest ping, and the 90th percentile of the pings' round
- * trips. Over many pings the percentile is what is bounded, not the slowest: on a loaded machine any one round trip may
- * wait out the scheduler, while a loop held for the whole attack holds nearly every ping (with fewer than ten pings,
- * the percentile is the slowest of them).
- */
-async function whilePinging(
-  attack: () => Promise<Frame>,
-): Promise<{ answer: Frame; worstPingMs: number; slowPingMs: number }> {
-  let done = false;
-  const pings: number[] = [];
-  const pinger = (async () => {
-    while (!done) {
-      const started = performance.now();
-      expect((await call('ping', {})).result).toEqual({});
-      pings.push(performance.now() - started);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  })();
-  const answer = await attack().finally(() => (done = true));
-  await pinger;
-  pings.sort((a, b) => a - b);
-  return { answer, worstPingMs: pings.at(-1)!, slowPingMs: pings[Math.ceil(pings.length * 0.9) - 1]! };
-}
+const ping = () => call('ping', {});
 
 describe('hostile inputs (§15.5)', () => {
   it('a frame nested 10,000 deep is -32600, not a stack overflow', async () => {
@@ -67,7 +44,7 @@ describe('hostile inputs (§15.5)', () => {
     // round trip now and then, but seldom on three tries running. So the best of three tries' slowest pings is bounded.
     const worst: number[] = [];
     for (let attempt = 0; attempt < 3; attempt++) {
-      const { answer, worstPingMs } = await whilePinging(() => post('ping', body));
+      const { answer, worstPingMs } = await whilePinging(ping, () => post('ping', body));
       expect(answer).toMatchObject({ error: { code: -32013 } });
       worst.push(worstPingMs);
     }
@@ -86,14 +63,14 @@ describe('hostile inputs (§15.5)', () => {
 
   it('embed of a 15 MB text without spaces is answered while ping keeps answering', async () => {
     const text = 'x'.repeat(15_000_000);
-    const { answer, slowPingMs } = await whilePinging(() => call('embed', { inputs: [text] }));
+    const { answer, slowPingMs } = await whilePinging(ping, () => call('embed', { inputs: [text] }));
     expect((answer.result as { vectors: number[][] }).vectors[0]).toHaveLength(512);
     expect(slowPingMs).toBeLessThan(STALL_MS);
   });
 
   it('embed of 256 texts of 60 KB is answered while ping keeps answering', async () => {
     const inputs = Array.from({ length: 256 }, (_, i) => `${i} ${'lorem ipsum dolor '.repeat(3500)}`);
-    const { answer, slowPingMs } = await whilePinging(() => call('embed', { inputs }));
+    const { answer, slowPingMs } = await whilePinging(ping, () => call('embed', { inputs }));
     expect((answer.result as { vectors: number[][] }).vectors).toHaveLength(256);
     expect(slowPingMs).toBeLessThan(STALL_MS);
   });
@@ -112,11 +89,11 @@ describe('hostile inputs (§15.5)', () => {
     // 32 unknown words (the most a rewrite corrects): each member scans the vocabulary 32 times.
     const query = Array.from({ length: 32 }, (_, i) => `zq${letters(i + 999_999).slice(2)}`).join(' ');
     const batch = Array.from({ length: 64 }, (_, i) => request(i, 'query/transform', { query, method: 'rewrite' }));
-    const { answer, slowPingMs } = await whilePinging(async () => {
+    const { answer, slowPingMs } = await whilePinging(ping, async () => {
       const response = await fetch(`${server.origin}/rcp`, { method: 'POST', body: JSON.stringify(batch) });
       return { members: (await response.json()) as Frame[] };
     });
-    const members = (answer as { members: Frame[] }).members;
+    const { members } = answer;
     expect(members).toHaveLength(64);
     for (const member of members) expect(member.result).toBeDefined();
     // Slices take turns across requests, one per turn of the loop: ping waits a slice or two, not one of each member's.
@@ -125,7 +102,7 @@ describe('hostile inputs (§15.5)', () => {
 
   it('index/add with chunk: true of 250,000 newlines is stored at once, not after minutes of segmenting', async () => {
     const text = `${'\n'.repeat(250_000)}x`;
-    const { answer, slowPingMs } = await whilePinging(() =>
+    const { answer, slowPingMs } = await whilePinging(ping, () =>
       call('index/add', { documents: [{ id: 'newlines', text }], chunk: true }),
     );
     expect(answer.result).toMatchObject({ ids: ['newlines'], chunks: 1 });
@@ -137,7 +114,7 @@ describe('hostile inputs (§15.5)', () => {
     const words = Array.from({ length: 200_000 }, (_, i) => i.toString(36)).join(' ');
     const text = words.slice(0, 1024 * 1024 - 1);
     const started = performance.now();
-    const { answer, slowPingMs } = await whilePinging(() =>
+    const { answer, slowPingMs } = await whilePinging(ping, () =>
       call('index/add', { documents: [{ id: 'long', text }], chunk: true, _meta: { deadlineMs: 3000 } }),
     );
     expect(answer.error).toMatchObject({ code: -32014 });
@@ -159,7 +136,7 @@ describe('hostile inputs (§15.5)', () => {
     // Its chunks are one text 4,096 times: embedded once, and cut at words in two token counts a chunk, not ~15.
     // Before, embedding each chunk (~6 ms of model time on 2 cores) ran past the 30 s deadline.
     const text = 'a '.repeat(512 * 1024);
-    const { answer, slowPingMs } = await whilePinging(() =>
+    const { answer, slowPingMs } = await whilePinging(ping, () =>
       call('index/add', { documents: [{ id: 'letters', text }], chunk: true }),
     );
     expect(answer.result).toMatchObject({ ids: ['letters'], chunks: 4096 });

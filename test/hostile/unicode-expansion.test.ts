@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { whilePinging } from '../helpers/pinging.js';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 import { request, type Frame } from '../helpers/wire.js';
 
@@ -31,29 +32,11 @@ async function call(method: string, params: object): Promise<Frame> {
   return (await response.json()) as Frame;
 }
 
-/** Runs `attack` while pinging every 20 ms: its answer, and the slowest and 90th-percentile ping round trips. */
-async function whilePinging<T>(
-  attack: () => Promise<T>,
-): Promise<{ answer: T; worstPingMs: number; slowPingMs: number }> {
-  let done = false;
-  const pings: number[] = [];
-  const pinger = (async () => {
-    while (!done) {
-      const started = performance.now();
-      expect((await call('ping', {})).result).toEqual({});
-      pings.push(performance.now() - started);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  })();
-  const answer = await attack().finally(() => (done = true));
-  await pinger;
-  pings.sort((a, b) => a - b);
-  return { answer, worstPingMs: pings.at(-1)!, slowPingMs: pings[Math.ceil(pings.length * 0.9) - 1]! };
-}
+const ping = () => call('ping', {});
 
 /** The figures, for the record (`npx vitest run test/hostile/unicode-expansion.test.ts` prints them). */
 async function report(what: string, measured: { worstPingMs: number; slowPingMs: number }): Promise<void> {
-  const idle = await whilePinging(() => new Promise((resolve) => setTimeout(resolve, 500)));
+  const idle = await whilePinging(ping, () => new Promise((resolve) => setTimeout(resolve, 500)));
   console.log(
     `${what}: victim ping p90 ${measured.slowPingMs.toFixed(0)} ms, worst ${measured.worstPingMs.toFixed(0)} ms` +
       ` (idle: p90 ${idle.slowPingMs.toFixed(0)} ms, worst ${idle.worstPingMs.toFixed(0)} ms)`,
@@ -63,7 +46,7 @@ async function report(what: string, measured: { worstPingMs: number; slowPingMs:
 describe('characters that expand under normalisation (§15.5, §4.6)', () => {
   it('embed/sparse of 340,000 × U+FDFA (1 MB) is answered while ping keeps answering', async () => {
     const text = EXPANDING.repeat(340_000);
-    const measured = await whilePinging(() => call('embed/sparse', { texts: [text], kind: 'document' }));
+    const measured = await whilePinging(ping, () => call('embed/sparse', { texts: [text], kind: 'document' }));
     await report('embed/sparse 340,000 × U+FDFA', measured);
     const sparse = (measured.answer.result as { sparse: { indices: number[] }[] }).sparse;
     // Its terms, whole: the analysis in parts is the analysis of the whole text.
@@ -73,7 +56,7 @@ describe('characters that expand under normalisation (§15.5, §4.6)', () => {
 
   it('index/add with chunk: true of 100,000 × U+FDFA is written while ping keeps answering', async () => {
     const text = EXPANDING.repeat(100_000);
-    const measured = await whilePinging(() =>
+    const measured = await whilePinging(ping, () =>
       call('index/add', { documents: [{ id: 'expanding', text }], chunk: true }),
     );
     await report('index/add chunk:true 100,000 × U+FDFA', measured);
@@ -85,7 +68,7 @@ describe('characters that expand under normalisation (§15.5, §4.6)', () => {
     const plain = await call('index/add', { documents: [{ id: 'plain', text: 'an ordinary document' }] });
     expect(plain.result).toBeDefined();
     const query = EXPANDING.repeat(QUERY_CHARS);
-    const measured = await whilePinging(async () => [
+    const measured = await whilePinging(ping, async () => [
       await call('retrieve', { query, k: 3 }),
       await call('retrieve', { query, k: 3, mode: 'sparse' }),
     ]);

@@ -1,8 +1,9 @@
 import { stemmer } from 'stemmer';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { analyze, analyzeInSlices, RAW_PART_UNITS } from '../../../../src/corpus/lexical/analyzer.js';
 import { Bm25Index } from '../../../../src/corpus/lexical/bm25.js';
 import type { TimeSlice } from '../../../../src/protocol/time-slice.js';
+import { longestNormalized } from '../../../helpers/normalize-spy.js';
 
 /** The analysis of a whole text in one go, as it was: the reference the analysis in parts must equal. */
 function wholeAnalysis(text: string, stem: boolean): string[] {
@@ -17,29 +18,6 @@ function wholeAnalysis(text: string, stem: boolean): string[] {
 
 /** A time slice that yields to nothing. */
 const slice = { due: () => Promise.resolve() } as unknown as TimeSlice;
-
-/**
- * The longest text any one `normalize` call returns while `work` runs: what one step decomposes at once (a step's cost
- * grows with it; 294,912 units took 260-300 ms), counted rather than timed so a loaded machine cannot blur it.
- */
-async function longestNormalized(work: () => Promise<unknown>): Promise<number> {
-  // The original, called with its string below.
-  // eslint-disable-next-line @typescript-eslint/unbound-method
-  const original = String.prototype.normalize;
-  const normalize = (text: string, form?: string) => original.call(text, form);
-  let longest = 0;
-  const spy = vi.spyOn(String.prototype, 'normalize').mockImplementation(function (this: string, form?: string) {
-    const normalized = normalize(this, form);
-    longest = Math.max(longest, normalized.length);
-    return normalized;
-  });
-  try {
-    await work();
-  } finally {
-    spy.mockRestore();
-  }
-  return longest;
-}
 
 /** The most one step decomposes: a raw part at 18-fold. */
 const STEP_UNITS = RAW_PART_UNITS * 18;

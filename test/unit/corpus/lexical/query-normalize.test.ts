@@ -1,4 +1,4 @@
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Bm25Index } from '../../../../src/corpus/lexical/bm25.js';
 import {
   normalizeQuery,
@@ -6,26 +6,9 @@ import {
   rewriteQuery,
 } from '../../../../src/corpus/lexical/query-transform.js';
 import type { TimeSlice } from '../../../../src/protocol/time-slice.js';
+import { longestNormalized } from '../../../helpers/normalize-spy.js';
 
 const slice = { due: () => Promise.resolve() } as unknown as TimeSlice;
-
-/** The longest text any one `normalize` call returns while `work` runs (what one step normalises at once). */
-async function longestNormalized(work: () => Promise<unknown>): Promise<number> {
-  // eslint-disable-next-line @typescript-eslint/unbound-method
-  const original = String.prototype.normalize;
-  let longest = 0;
-  const spy = vi.spyOn(String.prototype, 'normalize').mockImplementation(function (this: string, form?: string) {
-    const normalized = original.call(this, form);
-    longest = Math.max(longest, normalized.length);
-    return normalized;
-  });
-  try {
-    await work();
-  } finally {
-    spy.mockRestore();
-  }
-  return longest;
-}
 
 const TRICKY = ['a', 'e', '\u0301', 'ﬁ', '\ufdfa', '😀', ' ', '  ', '\t', '\u200b', '\u0000', '\u00a0', 'Σ', '가', '.'];
 
