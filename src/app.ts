@@ -401,7 +401,7 @@ function registerModelMethods(
     rerankers.push({
       method: 'cross-encoder',
       model: crossEncoder.info.identity,
-      score: (query, passages, signal) => crossEncoder.score(query, passages, signal),
+      score: (query, passages, signal, caller) => crossEncoder.score(query, passages, signal, caller),
     });
   }
   const tokens = encoder?.embedTokens?.bind(encoder);
@@ -410,7 +410,8 @@ function registerModelMethods(
     rerankers.push({
       method: 'colbert',
       model: encoder.info.identity,
-      score: (query, passages, signal) => lateInteractionScores(tokens, kernel, query, passages, signal),
+      score: (query, passages, signal, caller) =>
+        lateInteractionScores(tokens, kernel, query, passages, signal, caller),
     });
   }
   if (rerankers.length > 0) {

@@ -20,6 +20,8 @@ export interface CorpusDocument {
  */
 export interface WriteCaller {
   readonly signal?: AbortSignal | undefined;
+  /** Who writes (§15.6): the model's queue takes turns between callers (docs/architecture.md §10). */
+  readonly caller?: string | undefined;
   readonly commit?: (() => void) | undefined;
 }
 

@@ -39,6 +39,10 @@ export async function prepareDocuments(
   rules: DocumentRules,
 ): Promise<NewDocument[]> {
   documents.forEach((document, i) => validateDocument(document, `documents.${i}`, rules));
+  // §15.5: a caller whose share of the model's queue is spent is refused before its documents are chunked and
+  // tokenized (docs/architecture.md §10): that work would only be thrown away at the queue.
+  const refusal = encoder.queueRefusal?.(options.caller);
+  if (refusal !== undefined) throw refusal;
   const count = options.chunk ? await encoder.tokenCounter() : undefined;
   const slice = new TimeSlice(options.signal);
   const staged = [];
@@ -62,7 +66,7 @@ export async function prepareDocuments(
     await slice.due();
   }
   const texts = staged.flatMap((document) => document.chunks.map((chunk) => lexicalText(chunk.text, chunk.context)));
-  const vectors = await embedDistinct(texts, encoder, options.signal);
+  const vectors = await embedDistinct(texts, encoder, options);
   let next = 0;
   return staged.map((document) => ({
     ...document,
@@ -81,7 +85,7 @@ export async function prepareDocuments(
 async function embedDistinct(
   texts: readonly string[],
   encoder: Encoder,
-  signal: AbortSignal | undefined,
+  { signal, caller }: WriteCaller,
 ): Promise<Float32Array[]> {
   const first = new Map<string, number>();
   const distinct: string[] = [];
@@ -92,7 +96,7 @@ async function embedDistinct(
   });
   const vectors: Float32Array[] = [];
   for (let start = 0; start < distinct.length; start += EMBED_SLICE) {
-    vectors.push(...(await encoder.embed(distinct.slice(start, start + EMBED_SLICE), 'document', signal)));
+    vectors.push(...(await encoder.embed(distinct.slice(start, start + EMBED_SLICE), 'document', signal, caller)));
   }
   return slot.map((at) => vectors[at] ?? new Float32Array(encoder.info.dimension));
 }

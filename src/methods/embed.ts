@@ -48,6 +48,7 @@ export function embedMethod(encoder: Encoder, limits: EmbedLimits): [MethodDefin
         await limits.content.texts(inputs, field, ctx.signal),
         params.kind,
         ctx.signal,
+        ctx.caller,
       );
       if (params.encoding === 'f32-base64') {
         // §7.3.1: echo the encoding used, with the dimension each blob decodes to.

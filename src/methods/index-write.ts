@@ -64,6 +64,7 @@ export function indexMethods(
         // §15.6: a key names a write of this caller's; another caller's same key is another write.
         idempotencyKey: key === undefined ? undefined : callerScoped(ctx.caller, key),
         signal: ctx.signal,
+        caller: ctx.caller,
         commit: ctx.commit,
       });
       return { ...result };

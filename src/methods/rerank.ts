@@ -7,8 +7,16 @@ import { ContentBlock, TextInput, type ContentReader } from './content.js';
 /** §6: `rerank.methods` ⊆ these. */
 export type RerankMethod = 'cross-encoder' | 'colbert' | 'llm';
 
-/** One way to score passages against a query; higher is more relevant. */
-export type PassageScorer = (query: string, passages: readonly string[], signal: AbortSignal) => Promise<Float32Array>;
+/**
+ * One way to score passages against a query; higher is more relevant. `caller`: whose work it is — the model's queue
+ * takes turns between callers (docs/architecture.md §10).
+ */
+export type PassageScorer = (
+  query: string,
+  passages: readonly string[],
+  signal: AbortSignal,
+  caller?: string,
+) => Promise<Float32Array>;
 
 export interface Reranker {
   readonly method: RerankMethod;
@@ -71,7 +79,8 @@ export function rerankMethod(
       }
       const query = await limits.content.query(params.query, limits.maxQueryChars, ctx.signal);
       const passages = await limits.content.texts(candidates, field, ctx.signal);
-      const scores = passages.length === 0 ? new Float32Array(0) : await reranker.score(query, passages, ctx.signal);
+      const scores =
+        passages.length === 0 ? new Float32Array(0) : await reranker.score(query, passages, ctx.signal, ctx.caller);
       const order = [...scores.keys()]
         .sort((a, b) => (scores[b] ?? 0) - (scores[a] ?? 0) || a - b)
         .slice(0, params.topN);

@@ -6,14 +6,19 @@ import { RpcError } from '../protocol/errors.js';
  * buckets (powers of two) so a short text is never padded to a long one's length. One batch runs at a time per model;
  * the model's own intra-op threads do the parallel work.
  *
- * Batches are filled round robin over the submissions waiting, one item of each in turn, oldest first (§15.5): a
- * request of hundreds of texts costs its own caller, while a one-text query that arrives behind it rides the next
- * batch instead of waiting for all of them.
+ * Batches are filled round robin over the callers waiting, one item of each in turn (§15.5): however many requests
+ * one caller has waiting, another caller's text rides the next batch, so it waits for at most the batch running when
+ * it came. Callers take turns starting with whoever has waited longest since its last batch; a query (`urgent`: a
+ * text of kind 'query', someone waiting on the answer) is taken before bulk work, and its length bucket runs first
+ * in the batch. Within one caller its submissions take turns the same way, queries first, then oldest first.
+ * A submission without a caller is a caller of its own.
  *
  * The queue is bounded twice: a submission that would take it past `maxQueuedItems`, or that would wait behind more
  * than `maxQueueWaitMs` of work (estimated from measured throughput), is refused at once with -32011 and a
  * `retryAfterMs` from that estimate — never queued without limit, never left to time out in the queue (§15.5).
- * A submission to an empty queue is always taken, whatever its size.
+ * A submission to an empty queue is always taken, whatever its size. A caller's share is bounded too: once its own
+ * waiting texts are more than `maxQueueWaitMs` of work, its bulk work is refused until they drain (its queries are
+ * still taken), and `refusal()` says so before a write is chunked and tokenized, not after (§15.5).
  *
  * Batching is adaptive: waiting only pays when there is someone to batch with. A submission that finds the queue
  * idle (no batch running, nothing waiting) runs at the end of the current turn of the event loop (so the texts of
@@ -35,12 +40,23 @@ export interface QueueItem<I> {
   readonly tokens: number;
 }
 
+/** Who a submission is for (§15.5): batches take turns between callers, and queries go ahead of bulk work. */
+export interface Submitter {
+  /** The caller the work is done for (docs/architecture.md §10); absent: a caller of its own. */
+  readonly caller?: string | undefined;
+  /** A query someone is waiting on (kind 'query'), not bulk work: taken first, and run first in its batch. */
+  readonly urgent?: boolean | undefined;
+}
+
 /** Runs one bucket: same-order outputs for the inputs. */
 export type BatchRunner<I, O> = (inputs: readonly I[]) => Promise<readonly O[]>;
 
 interface Pending<I, O> {
-  /** Which submit() call the item came with: batches take turns between submissions. */
+  /** Which submit() call the item came with: a caller's submissions take turns. */
   readonly submission: number;
+  /** The lane of the caller it came from: batches take turns between callers. */
+  readonly lane: string;
+  readonly urgent: boolean;
   readonly item: QueueItem<I>;
   readonly cost: number;
   readonly resolve: (output: O) => void;
@@ -62,6 +78,9 @@ export class InferenceQueue<I, O> {
   readonly #pending: Pending<I, O>[] = [];
   #pendingCost = 0;
   #submissions = 0;
+  /** Batches taken so far, and the batch each lane last had an item in: who waited longest goes first. */
+  #batches = 0;
+  readonly #servedIn = new Map<string, number>();
   #running = false;
   #timer: NodeJS.Timeout | undefined;
   /** Set while a flush is due at the end of this turn: the queue was idle when the work arrived. */
@@ -81,9 +100,12 @@ export class InferenceQueue<I, O> {
     return this.#pending.length;
   }
 
-  submit(items: readonly QueueItem<I>[], signal?: AbortSignal): Promise<O[]> {
+  submit(items: readonly QueueItem<I>[], signal?: AbortSignal, submitter: Submitter = {}): Promise<O[]> {
     if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
-    const aheadMs = this.#itemsAhead(items.length) * this.#msPerItem;
+    const submission = ++this.#submissions;
+    // A NUL never occurs in a caller (protocol/context.ts): an anonymous submission's lane is no caller's.
+    const lane = submitter.caller ?? `\0${submission}`;
+    const aheadMs = this.#itemsAhead(items.length, lane) * this.#msPerItem;
     const maxWait = this.options.maxQueueWaitMs ?? 0;
     if (this.#pending.length + items.length > this.options.maxQueuedItems) {
       const ahead = this.#pending.length + items.length;
@@ -94,6 +116,8 @@ export class InferenceQueue<I, O> {
         ),
       );
     }
+    const spent = submitter.urgent === true ? undefined : this.refusal(submitter.caller);
+    if (spent !== undefined) return Promise.reject(spent);
     if (maxWait > 0 && this.#pending.length > 0 && aheadMs > maxWait) {
       return Promise.reject(
         RpcError.rateLimited(
@@ -103,12 +127,14 @@ export class InferenceQueue<I, O> {
       );
     }
     const idle = !this.#running && this.#pending.length === 0;
-    const submission = ++this.#submissions;
+    const urgent = submitter.urgent === true;
     const outputs = items.map(
       (item) =>
         new Promise<O>((resolve, reject) => {
           const entry: Pending<I, O> = {
             submission,
+            lane,
+            urgent,
             item,
             cost: bucketLength(item.tokens),
             resolve,
@@ -130,6 +156,25 @@ export class InferenceQueue<I, O> {
     }
     this.#schedule(idle);
     return Promise.all(outputs);
+  }
+
+  /**
+   * -32011 when `caller`'s own waiting texts are already more than `maxQueueWaitMs` of estimated work: its share of
+   * the model is spent, and bulk work of its is refused until they drain (§15.5). A write asks first, so it is refused
+   * before its documents are chunked and tokenized. Undefined: not refused on this account (an anonymous caller never).
+   */
+  refusal(caller: string | undefined): RpcError | undefined {
+    const maxWait = this.options.maxQueueWaitMs ?? 0;
+    if (caller === undefined || maxWait <= 0) return undefined;
+    let own = 0;
+    for (const entry of this.#pending) if (entry.lane === caller) own++;
+    const ownMs = own * this.#msPerItem;
+    if (ownMs <= maxWait) return undefined;
+    return RpcError.rateLimited(
+      Math.max(10, ownMs - maxWait / 2),
+      `model queue busy: this caller's ${own} texts waiting are about ${Math.round(ownMs)} ms of work; ` +
+        `the bound is ${maxWait} ms`,
+    );
   }
 
   #withdraw(signal: AbortSignal): void {
@@ -167,36 +212,69 @@ export class InferenceQueue<I, O> {
     void this.#flush();
   }
 
-  /** Items that run before the last of `count` new ones, taking turns: up to `count` from each waiting submission. */
-  #itemsAhead(count: number): number {
+  /**
+   * Items that run before the last of `count` new ones from `lane`, taking turns: up to `count` from each other
+   * caller, and up to `count` from each of the caller's own waiting submissions.
+   */
+  #itemsAhead(count: number, lane: string): number {
     let ahead = 0;
-    for (const lane of this.#lanes().values()) ahead += Math.min(lane.length, count);
+    for (const [caller, submissions] of this.#lanes()) {
+      if (caller === lane) for (const items of submissions) ahead += Math.min(items.length, count);
+      else
+        ahead += Math.min(
+          submissions.reduce((sum, items) => sum + items.length, 0),
+          count,
+        );
+    }
     return ahead;
   }
 
-  /** Waiting items by submission, oldest submission first. */
-  #lanes(): Map<number, Pending<I, O>[]> {
-    const lanes = new Map<number, Pending<I, O>[]>();
+  /** Waiting items by caller, then by submission: queries first, then oldest first. */
+  #lanes(): Map<string, Pending<I, O>[][]> {
+    const bySubmission = new Map<number, Pending<I, O>[]>();
     for (const entry of this.#pending) {
-      const lane = lanes.get(entry.submission);
-      if (lane === undefined) lanes.set(entry.submission, [entry]);
-      else lane.push(entry);
+      const items = bySubmission.get(entry.submission);
+      if (items === undefined) bySubmission.set(entry.submission, [entry]);
+      else items.push(entry);
     }
+    const lanes = new Map<string, Pending<I, O>[][]>();
+    for (const items of bySubmission.values()) {
+      const lane = lanes.get(items[0]!.lane);
+      if (lane === undefined) lanes.set(items[0]!.lane, [items]);
+      else lane.push(items);
+    }
+    for (const submissions of lanes.values()) submissions.sort((a, b) => Number(b[0]!.urgent) - Number(a[0]!.urgent));
     return lanes;
   }
 
-  /** Takes a batch within the token and item budgets (at least one item), one item per submission in turn. */
+  /** A caller's items in the order it takes its turns: one of each of its submissions in turn. */
+  static #interleave<T>(submissions: readonly (readonly T[])[]): T[] {
+    const order: T[] = [];
+    const longest = Math.max(...submissions.map((items) => items.length));
+    for (let round = 0; round < longest; round++) {
+      for (const items of submissions) if (round < items.length) order.push(items[round]!);
+    }
+    return order;
+  }
+
+  /**
+   * Takes a batch within the token and item budgets (at least one item), one item per caller in turn: callers with a
+   * query waiting first, then whoever's last batch is longest ago, then whoever's oldest item is oldest.
+   */
   #take(): Pending<I, O>[] {
     const batch: Pending<I, O>[] = [];
     let cost = 0;
-    const lanes = [...this.#lanes().values()];
+    const rank = (items: readonly Pending<I, O>[]) => this.#servedIn.get(items[0]!.lane) ?? 0;
+    const callers = [...this.#lanes().values()]
+      .map((submissions) => InferenceQueue.#interleave(submissions))
+      .sort((a, b) => Number(b[0]!.urgent) - Number(a[0]!.urgent) || rank(a) - rank(b));
     const fits = (next: Pending<I, O>) =>
       batch.length < this.options.maxBatchItems &&
       (batch.length === 0 || cost + next.cost <= this.options.maxBatchTokens);
     for (let round = 0, took = true; took; round++) {
       took = false;
-      for (const lane of lanes) {
-        const next = lane[round];
+      for (const items of callers) {
+        const next = items[round];
         if (next === undefined || !fits(next)) continue;
         next.taken = true;
         cost += next.cost;
@@ -204,19 +282,40 @@ export class InferenceQueue<I, O> {
         took = true;
       }
     }
+    this.#batches++;
+    for (const entry of batch) this.#servedIn.set(entry.lane, this.#batches);
+    this.#forgetIdleLanes();
     this.#pending.splice(0, this.#pending.length, ...this.#pending.filter((entry) => !entry.taken));
     this.#pendingCost -= cost;
     return batch;
+  }
+
+  /** Bounds the turn records to the lanes with work waiting (or just taken): a caller gone is forgotten. */
+  #forgetIdleLanes(): void {
+    if (this.#servedIn.size <= 2 * this.options.maxBatchItems) return;
+    const waiting = new Set(this.#pending.map((entry) => entry.lane));
+    for (const lane of this.#servedIn.keys()) if (!waiting.has(lane)) this.#servedIn.delete(lane);
+  }
+
+  /**
+   * The batch by length bucket, a bucket per model call, in the order they run: the bucket of the batch's first item
+   * first (a query's, when one was taken), so a query does not wait for bulk work taken beside it.
+   */
+  static #buckets<I, O>(batch: readonly Pending<I, O>[]): Pending<I, O>[][] {
+    const buckets = new Map<number, Pending<I, O>[]>();
+    for (const entry of batch) {
+      const bucket = buckets.get(entry.cost);
+      if (bucket === undefined) buckets.set(entry.cost, [entry]);
+      else bucket.push(entry);
+    }
+    return [...buckets.values()];
   }
 
   async #flush(): Promise<void> {
     if (this.#running) return;
     this.#running = true;
     try {
-      const batch = this.#take();
-      const buckets = new Map<number, Pending<I, O>[]>();
-      for (const entry of batch) buckets.set(entry.cost, [...(buckets.get(entry.cost) ?? []), entry]);
-      for (const bucket of buckets.values()) await this.#runBucket(bucket);
+      for (const bucket of InferenceQueue.#buckets(this.#take())) await this.#runBucket(bucket);
     } finally {
       this.#running = false;
       this.#schedule();

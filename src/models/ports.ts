@@ -6,6 +6,7 @@
  * -32011 when its queue is full, -32006/-32014 when the caller's signal aborts). Anything else is a bug.
  */
 
+import type { RpcError } from '../protocol/errors.js';
 import type { TimeSlice } from '../protocol/time-slice.js';
 
 export type TextKind = 'query' | 'document';
@@ -32,13 +33,31 @@ export interface Encoder {
   tokenCounter(): Promise<(text: string) => number>;
   /** The token count of a text of any length (§7.7.2 `tokenBudget`), counted in the caller's time slices. */
   tokenCount(text: string, slice: TimeSlice): Promise<number>;
-  /** One vector per text, in order. */
-  embed(texts: readonly string[], kind: TextKind | undefined, signal?: AbortSignal): Promise<Float32Array[]>;
+  /**
+   * One vector per text, in order. `caller`: whose work it is — the model's queue takes turns between callers, and
+   * takes texts of kind 'query' before bulk work (docs/architecture.md §10).
+   */
+  embed(
+    texts: readonly string[],
+    kind: TextKind | undefined,
+    signal?: AbortSignal,
+    caller?: string,
+  ): Promise<Float32Array[]>;
+  /**
+   * The -32011 that `caller`'s bulk work would meet at the model's queue now, its share of it being spent (§15.5;
+   * docs/architecture.md §10); undefined if none. A write asks before it chunks and tokenizes its documents.
+   */
+  queueRefusal?(caller: string | undefined): RpcError | undefined;
   /**
    * Contextual token vectors per text (rows of `dimension` floats, padding excluded), for late interaction (§7.5).
    * Absent when the model does not expose them.
    */
-  embedTokens?(texts: readonly string[], kind: TextKind | undefined, signal?: AbortSignal): Promise<TokenMatrix[]>;
+  embedTokens?(
+    texts: readonly string[],
+    kind: TextKind | undefined,
+    signal?: AbortSignal,
+    caller?: string,
+  ): Promise<TokenMatrix[]>;
 }
 
 export interface TokenMatrix {
@@ -56,8 +75,8 @@ export interface CrossEncoderInfo {
 export interface CrossEncoder {
   readonly info: CrossEncoderInfo;
   health(): ModelHealth;
-  /** One score per passage, in order; higher is more relevant. */
-  score(query: string, passages: readonly string[], signal?: AbortSignal): Promise<Float32Array>;
+  /** One score per passage, in order; higher is more relevant. `caller`: as for {@link Encoder.embed}. */
+  score(query: string, passages: readonly string[], signal?: AbortSignal, caller?: string): Promise<Float32Array>;
 }
 
 /**

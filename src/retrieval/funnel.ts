@@ -6,7 +6,7 @@ import type { Scored } from './ranking.js';
 export interface FunnelReranker {
   readonly method: string;
   readonly model: string;
-  score(query: string, passages: readonly string[], signal: AbortSignal): Promise<Float32Array>;
+  score(query: string, passages: readonly string[], signal: AbortSignal, caller?: string): Promise<Float32Array>;
 }
 
 export interface Reranked {
@@ -26,12 +26,12 @@ export async function rerankFunnel(
   topN: number,
   query: string,
   corpus: Pick<CorpusReader, 'getChunk'>,
-  ctx: Pick<RequestContext, 'signal' | 'progress' | 'log'>,
+  ctx: Pick<RequestContext, 'signal' | 'progress' | 'log' | 'caller'>,
 ): Promise<Reranked> {
   if (reranker === undefined || ranked.length === 0) return { ranked, reranked: 0 };
   const head = ranked.slice(0, topN);
   const texts = head.map((hit) => corpus.getChunk(hit.label)?.text ?? '');
-  const scores = await reranker.score(query, texts, ctx.signal);
+  const scores = await reranker.score(query, texts, ctx.signal, ctx.caller);
   head.forEach((hit, i) => {
     hit.score = scores[i] ?? 0;
     hit.scores.rerank = hit.score;

@@ -12,8 +12,9 @@ export async function lateInteractionScores(
   query: string,
   passages: readonly string[],
   signal?: AbortSignal,
+  caller?: string,
 ): Promise<Float32Array> {
-  const [queryTokens, ...passageTokens] = await embedTokens([query, ...passages], undefined, signal);
+  const [queryTokens, ...passageTokens] = await embedTokens([query, ...passages], undefined, signal, caller);
   if (queryTokens === undefined) return new Float32Array(0);
   return kernel.maxSim(queryTokens, passageTokens, signal);
 }

@@ -47,7 +47,7 @@ export async function recall(
     plan.mode === 'sparse'
       ? undefined
       : (async () => {
-          queryVector = (await encoder.embed([plan.query], 'query', ctx.signal))[0] ?? queryVector;
+          queryVector = (await encoder.embed([plan.query], 'query', ctx.signal, ctx.caller))[0] ?? queryVector;
           const hits = await corpus.searchDense(queryVector, plan.candidateK, plan.allow, ctx.signal, ctx.caller);
           return { name: 'dense', weight: weights.dense ?? 1, hits, floor: SCORE_FLOOR.dense };
         })();

@@ -112,7 +112,12 @@ export class BertCrossEncoder extends HostedModel<HuggingFaceTokenizer, EncodedT
     this.info = { identity: modelIdentity(manifest), maxTokens: manifest.maxTokens };
   }
 
-  async score(query: string, passages: readonly string[], signal?: AbortSignal): Promise<Float32Array> {
+  async score(
+    query: string,
+    passages: readonly string[],
+    signal?: AbortSignal,
+    caller?: string,
+  ): Promise<Float32Array> {
     const { tokenizer } = await this.host.acquire();
     const { maxTokens } = this.info;
     const head = readablePrefix(query, maxTokens);
@@ -123,7 +128,7 @@ export class BertCrossEncoder extends HostedModel<HuggingFaceTokenizer, EncodedT
       items.push({ input: encoded, tokens: encoded.ids.length });
       await slice.due();
     }
-    return Float32Array.from(await this.queue.submit(items, signal));
+    return Float32Array.from(await this.queue.submit(items, signal, { caller }));
   }
 
   protected warmUp(): Promise<unknown> {

@@ -1,3 +1,4 @@
+import type { RpcError } from '../../protocol/errors.js';
 import { InferenceQueue, type QueueItem, type QueueOptions } from '../inference-queue.js';
 import { modelIdentity, type ModelManifest } from '../manifest.js';
 import type { Encoder, EncoderInfo, ModelHealth, TextKind, TokenMatrix } from '../ports.js';
@@ -107,6 +108,10 @@ export abstract class HostedEncoder<Tokenizer, Job>
     return this.embed(['warm-up'], undefined);
   }
 
+  queueRefusal(caller: string | undefined): RpcError | undefined {
+    return this.queue.refusal(caller);
+  }
+
   async tokenCounter(): Promise<(text: string) => number> {
     const { tokenizer } = await this.host.acquire();
     return (text) => this.countTokens(tokenizer, text);
@@ -116,19 +121,31 @@ export abstract class HostedEncoder<Tokenizer, Job>
     return countInParts(await this.tokenCounter(), text, slice);
   }
 
-  async embed(texts: readonly string[], kind: TextKind | undefined, signal?: AbortSignal): Promise<Float32Array[]> {
-    return (await this.#submit(texts, kind, false, signal)) as Float32Array[];
+  async embed(
+    texts: readonly string[],
+    kind: TextKind | undefined,
+    signal?: AbortSignal,
+    caller?: string,
+  ): Promise<Float32Array[]> {
+    return (await this.#submit(texts, kind, false, signal, caller)) as Float32Array[];
   }
 
   async embedTokens(
     texts: readonly string[],
     kind: TextKind | undefined,
     signal?: AbortSignal,
+    caller?: string,
   ): Promise<TokenMatrix[]> {
-    return (await this.#submit(texts, kind, true, signal)) as TokenMatrix[];
+    return (await this.#submit(texts, kind, true, signal, caller)) as TokenMatrix[];
   }
 
-  async #submit(texts: readonly string[], kind: TextKind | undefined, tokens: boolean, signal?: AbortSignal) {
+  async #submit(
+    texts: readonly string[],
+    kind: TextKind | undefined,
+    tokens: boolean,
+    signal: AbortSignal | undefined,
+    caller: string | undefined,
+  ) {
     const { tokenizer } = await this.host.acquire();
     // Tokenizing is CPU work on the event loop: each text is read only as far as the model's window reaches, and
     // the loop is let go between texts once a slice has run (docs/architecture.md §9).
@@ -138,6 +155,7 @@ export abstract class HostedEncoder<Tokenizer, Job>
       jobs.push(this.job(tokenizer, readablePrefix(text, this.info.maxTokens), kind, tokens));
       await slice.due();
     }
-    return this.queue.submit(jobs, signal);
+    // A query is someone waiting on an answer: it goes ahead of bulk work (docs/architecture.md §10).
+    return this.queue.submit(jobs, signal, { caller, urgent: kind === 'query' });
   }
 }
