@@ -90,45 +90,78 @@ const percentile = (values: number[], p: number) => {
 /** The victim: one kept-alive connection from 127.0.0.2, a caller of its own. */
 const victimAgent = new Agent({ keepAlive: true, maxSockets: 1, localAddress: '127.0.0.2' });
 
-/** One call from the victim's address; its latency in ms (an error answer counts as an answer). */
-function victimCall(origin: string, method: string, params: object): Promise<number> {
+/** A victim call: its latency in ms, and the error code when it was refused or failed (absent: answered). */
+interface VictimAnswer {
+  readonly ms: number;
+  readonly code?: number;
+}
+
+/** One call from the victim's address; an error answer (a -32011 refusal above all) is told apart from a result. */
+function victimCall(origin: string, method: string, params: object): Promise<VictimAnswer> {
   const body = JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method, params });
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const req = request(`${origin}/rcp/${method}`, { method: 'POST', agent: victimAgent }, (response) => {
-      response.resume();
-      response.once('end', () => resolve(performance.now() - started));
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.once('end', () => {
+        const ms = performance.now() - started;
+        const error = /"error":\{"code":(-?\d+)/.exec(Buffer.concat(chunks).toString());
+        resolve(error === null ? { ms } : { ms, code: Number(error[1]) });
+      });
     });
     req.once('error', reject);
     req.end(body);
   });
 }
 
-/** Victim latencies (ms) of `method` every 10 ms until `work` settles (at least `minimum` of them). */
+/**
+ * Victim calls: the latencies of the answered ones, and the refused or failed ones counted by code apart from them,
+ * so a server that sheds the victim does not pass for one that serves it fast.
+ */
+class VictimLog {
+  readonly answered: number[] = [];
+  readonly refused = new Map<number, number>();
+
+  add(answer: VictimAnswer): void {
+    if (answer.code === undefined) this.answered.push(answer.ms);
+    else this.refused.set(answer.code, (this.refused.get(answer.code) ?? 0) + 1);
+  }
+
+  /** ' (3 refused: -32011 ×3)' or ''. */
+  get refusals(): string {
+    if (this.refused.size === 0) return '';
+    const total = [...this.refused.values()].reduce((a, b) => a + b, 0);
+    const codes = [...this.refused].map(([code, count]) => `${code} ×${count}`).join(', ');
+    return ` (${total} not answered: ${codes})`;
+  }
+}
+
+/** Victim calls of `method` every 10 ms until `work` settles (at least one). */
 async function victimDuring(
   origin: string,
   work: Promise<unknown>,
   method = 'ping',
   params: object = {},
-): Promise<number[]> {
+): Promise<VictimLog> {
   let done = false;
   void work.finally(() => (done = true));
-  const latencies: number[] = [];
-  while (!done) {
-    latencies.push(await victimCall(origin, method, params));
+  const log = new VictimLog();
+  do {
+    log.add(await victimCall(origin, method, params));
     await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return latencies;
+  } while (!done);
+  return log;
 }
 
 /** `count` victim calls back to back, 10 ms apart: the idle figures of the same run. */
-async function victimIdle(origin: string, count: number, method = 'ping', params: object = {}): Promise<number[]> {
-  const latencies: number[] = [];
+async function victimIdle(origin: string, count: number, method = 'ping', params: object = {}): Promise<VictimLog> {
+  const log = new VictimLog();
   for (let i = 0; i < count; i++) {
-    latencies.push(await victimCall(origin, method, params));
+    log.add(await victimCall(origin, method, params));
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  return latencies;
+  return log;
 }
 
 interface Heavy {
@@ -194,6 +227,7 @@ const { parentPort, workerData } = require('node:worker_threads');
   let result;
   let sent = 0;
   let ok = 0;
+  const codes = {};
   const loop = async () => {
     do {
       const n = sent++;
@@ -201,10 +235,11 @@ const { parentPort, workerData } = require('node:worker_threads');
       const error = /^\\{"jsonrpc":"2\\.0","id":[^,]*,"error":\\{"code":(-?\\d+)/.exec(text);
       result = error === null ? { ok: true } : { ok: false, code: Number(error[1]) };
       if (error === null) ok++;
+      else codes[error[1]] = (codes[error[1]] ?? 0) + 1;
     } while (performance.now() + performance.timeOrigin < until);
   };
   await Promise.all(Array.from({ length: connections }, loop));
-  parentPort.postMessage({ ...result, sent, okCount: ok });
+  parentPort.postMessage({ ...result, sent, okCount: ok, codes });
 })();
 `;
 
@@ -213,6 +248,8 @@ interface Sent {
   code?: number;
   sent: number;
   okCount: number;
+  /** Answers that were errors, by code. */
+  codes: Record<string, number>;
 }
 
 /** `heavy` sent from another thread, its body serialised here before it starts; `until` (epoch ms) loops it. */
@@ -254,12 +291,17 @@ async function flood(origin: string, seconds: number): Promise<void> {
     const attack = run(origin, heavy, performance.timeOrigin + performance.now() + seconds * 1000, 16);
     const during = await victimDuring(origin, attack, method, params);
     const sent = await attack;
-    const idleP99 = percentile(idle, 0.99);
-    const p99 = percentile(during, 0.99);
+    const idleP99 = percentile(idle.answered, 0.99);
+    const p99 = percentile(during.answered, 0.99);
+    const errors = Object.entries(sent.codes)
+      .map(([code, count]) => `${code} ×${count}`)
+      .join(', ');
     console.log(
       `  flood: 16 connections of one caller, 20-document chunked index/add, ${seconds} s ` +
-        `(${sent.okCount}/${sent.sent} OK); victim ${what}: idle worst ${ms(Math.max(...idle))} p99 ${ms(idleP99)}; ` +
-        `flooded worst ${ms(Math.max(...during))} p99 ${ms(p99)} (${(p99 / idleP99).toFixed(1)}× idle p99)`,
+        `(${sent.okCount}/${sent.sent} OK${errors === '' ? '' : `; ${errors}`}); victim ${what}: ` +
+        `idle worst ${ms(Math.max(...idle.answered))} p99 ${ms(idleP99)}${idle.refusals}; ` +
+        `flooded worst ${ms(Math.max(...during.answered))} p99 ${ms(p99)} (${(p99 / idleP99).toFixed(1)}× idle p99; ` +
+        `${during.answered.length} answered${during.refusals})`,
     );
   }
 }
@@ -275,7 +317,7 @@ export async function benchIsolation(): Promise<void> {
       }));
       await call(origin, 'index/add', { documents });
     }
-    const idle = await victimIdle(origin, 200);
+    const idle = (await victimIdle(origin, 200)).answered;
     const idleP99 = percentile(idle, 0.99);
     console.log(
       `\nisolation: 1,000 generated documents; victim (127.0.0.2) idle ping p50 ${percentile(idle, 0.5).toFixed(2)} ms, ` +
@@ -288,7 +330,8 @@ export async function benchIsolation(): Promise<void> {
       if (!wanted(name)) continue;
       const started = performance.now();
       const work = run(origin, heavy);
-      const pings = await victimDuring(origin, work);
+      const log = await victimDuring(origin, work);
+      const pings = log.answered;
       const answer = await work;
       const took = performance.now() - started;
       if (took > heaviest.ms && answer.ok) heaviest = { name, ms: took };
@@ -296,7 +339,7 @@ export async function benchIsolation(): Promise<void> {
       const p99 = percentile(pings, 0.99);
       console.log(
         `  ${name.padEnd(54)} ${(answer.ok ? 'ok' : String(answer.code)).padEnd(7)} ${took.toFixed(0).padStart(6)} ms ` +
-          `${worst.toFixed(1).padStart(7)} ms ${p99.toFixed(1).padStart(6)} ms  (${(p99 / idleP99).toFixed(1)}×)`,
+          `${worst.toFixed(1).padStart(7)} ms ${p99.toFixed(1).padStart(6)} ms  (${(p99 / idleP99).toFixed(1)}×)${log.refusals}`,
       );
     }
     // The 15 × 1 MB documents added above would make every retrieve below carry megabytes of text.
