@@ -39,8 +39,8 @@ export async function prepareDocuments(
   rules: DocumentRules,
 ): Promise<NewDocument[]> {
   documents.forEach((document, i) => validateDocument(document, `documents.${i}`, rules));
-  // §15.5: a caller whose share of the model's queue is spent is refused before its documents are chunked and
-  // tokenized (docs/architecture.md §10): that work would only be thrown away at the queue.
+  // §15.5: a caller whose own texts waiting at the model are past the queue's time bound is refused before its
+  // documents are chunked and tokenized (docs/architecture.md §10), not after that work.
   const refusal = encoder.queueRefusal?.(options.caller);
   if (refusal !== undefined) throw refusal;
   const count = options.chunk ? await encoder.tokenCounter() : undefined;

@@ -16,9 +16,9 @@ import { RpcError } from '../protocol/errors.js';
  * The queue is bounded twice: a submission that would take it past `maxQueuedItems`, or that would wait behind more
  * than `maxQueueWaitMs` of work (estimated from measured throughput), is refused at once with -32011 and a
  * `retryAfterMs` from that estimate — never queued without limit, never left to time out in the queue (§15.5).
- * A submission to an empty queue is always taken, whatever its size. A caller's share is bounded too: once its own
- * waiting texts are more than `maxQueueWaitMs` of work, its bulk work is refused until they drain (its queries are
- * still taken), and `refusal()` says so before a write is chunked and tokenized, not after (§15.5).
+ * A submission to an empty queue is always taken, whatever its size. A write asks `refusal()` before it chunks and
+ * tokenizes its documents: once its caller's own waiting texts are more than `maxQueueWaitMs` of work, the write is
+ * refused then, not after that work (§15.5).
  *
  * Batching is adaptive: waiting only pays when there is someone to batch with. A submission that finds the queue
  * idle (no batch running, nothing waiting) runs at the end of the current turn of the event loop (so the texts of
@@ -116,8 +116,6 @@ export class InferenceQueue<I, O> {
         ),
       );
     }
-    const spent = submitter.urgent === true ? undefined : this.refusal(submitter.caller);
-    if (spent !== undefined) return Promise.reject(spent);
     if (maxWait > 0 && this.#pending.length > 0 && aheadMs > maxWait) {
       return Promise.reject(
         RpcError.rateLimited(
@@ -159,9 +157,10 @@ export class InferenceQueue<I, O> {
   }
 
   /**
-   * -32011 when `caller`'s own waiting texts are already more than `maxQueueWaitMs` of estimated work: its share of
-   * the model is spent, and bulk work of its is refused until they drain (§15.5). A write asks first, so it is refused
-   * before its documents are chunked and tokenized. Undefined: not refused on this account (an anonymous caller never).
+   * -32011 when `caller`'s own waiting texts are already more than `maxQueueWaitMs` of estimated work: a write of its
+   * asks before its documents are chunked and tokenized, and is refused until they drain (§15.5). Undefined: go ahead
+   * (an anonymous caller always). submit() keeps its own bounds: a caller alone, many clients under one key, is not
+   * refused single texts on this account.
    */
   refusal(caller: string | undefined): RpcError | undefined {
     const maxWait = this.options.maxQueueWaitMs ?? 0;

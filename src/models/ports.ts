@@ -44,8 +44,8 @@ export interface Encoder {
     caller?: string,
   ): Promise<Float32Array[]>;
   /**
-   * The -32011 that `caller`'s bulk work would meet at the model's queue now, its share of it being spent (§15.5;
-   * docs/architecture.md §10); undefined if none. A write asks before it chunks and tokenizes its documents.
+   * -32011 when `caller`'s own texts waiting at the model's queue are past `maxQueueWaitMs` of work (§15.5;
+   * docs/architecture.md §10); undefined if not. A write asks before it chunks and tokenizes its documents.
    */
   queueRefusal?(caller: string | undefined): RpcError | undefined;
   /**
