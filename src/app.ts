@@ -483,7 +483,7 @@ function registerRetrieve(
 function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): Corpus | undefined {
   const encoder = models.encoder;
   if (encoder === undefined) return undefined;
-  const { space, m, efConstruction, efSearch, saveIntervalMs, maxDocumentBytes, fields, bm25 } = config.index;
+  const { space, m, efConstruction, efSearch, saveIntervalMs, followMs, maxDocumentBytes, fields, bm25 } = config.index;
   const settings = {
     dir: config.dataDir,
     space,
@@ -491,6 +491,7 @@ function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): 
     efConstruction,
     efSearch,
     saveIntervalMs,
+    followMs,
     maxDocumentBytes,
     metadata: { maxBytes: config.index.maxMetadataBytes, maxDepth: config.index.maxMetadataDepth },
     fields,

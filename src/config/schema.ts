@@ -474,6 +474,14 @@ export const ConfigSchema = Section({
         default: 60_000,
         description: 'How often a changed dense index is saved (also on shutdown).',
       }),
+      followMs: Type.Integer({
+        minimum: 10,
+        maximum: 60_000,
+        default: 50,
+        description:
+          'How often this process looks for writes other processes serving the same data dir committed (a check of ' +
+          'microseconds); they are served here within about this long of their acknowledgement.',
+      }),
       maxDocumentBytes: Type.Integer({ minimum: 1, default: 1024 * 1024, description: 'Largest document, in bytes.' }),
       /** A document's metadata: bytes as JSON, and levels of nesting (§15.5); more is -32602 on its `meta`. */
       maxMetadataBytes: Type.Integer({

@@ -13,7 +13,13 @@ import type { FieldType, MetadataLimits } from './metadata.js';
 import type { ChunkBody, ChunkPlace, CorpusDocument, CorpusReader, CorpusWriter, WriteCaller } from './ports.js';
 import { prepareDocuments, type AddOptions } from './prepare.js';
 import { Replica, type ReplicaTarget } from './replica.js';
-import { CorpusStore, type DocumentOrigin, type StoredDocument } from './store/corpus-store.js';
+import {
+  CorpusStore,
+  type DocumentOrigin,
+  type StoredDocument,
+  type StoreOptions,
+  type WriteResult,
+} from './store/corpus-store.js';
 import { StoreError } from './store/dir-lock.js';
 
 export { contentHash, type AddOptions } from './prepare.js';
@@ -25,6 +31,8 @@ export interface CorpusSettings {
   readonly efConstruction: number;
   readonly efSearch: number;
   readonly saveIntervalMs: number;
+  /** `index.followMs`: how often other processes' writes to the data dir are looked for (default 50). */
+  readonly followMs?: number | undefined;
   readonly maxDocumentBytes: number;
   readonly metadata: MetadataLimits;
   readonly fields: Readonly<Record<string, FieldType>>;
@@ -54,6 +62,12 @@ export interface CorpusStats {
   readonly indexVersion: string;
 }
 
+/** How often, by default, other processes' writes to the data dir are looked for (`index.followMs`). */
+const FOLLOW_MS = 50;
+
+/** How long indexes replaced by a reload stay open for the searches that were using them. */
+const RETIRED_MS = 30_000;
+
 /** Stored vectors read per statement (64 × 2 KB rows: well under a millisecond). */
 const VECTOR_BATCH = 64;
 
@@ -75,13 +89,14 @@ export class CorpusError extends StartupError {
  */
 export class Corpus implements CorpusWriter, CorpusReader {
   readonly store: CorpusStore;
-  readonly #indexes: DerivedIndexes;
+  #indexes: DerivedIndexes;
   readonly #ready: Promise<void>;
   #state: { status: 'loading' } | { status: 'ready' } | { status: 'failed'; reason: string; fatal: boolean } = {
     status: 'loading',
   };
   #writes: Promise<unknown> = Promise.resolve();
   #timer: NodeJS.Timeout | undefined;
+  #follower: NodeJS.Timeout | undefined;
   /** Recently served chunks (text and offsets, never vectors), bounded in bytes: no store read per hit when warm. */
   readonly #chunks: ChunkCache | undefined;
   /** Present when the corpus of record is a shared PostgreSQL store. */
@@ -92,7 +107,13 @@ export class Corpus implements CorpusWriter, CorpusReader {
     private readonly encoder: Encoder,
     private readonly log: Logger,
   ) {
-    this.store = openStore(settings.dir, !this.#localWritable);
+    this.store = openStore(settings.dir, { readOnly: !this.#localWritable, agreed: agreedSettings(settings) });
+    if (settings.store !== undefined && !this.store.alone) {
+      void this.store.close();
+      throw new CorpusError(
+        `data dir ${settings.dir} is served by another process: a replica's data dir holds its own snapshot`,
+      );
+    }
     this.#chunks = settings.chunkCacheBytes ? new ChunkCache(settings.chunkCacheBytes) : undefined;
     const built = this.store.getMeta('encoder');
     if (built !== undefined && built !== encoder.info.identity && this.store.counts().chunks > 0) {
@@ -103,28 +124,14 @@ export class Corpus implements CorpusWriter, CorpusReader {
       );
     }
     if (built !== encoder.info.identity && this.#localWritable) this.store.setMeta('encoder', encoder.info.identity);
-    const { space, m, efConstruction, efSearch, bm25 } = settings;
-    this.#indexes = new DerivedIndexes(
-      this.store,
-      {
-        dir: settings.dir,
-        space,
-        m,
-        efConstruction,
-        efSearch,
-        dimension: this.dimension,
-        bm25,
-        writable: this.#localWritable,
-      },
-      this.#chunks,
-      log,
-    );
+    this.#indexes = this.#derived();
     this.replica =
       settings.store && new Replica({ ...settings.store, encoder: encoder.info.identity }, this.#target(), log);
     this.#ready = this.#open().then(
       async () => {
         await this.replica?.start();
         this.#state = { status: 'ready' };
+        if (this.replica === undefined) this.#followOthers(settings.followMs ?? FOLLOW_MS);
         if (!this.#localWritable) return;
         // A failed periodic save is logged (the next one retries); it never becomes an unhandled rejection.
         this.#timer = setInterval(
@@ -141,6 +148,15 @@ export class Corpus implements CorpusWriter, CorpusReader {
         log.error({ dir: settings.dir, reason }, 'corpus failed to open; index calls answer -32010');
       },
     );
+  }
+
+  /** Indexes to derive from the store, empty until loaded. */
+  #derived(): DerivedIndexes {
+    const { settings } = this;
+    const { space, m, efConstruction, efSearch, bm25 } = settings;
+    const writable = this.#localWritable;
+    const options = { dir: settings.dir, space, m, efConstruction, efSearch, dimension: this.dimension, bm25, writable };
+    return new DerivedIndexes(this.store, options, this.#chunks, this.log);
   }
 
   /** Whether this process writes its data dir: a server that takes writes, or a replica catching up. */
@@ -217,6 +233,63 @@ export class Corpus implements CorpusWriter, CorpusReader {
     );
   }
 
+  /**
+   * Every `everyMs`, applies what other processes serving the data dir committed (docs/architecture.md §5), in order
+   * with this process's own writes: a look at the store's data version, microseconds when nothing changed.
+   */
+  #followOthers(everyMs: number): void {
+    this.#follower = setInterval(() => {
+      try {
+        if (this.store.changed()) void this.#caughtUp().catch((error: unknown) => this.#followFailed(error));
+      } catch (error) {
+        this.#followFailed(error);
+      }
+    }, everyMs);
+    this.#follower.unref();
+  }
+
+  /** After every earlier write: applies the store's writes through `through` (its head unless said), in order. */
+  #caughtUp(through?: number): Promise<void> {
+    return this.#serialized(() => this.#follow(through));
+  }
+
+  async #follow(through = this.store.seq): Promise<void> {
+    if (through <= this.#indexes.appliedSeq) return;
+    if (this.store.prunedThrough > this.#indexes.appliedSeq) await this.#reload();
+    await this.#indexes.follow(through);
+  }
+
+  /**
+   * This process fell further behind the store than the removals it keeps (pruned at a save, one save interval
+   * behind): its indexes are loaded again, as at start. Searches under way finish on the old ones, closed after.
+   */
+  async #reload(): Promise<void> {
+    const old = this.#indexes;
+    this.log.warn(
+      { applied: old.appliedSeq, prunedThrough: this.store.prunedThrough },
+      'corpus: behind the removals the store keeps; loading its indexes again',
+    );
+    const fresh = this.#derived();
+    await fresh.load();
+    this.#indexes = fresh;
+    setTimeout(() => void old.close(), RETIRED_MS).unref();
+  }
+
+  /** A follow that failed is logged, and tried again at the next change. */
+  #followFailed(error: unknown): void {
+    this.log.error({ reason: (error as Error).message }, 'corpus: could not apply the writes of other processes');
+  }
+
+  /**
+   * This process's committed write, applied: at once if it is the next, else with the writes before it read back
+   * from the store. (A write that changed nothing took no seq of its own: the store's head is where it stands.)
+   */
+  async #applyOwn(write: WriteResult): Promise<void> {
+    const changed = write.repeated === undefined && write.written.length + write.deletedIds.length > 0;
+    if (changed && write.seq === this.#indexes.appliedSeq + 1) await this.#indexes.apply(write);
+    else await this.#follow(write.seq);
+  }
+
   /** Runs `write` after every earlier write: commits and index updates happen in sequence order. */
   #serialized<T>(write: () => Promise<T>): Promise<T> {
     const next = this.#writes.then(write, write);
@@ -228,19 +301,27 @@ export class Corpus implements CorpusWriter, CorpusReader {
     await this.#whenReady();
     if (this.replica !== undefined) return this.#addToStore(this.replica, documents, options);
     const key = options.idempotencyKey;
-    const previous = key === undefined ? undefined : this.store.idempotentResult(key);
-    if (previous !== undefined) return previous as AddResult;
+    const previous = key === undefined ? undefined : await this.#repeated(key);
+    if (previous !== undefined) return previous;
     const prepared = await prepareDocuments(documents, options, this.encoder, this.settings);
     return this.#serialized(async () => {
-      const repeated = key === undefined ? undefined : this.store.idempotentResult(key);
-      if (repeated !== undefined) return repeated as AddResult;
       pointOfNoReturn(options);
       const ids = prepared.map((document) => document.id);
       const chunks = prepared.reduce((sum, document) => sum + document.chunks.length, 0);
       const write = await this.store.upsert(prepared, key === undefined ? undefined : { key, result: { ids, chunks } });
-      await this.#indexes.apply(write);
-      return { ids, chunks, indexVersion: String(write.seq) };
+      await this.#applyOwn(write);
+      return (write.repeated as AddResult | undefined) ?? { ids, chunks, indexVersion: String(write.seq) };
     });
+  }
+
+  /**
+   * The first answer to a keyed write (§7.10), once the write is applied here (any process of the dir may have taken
+   * it): undefined if the key is not known.
+   */
+  async #repeated(key: string): Promise<AddResult | undefined> {
+    const previous = this.store.idempotentResult(key) as AddResult | undefined;
+    if (previous !== undefined) await this.#caughtUp(Number(previous.indexVersion));
+    return previous;
   }
 
   async delete(ids: readonly string[], caller: WriteCaller = {}): Promise<{ deleted: number; indexVersion: string }> {
@@ -254,7 +335,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return this.#serialized(async () => {
       pointOfNoReturn(caller);
       const write = await this.store.delete(ids);
-      await this.#indexes.apply(write);
+      await this.#applyOwn(write);
       return { deleted: write.deletedIds.length, indexVersion: String(write.seq) };
     });
   }
@@ -415,6 +496,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   async close(): Promise<void> {
     clearInterval(this.#timer);
+    clearInterval(this.#follower);
     await this.replica?.close();
     await this.#ready;
     try {
@@ -428,10 +510,37 @@ export class Corpus implements CorpusWriter, CorpusReader {
   }
 }
 
-/** The store, or a CorpusError (a start-up error) when another process holds the data dir or the store is unfit. */
-function openStore(dir: string, readOnly: boolean): CorpusStore {
+/**
+ * What every process serving one data dir must build alike (docs/architecture.md §5), by the names of their
+ * settings: two processes must never serve differently built indexes of one corpus.
+ */
+function agreedSettings(settings: CorpusSettings): Record<string, string> {
+  const { space, m, efConstruction, bm25 } = settings;
+  const agreed: Record<string, string> = {
+    'index.space': space,
+    'index.m': String(m),
+    'index.efConstruction': String(efConstruction),
+    'store.url': settings.store === undefined ? '(none)' : redacted(settings.store.url),
+  };
+  for (const [name, value] of Object.entries(bm25)) agreed[`index.bm25.${name}`] = JSON.stringify(value);
+  return agreed;
+}
+
+/** A database URL without its password (it is kept in the store's meta and may be printed). */
+function redacted(url: string): string {
   try {
-    return new CorpusStore(dir, { readOnly });
+    const parsed = new URL(url);
+    parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return '(unparsed)';
+  }
+}
+
+/** The store, or a CorpusError (a start-up error) when the store is unfit or the dir's processes disagree. */
+function openStore(dir: string, options: StoreOptions): CorpusStore {
+  try {
+    return new CorpusStore(dir, options);
   } catch (error) {
     if (error instanceof StoreError) throw new CorpusError(error.message);
     throw error;

@@ -61,7 +61,12 @@ export class DerivedIndexes {
    * builds the lexical index and the maps from the store, in time slices. Returns the seq the dense file was saved at
    * (0: rebuilt).
    */
-  async load(): Promise<number> {
+  load(): Promise<number> {
+    // One snapshot of the store: other processes write on while this one loads, and the indexes must be of one seq.
+    return this.store.snapshot(() => this.#load());
+  }
+
+  async #load(): Promise<number> {
     let savedSeq = await this.#loadDense();
     // The store is the truth: a dense index that holds other labels than the store's chunks (a file that lied about
     // what it held, rows relabelled since) is rebuilt from it.
@@ -169,13 +174,33 @@ export class DerivedIndexes {
     }
   }
 
-  /** Saves the dense index if the store moved since the last save; tombstones it covers are pruned. */
+  /**
+   * Applies, in seq order, the writes other processes committed after this one's indexes, through `through` (the
+   * store's head unless said): read back from the store (docs/architecture.md §5).
+   */
+  async follow(through = this.store.seq): Promise<void> {
+    for (let seq = this.#appliedSeq + 1; seq <= through; seq++) {
+      const write = this.store.writeOf(seq);
+      // A document whose chunks went and that the store no longer holds was deleted (a document has a chunk).
+      const written = new Set(write.written.map(({ id }) => id));
+      const gone = new Set(write.removed.map((label) => this.#chunkPlace.get(label)?.docId));
+      const deletedIds = [...gone].filter(
+        (id): id is string => id !== undefined && !written.has(id) && this.store.hashOf(id) === undefined,
+      );
+      await this.apply({ ...write, deletedIds });
+    }
+  }
+
+  /**
+   * Saves the dense index at the seq it has applied, if it moved since the last save. The tombstones the previous
+   * save covered are pruned: a process following the store stays one save interval clear of the pruning.
+   */
   async save(): Promise<void> {
-    const seq = this.store.seq;
+    const seq = this.#appliedSeq;
     if (seq === this.#savedSeq) return;
     const { dir, space, dimension } = this.settings;
     await this.#dense.save(dir, seq, { space, dimension, store: this.store.id });
-    this.store.pruneTombstones(seq);
+    await this.store.pruneTombstones(this.#savedSeq);
     this.#savedSeq = seq;
   }
 

@@ -1,9 +1,16 @@
-import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isFile, removeFile, syncPath } from '../../platform/files.js';
 import { WorkerChannel } from '../../platform/worker-thread.js';
 import type { DenseIndexOptions, DenseReply, DenseRequest } from './worker-protocol.js';
-import type { SavedIndexSum } from './saved-file.js';
+import { SAVED_INDEX, type SavedIndexSum } from './saved-file.js';
+
+/**
+ * How long a file another process may still be opening is left alone: a superseded pair (a process that listed it
+ * opens it within milliseconds), a pair half renamed, a temporary file of a save under way.
+ */
+const GRACE_MS = 60_000;
 
 export type { DenseIndexOptions } from './worker-protocol.js';
 
@@ -16,9 +23,11 @@ export interface Neighbour {
 /**
  * The HNSW dense index, run in a worker thread so that building, adding and searching never block the event loop
  * that answers `ping`. Requests are answered in order. Saved files are named by the corpus sequence number they
- * hold (`dense-<seq>.hnsw`), each with its sum beside it (`dense-<seq>.sum`: size, SHA-256, settings); both are
- * written under temporary names, flushed, renamed and the dir flushed before older files go, so a crash or a power
- * loss mid-save leaves the previous pair. A file is loaded only if it matches its sum.
+ * hold (saved-file.ts), each with its sum beside it (size, SHA-256, settings); both are written under temporary
+ * names, flushed, renamed (the sum first: a reader that sees the index file sees its sum) and the dir flushed before
+ * older files go, so a crash or a power loss mid-save leaves the previous pair. A file is loaded only if it matches
+ * its sum. Every process serving the dir reads and writes these files (docs/architecture.md §5): none removes a file
+ * another may be opening or writing.
  */
 export class DenseIndex {
   readonly #worker = new WorkerChannel<DenseRequest, DenseReply>(import.meta.url, './worker');
@@ -44,15 +53,14 @@ export class DenseIndex {
     { keep = false }: { keep?: boolean } = {},
   ): Promise<{ seq: number; count: number; discarded: string[] }> {
     const discarded: string[] = [];
-    for (const name of existsSync(dir) && !keep ? readdirSync(dir) : []) {
-      if (/^dense-\d+\.(hnsw|sum)\.tmp$/.test(name)) removeFile(join(dir, name)); // a save cut short
-    }
+    if (!keep) removeStale(dir);
     for (const { seq, file } of savedFiles(dir)) {
-      const reason =
-        seq > store.seq ? `ahead of the store (seq ${store.seq})` : await this.#tryOpen(file, seq, store.id, options);
+      // A file ahead of this process's view of the store is another's newer save: not loaded, not removed.
+      if (seq > store.seq) continue;
+      const reason = await this.#tryOpen(file, seq, store.id, options);
       if (reason === undefined) return { seq, count: await this.count(), discarded };
-      discarded.push(`${file}: ${reason}`);
-      if (!keep) removePair(file);
+      discarded.push(`${file}: ${reason.reason}`);
+      if (!keep && (reason.damaged || settled(file))) removePair(file);
     }
     await this.reset(options);
     return { seq: 0, count: 0, discarded };
@@ -68,20 +76,21 @@ export class DenseIndex {
     await this.#call({ op: 'open', options, file: undefined });
   }
 
-  /** Opens `file` if it matches its sum, this store and these settings; else why not. */
-  async #tryOpen(file: string, seq: number, store: string, options: DenseIndexOptions): Promise<string | undefined> {
+  /** Opens `file` if it matches its sum, this store and these settings; else why not (and whether it is damaged). */
+  async #tryOpen(file: string, seq: number, store: string, options: DenseIndexOptions): Promise<Discard | undefined> {
     const sum = readSum(file);
-    if (sum === undefined) return 'no readable sum beside it';
-    if (sum.store !== store) return `built from another store (${String(sum.store)})`;
+    if (sum === undefined) return discard('no readable sum beside it', false);
+    if (sum.store !== store) return discard(`built from another store (${String(sum.store)})`, true);
     if (sum.seq !== seq || sum.space !== options.space || sum.dimension !== options.dimension)
-      return `its sum says seq ${sum.seq}, ${sum.space}, ${sum.dimension} dimensions`;
+      return discard(`its sum says seq ${sum.seq}, ${sum.space}, ${sum.dimension} dimensions`, true);
     try {
       await this.#call({ op: 'open', options, file, expected: { bytes: sum.bytes, sha256: sum.sha256 } });
     } catch (error) {
-      return (error as Error).message;
+      // Gone since it was listed (another process collected it) is no damage; anything else the worker says is.
+      return discard((error as Error).message, existsSync(file));
     }
     const count = await this.count();
-    return count === sum.count ? undefined : `${count} vectors loaded, ${sum.count} saved`;
+    return count === sum.count ? undefined : discard(`${count} vectors loaded, ${sum.count} saved`, true);
   }
 
   async add(labels: readonly number[], vectors: readonly Float32Array[], dimension: number): Promise<number> {
@@ -117,13 +126,17 @@ export class DenseIndex {
     return (await this.#call({ op: 'count' })).count ?? 0;
   }
 
-  /** Saves atomically and durably as `dense-<seq>.hnsw` with its sum, then removes older files. */
+  /**
+   * Saves atomically and durably as `dense-<seq>-<token>.hnsw` with its sum, then removes older files no process
+   * may still be opening. Nothing is written when a file at `seq` is there already (another process saved it).
+   */
   async save(
     dir: string,
     seq: number,
     options: Pick<DenseIndexOptions, 'space' | 'dimension'> & { store: string },
   ): Promise<void> {
-    const file = join(dir, `dense-${seq}.hnsw`);
+    if (savedFiles(dir).some((saved) => saved.seq >= seq)) return;
+    const file = join(dir, `dense-${seq}-${randomBytes(4).toString('hex')}.hnsw`);
     const reply = await this.#call({ op: 'save', file: `${file}.tmp` }); // flushed by the worker
     const sum: SavedIndexSum = {
       seq,
@@ -134,10 +147,10 @@ export class DenseIndex {
     };
     writeFileSync(`${sumOf(file)}.tmp`, JSON.stringify(sum));
     syncPath(`${sumOf(file)}.tmp`);
-    renameSync(`${file}.tmp`, file);
     renameSync(`${sumOf(file)}.tmp`, sumOf(file));
+    renameSync(`${file}.tmp`, file);
     syncPath(dir);
-    for (const older of savedFiles(dir)) if (older.seq < seq) removePair(older.file);
+    for (const older of savedFiles(dir)) if (older.seq < seq && settled(older.file)) removePair(older.file);
   }
 
   async close(): Promise<void> {
@@ -146,6 +159,30 @@ export class DenseIndex {
 }
 
 const sumOf = (file: string) => file.replace(/\.hnsw$/, '.sum');
+
+interface Discard {
+  readonly reason: string;
+  /** Damaged, or of another store or settings: never loadable, removed at once (else only once settled). */
+  readonly damaged: boolean;
+}
+
+const discard = (reason: string, damaged: boolean): Discard => ({ reason, damaged });
+
+/** Whether `file` was last changed longer than GRACE_MS ago (no process can still be writing or opening it). */
+function settled(file: string): boolean {
+  const changed = lstatSync(file, { throwIfNoEntry: false })?.mtimeMs;
+  return changed === undefined || Date.now() - changed > GRACE_MS;
+}
+
+/** Temporary files of saves cut short (a crash), and sums whose index file never came, once settled. */
+function removeStale(dir: string): void {
+  for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+    const file = join(dir, name);
+    const cutShort = /^dense-\d+(-[0-9a-f]+)?\.(hnsw|sum)\.tmp$/.test(name);
+    const orphan = /^dense-\d+(-[0-9a-f]+)?\.sum$/.test(name) && !existsSync(file.replace(/\.sum$/, '.hnsw'));
+    if ((cutShort || orphan) && settled(file)) removeFile(file);
+  }
+}
 
 function removePair(file: string): void {
   removeFile(file);
@@ -165,7 +202,7 @@ function readSum(file: string): SavedIndexSum | undefined {
 function savedFiles(dir: string): { seq: number; file: string }[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
-    .map((name) => /^dense-(\d+)\.hnsw$/.exec(name))
+    .map((name) => SAVED_INDEX.exec(name))
     .filter((match) => match !== null)
     .map((match) => ({ seq: Number(match[1]), file: join(dir, match[0]) }))
     .filter(({ file }) => isFile(file)) // anything else under the name is the operator's, and ignored

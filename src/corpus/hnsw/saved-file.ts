@@ -2,6 +2,13 @@ import { createHash } from 'node:crypto';
 import { closeSync, openSync, readSync } from 'node:fs';
 
 /**
+ * A saved dense index: `dense-<seq>-<token>.hnsw`, its sum beside it as `.sum`. The seq says which write it holds;
+ * the token (random per save) keeps two processes that save the same seq from writing over each other's pair. Files
+ * from before several processes could share a dir have no token.
+ */
+export const SAVED_INDEX = /^dense-(\d+)(?:-[0-9a-f]+)?\.hnsw$/;
+
+/**
  * What a saved index file must be, kept beside it (`dense-<seq>.sum`): its size and SHA-256, and the settings it
  * was built with. A file that does not match is never handed to hnswlib, whose reader trusts its input (a damaged
  * file can crash the process or silently drop points).

@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { RpcError } from '../../protocol/errors.js';
 import type { ChunkBody, ChunkRecord } from '../ports.js';
 import { WorkerChannel } from '../../platform/worker-thread.js';
+import { SAVED_INDEX } from '../hnsw/saved-file.js';
 import { DirLock, LOCK_FILE, sqliteCode, StoreError } from './dir-lock.js';
 import { chunkSum, documentSum, intact, type DocumentColumns } from './row-sums.js';
 import type { Changes } from './changes.js';
@@ -36,6 +37,8 @@ export interface WriteResult {
   /** Documents written (with their metadata) and ids actually removed (index/delete). */
   readonly written: readonly { id: string; meta: Record<string, unknown>; origin: DocumentOrigin }[];
   readonly deletedIds: readonly string[];
+  /** A keyed write some process had already committed (§7.10): its first answer; nothing was written again. */
+  readonly repeated?: Record<string, unknown> | undefined;
 }
 
 const SCHEMA = `
@@ -49,6 +52,7 @@ const SCHEMA = `
     start_offset INTEGER NOT NULL DEFAULT 0, end_offset INTEGER NOT NULL DEFAULT -1, sum BLOB);
   CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
   CREATE INDEX IF NOT EXISTS chunks_seq ON chunks (seq);
+  CREATE INDEX IF NOT EXISTS documents_seq ON documents (seq);
   CREATE TABLE IF NOT EXISTS tombstones (label INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
   CREATE INDEX IF NOT EXISTS tombstones_seq ON tombstones (seq);
   CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, result TEXT NOT NULL, seq INTEGER NOT NULL);
@@ -87,11 +91,22 @@ function chunkBodyOf(row: Omit<ChunkRow, 'vector'>): ChunkBody {
   };
 }
 
+/** Rows read per page when streaming the store (a page of chunks with their vectors is ~2.5 MB). */
+const PAGE_ROWS = 1024;
+
+const NOTHING = { added: [], removed: [], written: [], deletedIds: [] };
+
 const VECTORS_OF = 'SELECT label, vector FROM chunks WHERE label IN (SELECT value FROM json_each(?))';
 
 const CHUNK_BODY = 'SELECT label, doc_id, ordinal, text, context, start_offset, end_offset FROM chunks WHERE label = ?';
 
 const STORE_FILE = 'corpus.sqlite';
+
+export interface StoreOptions {
+  readonly readOnly?: boolean;
+  /** Settings every process serving the dir must share (name → value), kept in the store's meta as `agreed.<name>`. */
+  readonly agreed?: Readonly<Record<string, string>>;
+}
 
 /**
  * Opens the store file; a writer also brings its schema up to date. Every check is a read. Read-only with no store
@@ -182,7 +197,7 @@ function makeDataDir(dir: string): void {
 
 /** Whether `dir` has been served before: its lock file, or saved index files, are there. */
 function hasServed(dir: string): boolean {
-  return readdirSync(dir).some((name) => name === LOCK_FILE || /^dense-\d+\.hnsw$/.test(name));
+  return readdirSync(dir).some((name) => name === LOCK_FILE || SAVED_INDEX.test(name));
 }
 
 /** Runs `open`, turning SQLite's refusal of a file (not a database, damaged, unreadable) into a StoreError. */
@@ -215,28 +230,54 @@ export class CorpusStore {
    * committed writes (WAL snapshots). The corpus runs one write at a time, so the two connections never contend.
    */
   #writer: WorkerChannel<WriterRequest, WriterReply> | undefined;
+  #dataVersion = 0;
   readonly #file: string;
   readonly #lock: DirLock;
 
   /**
-   * Opens the store in `dir`, holding the dir for this process. A StoreError (nothing changed in the dir) when
-   * another process holds it, or the store is not what the dir needs: missing or empty where the dir has held a
-   * corpus, unreadable, damaged (`PRAGMA quick_check`) or another program's database. `readOnly` (a server with
-   * `index.writable: false`) writes nothing at all, so a read-only filesystem can be served.
+   * Opens the store in `dir`, sharing the dir with the other processes serving it (dir-lock.ts). A StoreError
+   * (nothing changed in the dir) when the store is not what the dir needs: missing or empty where the dir has held a
+   * corpus, unreadable, damaged (`PRAGMA quick_check`) or another program's database; or when `agreed` (settings
+   * every process of the dir must share, such as how its indexes are built) differs from what the processes already
+   * serving it use. `readOnly` (a server with `index.writable: false`) writes nothing at all, so a read-only
+   * filesystem can be served.
    */
-  constructor(dir: string, { readOnly = false }: { readOnly?: boolean } = {}) {
+  constructor(dir: string, { readOnly = false, agreed = {} }: StoreOptions = {}) {
     if (!readOnly) makeDataDir(dir);
     else if (existsSync(dir) && !statSync(dir).isDirectory()) throw notADirectory(dir, dir);
     const served = existsSync(dir) && hasServed(dir);
-    this.#lock = DirLock.acquire(dir, { shared: readOnly });
+    this.#lock = DirLock.acquire(dir, { readOnly });
+    const file = (this.#file = join(dir, STORE_FILE));
+    let db: Database.Database | undefined;
     try {
-      const file = (this.#file = join(dir, STORE_FILE));
       if (served && (!existsSync(file) || statSync(file).size === 0))
         throw new StoreError(`${file} is missing or empty, but ${dir} has held a corpus: restore it from a backup`);
-      this.#db = new Connection(checked(file, () => openDatabase(file, readOnly)));
+      db = checked(file, () => openDatabase(file, readOnly));
+      this.#db = new Connection(db);
+      this.#settle(dir, agreed);
+      this.#lock.share();
     } catch (error) {
+      db?.close();
       this.#lock.release();
       throw error;
+    }
+  }
+
+  /**
+   * The first process to serve the dir records `agreed`; one that starts beside others must match what they
+   * recorded, setting by setting (two processes must never serve differently built indexes of one corpus).
+   */
+  #settle(dir: string, agreed: Readonly<Record<string, string>>): void {
+    for (const [name, value] of Object.entries(agreed)) {
+      const recorded = this.getMeta(`agreed.${name}`);
+      if (recorded === value) continue;
+      if (this.#lock.alone) this.setMeta(`agreed.${name}`, value);
+      else if (recorded !== undefined) {
+        throw new StoreError(
+          `${name} is ${recorded} in the processes serving ${dir}, but ${value} here: ` +
+            'start this one with the same setting, or stop them first',
+        );
+      }
     }
   }
 
@@ -257,9 +298,30 @@ export class CorpusStore {
     const reply = await this.#writer.call(request);
     if (reply.refused !== undefined) {
       const { code } = reply.refused;
+      if (code.startsWith('SQLITE_BUSY')) {
+        throw RpcError.backendUnavailable('another process held the store for its writes too long; nothing was applied', 1000);
+      }
       throw RpcError.backendUnavailable(`the store cannot take the write (${code}); nothing was applied`, 5000);
     }
     return reply.written!;
+  }
+
+  /**
+   * Runs `read` in one snapshot of the store: a read transaction held across its awaits, so what it reads is one
+   * state, whatever other processes commit meanwhile (WAL keeps that state for it). Only reads may run inside.
+   */
+  async snapshot<T>(read: () => Promise<T>): Promise<T> {
+    this.#db.db.exec('BEGIN');
+    try {
+      return await read();
+    } finally {
+      this.#db.db.exec('COMMIT');
+    }
+  }
+
+  /** Whether no other process served the dir when this one opened it. */
+  get alone(): boolean {
+    return this.#lock.alone;
   }
 
   /** This store's identity (kept in the store; '' for one written before it had one, served read-only). */
@@ -307,6 +369,7 @@ export class CorpusStore {
     const chunks = documents.flatMap((document) =>
       document.chunks.map((chunk, ordinal) => ({ docId: document.id, ordinal, ...chunk })),
     );
+    if (written.repeated !== undefined) return { ...NOTHING, seq: written.seq, repeated: written.repeated };
     return {
       seq: written.seq,
       added: chunks.map((chunk, i) => ({ label: written.added[i]!, ...chunk })),
@@ -364,35 +427,52 @@ export class CorpusStore {
     return row === undefined ? undefined : chunkBodyOf(row);
   }
 
-  /** Every chunk (or those written after `afterSeq`), in label order, streamed. */
-  *chunks(afterSeq = 0): Generator<StoredChunk> {
-    const rows = this.#db.db
-      .prepare('SELECT * FROM chunks WHERE seq > ? ORDER BY label')
-      .iterate(afterSeq) as IterableIterator<ChunkRow>;
-    for (const row of rows) yield chunkOf(row);
-  }
-
   /**
-   * Every chunk's place and lexical text, streamed: what the lexical index is rebuilt from. Each row is checked
-   * against its sum on the way (a StoreError names the first damaged one).
+   * Every chunk (or those written after `afterSeq`), in write order, streamed a page at a time: no statement stays
+   * open between pages, so the connection serves other reads meanwhile (read them inside `snapshot` for one state).
    */
-  *chunkTexts(): Generator<{ label: number; docId: string; ordinal: number; text: string; context: string }> {
-    const rows = this.#db.db.prepare('SELECT * FROM chunks ORDER BY label').iterate() as IterableIterator<
-      ChunkRow & { sum?: Uint8Array | null }
-    >;
-    for (const row of rows) {
-      if (!intact(row.sum, chunkSum(row))) throw damaged(`chunk ${row.label}`);
-      yield { label: row.label, docId: row.doc_id, ordinal: row.ordinal, text: row.text, context: row.context };
+  *chunks(afterSeq = 0): Generator<StoredChunk> {
+    const page = this.#sql(
+      'SELECT * FROM chunks WHERE seq > ? AND (seq, label) > (?, ?) ORDER BY seq, label LIMIT ' + PAGE_ROWS,
+    );
+    for (let last = { seq: afterSeq, label: -1 }; ; ) {
+      const rows = page.all(afterSeq, last.seq, last.label) as (ChunkRow & { seq: number })[];
+      for (const row of rows) yield chunkOf(row);
+      if (rows.length < PAGE_ROWS) return;
+      last = rows[rows.length - 1]!;
     }
   }
 
-  /** Every document's metadata, streamed (the corpus keeps it in memory for filters), each row checked likewise. */
+  /**
+   * Every chunk's place and lexical text, a page at a time: what the lexical index is rebuilt from. Each row is
+   * checked against its sum on the way (a StoreError names the first damaged one).
+   */
+  *chunkTexts(): Generator<{ label: number; docId: string; ordinal: number; text: string; context: string }> {
+    type Row = ChunkRow & { sum?: Uint8Array | null };
+    const page = this.#sql(`SELECT * FROM chunks WHERE label > ? ORDER BY label LIMIT ${PAGE_ROWS}`);
+    for (let last = -1; ; ) {
+      const rows = page.all(last) as Row[];
+      for (const row of rows) {
+        if (!intact(row.sum, chunkSum(row))) throw damaged(`chunk ${row.label}`);
+        yield { label: row.label, docId: row.doc_id, ordinal: row.ordinal, text: row.text, context: row.context };
+      }
+      if (rows.length < PAGE_ROWS) return;
+      last = rows[rows.length - 1]!.label;
+    }
+  }
+
+  /** Every document's metadata, a page at a time (the corpus keeps it in memory for filters), each row checked. */
   *documentMetas(): Generator<{ id: string; meta: Record<string, unknown>; origin: DocumentOrigin }> {
-    const rows = this.#db.db.prepare('SELECT * FROM documents').iterate();
     type Row = DocumentColumns & { origin: DocumentOrigin; sum?: Uint8Array | null };
-    for (const row of rows as IterableIterator<Row>) {
-      if (!intact(row.sum, documentSum(row))) throw damaged(`document ${JSON.stringify(row.id)}`);
-      yield { id: row.id, meta: JSON.parse(row.meta) as Record<string, unknown>, origin: row.origin };
+    const page = this.#sql(`SELECT * FROM documents WHERE id > ? ORDER BY id LIMIT ${PAGE_ROWS}`);
+    for (let last = ''; ; ) {
+      const rows = page.all(last) as Row[];
+      for (const row of rows) {
+        if (!intact(row.sum, documentSum(row))) throw damaged(`document ${JSON.stringify(row.id)}`);
+        yield { id: row.id, meta: JSON.parse(row.meta) as Record<string, unknown>, origin: row.origin };
+      }
+      if (rows.length < PAGE_ROWS) return;
+      last = rows[rows.length - 1]!.id;
     }
   }
 
@@ -401,9 +481,52 @@ export class CorpusStore {
     return this.#sql('SELECT label FROM tombstones WHERE seq > ?').pluck().all(afterSeq) as number[];
   }
 
-  /** Tombstones at or below a saved index's seq are no longer needed to replay anything. */
-  pruneTombstones(throughSeq: number): void {
-    this.#sql('DELETE FROM tombstones WHERE seq <= ?').run(throughSeq);
+  /**
+   * Tombstones at or below `throughSeq` are no longer needed to replay anything, by this process or a saved index at
+   * or past it; a process following the store from further back reloads instead (`prunedThrough`). On the writer
+   * thread: another process may hold the write lock for a while.
+   */
+  async pruneTombstones(throughSeq: number): Promise<void> {
+    if (throughSeq <= this.prunedThrough) return;
+    await this.#write({ op: 'prune', throughSeq });
+  }
+
+  /** The seq through which tombstones were pruned: a process that applied less cannot follow by replaying them. */
+  get prunedThrough(): number {
+    return Number(this.getMeta('pruned_through') ?? 0);
+  }
+
+  /**
+   * Whether any process committed to the store since the last call (`PRAGMA data_version`, a counter read from
+   * memory shared by the processes: microseconds, no I/O when nothing changed).
+   */
+  changed(): boolean {
+    const version = this.#db.db.pragma('data_version', { simple: true }) as number;
+    const moved = version !== this.#dataVersion;
+    this.#dataVersion = version;
+    return moved;
+  }
+
+  /**
+   * What write `seq` left in the store as it is now, read in one snapshot, for a process following writes that
+   * others made: its chunks still alive, the labels it removed, its documents not since rewritten. Applied in seq
+   * order, these bring a process's indexes to the store (docs/architecture.md §5).
+   */
+  writeOf(seq: number): WriteResult {
+    const read = this.#db.db.transaction(() => ({
+      seq,
+      added: (this.#sql('SELECT * FROM chunks WHERE seq = ? ORDER BY label').all(seq) as ChunkRow[]).map(chunkOf),
+      removed: this.#sql('SELECT label FROM tombstones WHERE seq = ?').pluck().all(seq) as number[],
+      written: (
+        this.#sql('SELECT id, meta, origin FROM documents WHERE seq = ?').all(seq) as {
+          id: string;
+          meta: string;
+          origin: DocumentOrigin;
+        }[]
+      ).map((row) => ({ ...row, meta: JSON.parse(row.meta) as Record<string, unknown> })),
+      deletedIds: [],
+    }));
+    return read();
   }
 
   counts(): { documents: number; chunks: number } {
@@ -418,7 +541,7 @@ export class CorpusStore {
   }
 
   /**
-   * Closes the store. A writer leaves it in rollback-journal mode, so that a read-only server (possibly on a
+   * Closes the store. The last writer out leaves it in rollback-journal mode, so that a read-only server (possibly on a
    * read-only filesystem) can read it without the WAL's shared-memory file; the next writer turns WAL back on.
    */
   async close(): Promise<void> {
@@ -427,8 +550,21 @@ export class CorpusStore {
       await this.#writer.terminate();
     }
     const db = this.#db.db;
-    if (!db.readonly && !db.memory) db.pragma('journal_mode = DELETE');
+    if (!db.readonly && !db.memory) lastOneOut(db);
     db.close();
     this.#lock.release();
+  }
+}
+
+/**
+ * Rollback-journal mode, if this is the last process using the store (leaving WAL needs the store to itself): a
+ * read-only server, possibly on a read-only filesystem, can then read it without the WAL's shared-memory file.
+ */
+function lastOneOut(db: Database.Database): void {
+  try {
+    db.pragma('busy_timeout = 0');
+    db.pragma('journal_mode = DELETE');
+  } catch (error) {
+    if (sqliteCode(error) !== 'SQLITE_BUSY') throw error;
   }
 }

@@ -1,15 +1,17 @@
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { removeFile } from '../../platform/files.js';
 import { StartupError } from '../../startup-error.js';
 
-/** The lock itself: a one-row SQLite database held in EXCLUSIVE locking mode (an fcntl lock the kernel drops when the
- * process dies, so a crash never leaves a stale lock behind). Its presence also says the dir has been served. */
+/**
+ * The presence lock: a one-row SQLite database that every process serving the dir holds a shared lock on, in
+ * EXCLUSIVE locking mode (an fcntl lock the kernel drops when the process dies, so a crash never leaves a stale lock
+ * behind). Its presence also says the dir has been served.
+ */
 export const LOCK_FILE = 'owner.lock';
-/** Who holds it, for the message a second process prints (the lock file cannot be read while it is held). */
-const OWNER_FILE = 'owner.json';
+
+/** How long a process waits for another that is starting (and briefly holds the lock alone) to share it. */
+const SHARE_WAIT_MS = 30_000;
 
 /** A data dir this process cannot serve: a start-up error with one clear line, never a wire code. */
 export class StoreError extends StartupError {
@@ -22,63 +24,85 @@ export function sqliteCode(error: unknown): string {
   return typeof code === 'string' && code.startsWith('SQLITE_') ? code : '';
 }
 
-export class DirLockedError extends StoreError {
-  override name = 'DirLockedError';
-}
-
 /**
- * One owner per data dir (docs/architecture.md §5): a server, `ingest` or `eval` holds the dir for its whole
- * life, so no second process can write the store or save its indexes over another's. A second process gets a
- * DirLockedError naming the holder. The lock is released on close, and by the kernel on any exit.
+ * Many processes per data dir (docs/architecture.md §5): servers over stdio or HTTP, `mcp`, `ingest` and `eval` share
+ * the dir, each holding the lock shared for its whole life. A process that finds no other holder (`alone`) holds it
+ * exclusively until it calls `share()`: in between it may settle what every process of the dir must agree on (the
+ * index settings), and a process starting meanwhile waits to read what it settled.
  *
- * A read-only server (`index.writable: false`, possibly on a read-only filesystem) holds it shared: read-only
- * servers may share a dir, and no writer can take it from under them (nor they from a writer). A dir never served
- * has no lock file; a read-only server there holds nothing (it cannot create one, and writes nothing itself).
+ * A read-only process (`index.writable: false`, possibly on a read-only filesystem) is never alone: it writes
+ * nothing. A dir never served has no lock file; a read-only process there holds nothing.
  */
 export class DirLock {
   private constructor(
     private readonly db: Database.Database | undefined,
-    private readonly dir: string,
-    private readonly shared: boolean,
+    /** Whether no other process held the dir when this one took it (it holds it exclusively until `share`). */
+    readonly alone: boolean,
   ) {}
 
-  static acquire(dir: string, { shared = false }: { shared?: boolean } = {}): DirLock {
+  static acquire(dir: string, { readOnly = false }: { readOnly?: boolean } = {}): DirLock {
     const file = join(dir, LOCK_FILE);
-    if (shared && !existsSync(file)) return new DirLock(undefined, dir, shared);
+    if (readOnly && !existsSync(file)) return new DirLock(undefined, false);
     let db: Database.Database;
     try {
-      db = new Database(file, { timeout: 0, readonly: shared });
+      db = new Database(file, { timeout: 0, readonly: readOnly });
     } catch (error) {
       throw unusable(file, error);
     }
     try {
-      // EXCLUSIVE locking mode keeps the lock that the first read (shared) or exclusive transaction takes, until
-      // the connection closes. The exclusive one writes nothing and keeps no journal on disk, so a dir on a disk
-      // that filled up while its server was down (kill -9) can be taken again and served.
+      // EXCLUSIVE locking mode keeps the lock a transaction takes until the connection closes (or the mode changes).
+      // The exclusive one writes nothing and keeps no journal on disk, so a dir on a disk that filled up while its
+      // server was down (kill -9) can be taken again and served.
       db.pragma('locking_mode = EXCLUSIVE');
-      if (shared) db.prepare('SELECT count(*) FROM sqlite_master').get();
-      else {
-        db.pragma('journal_mode = MEMORY');
-        db.exec('BEGIN EXCLUSIVE');
-        db.exec('COMMIT');
-      }
+      db.pragma(`busy_timeout = ${SHARE_WAIT_MS}`);
+      if (!readOnly) db.pragma('journal_mode = MEMORY');
+      const alone = !readOnly && tryExclusive(db);
+      if (!alone) holdShared(db);
+      return new DirLock(db, alone);
     } catch (error) {
       db.close();
       if (sqliteCode(error) === 'SQLITE_BUSY') {
-        throw new DirLockedError(
-          `data dir ${dir} is in use by ${holder(dir)}; stop it first, or send documents through it (index/add)`,
-        );
+        throw new StoreError(`data dir ${dir}: a process starting there held it for over ${SHARE_WAIT_MS / 1000} s`);
       }
       throw unusable(file, error);
     }
-    if (!shared) writeOwner(dir);
-    return new DirLock(db, dir, shared);
+  }
+
+  /** Shares the dir with the processes that start after this one settled it (a no-op unless `alone`). */
+  share(): void {
+    if (!this.alone || this.db === undefined) return;
+    this.db.pragma('locking_mode = NORMAL');
+    read(this.db); // in NORMAL mode, the exclusive lock is let go at the end of this read
+    holdShared(this.db);
   }
 
   release(): void {
-    if (!this.shared) removeFile(join(this.dir, OWNER_FILE));
     this.db?.close();
   }
+}
+
+function read(db: Database.Database): void {
+  db.prepare('SELECT count(*) FROM sqlite_master').get();
+}
+
+/** The exclusive lock, at once, or false when another process holds the dir. */
+function tryExclusive(db: Database.Database): boolean {
+  db.pragma('busy_timeout = 0');
+  try {
+    db.exec('BEGIN EXCLUSIVE');
+    db.exec('COMMIT');
+    return true;
+  } catch (error) {
+    if (sqliteCode(error) === 'SQLITE_BUSY') return false;
+    throw error;
+  }
+}
+
+/** A shared lock for the connection's life, waiting while a starting process holds the dir alone. */
+function holdShared(db: Database.Database): void {
+  db.pragma('locking_mode = EXCLUSIVE');
+  db.pragma(`busy_timeout = ${SHARE_WAIT_MS}`);
+  read(db);
 }
 
 /** The lock file cannot serve as a lock (damaged, unreadable): it holds no data, but only the operator knows that no
@@ -88,25 +112,4 @@ function unusable(file: string, error: unknown): Error {
   if (code === 'SQLITE_FULL') return new StoreError(`${file} cannot be written: the disk is full`);
   if (code === '') return error as Error;
   return new StoreError(`${file} cannot be used as a lock (${code}); if no rcp-server uses this dir, remove it`);
-}
-
-/** Who holds the dir, for others' messages only: a failure to write it (a directory in its place) is not fatal. */
-function writeOwner(dir: string): void {
-  const owner = { pid: process.pid, host: hostname(), command: process.argv.slice(1).join(' '), since: new Date() };
-  const temporary = join(dir, `${OWNER_FILE}.${process.pid}`);
-  try {
-    writeFileSync(temporary, `${JSON.stringify(owner)}\n`);
-    renameSync(temporary, join(dir, OWNER_FILE));
-  } catch {
-    rmSync(temporary, { force: true });
-  }
-}
-
-function holder(dir: string): string {
-  try {
-    const owner = JSON.parse(readFileSync(join(dir, OWNER_FILE), 'utf8')) as Record<string, unknown>;
-    return `pid ${String(owner.pid)} on ${String(owner.host)} (${String(owner.command)}, since ${String(owner.since)})`;
-  } catch {
-    return 'another process';
-  }
 }

@@ -7,13 +7,17 @@ export type WriterRequest =
   | { op: 'upsert'; documents: readonly NewDocument[]; idempotency: Idempotency | undefined }
   | { op: 'delete'; ids: readonly string[] }
   | { op: 'apply'; changes: Changes }
+  | { op: 'prune'; throughSeq: number }
   | { op: 'close' };
 
 export type WriterReply =
   | {
       ok: true;
       written?: Written;
-      /** A write the disk could not take (full, failing): rolled back whole. The SQLite code and its message. */
+      /**
+       * A write the disk could not take (full, failing), or that another process kept waiting past the busy timeout:
+       * rolled back whole. The SQLite code and its message.
+       */
       refused?: { code: string; message: string };
     }
   | { ok: false; error: string };

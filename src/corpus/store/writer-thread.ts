@@ -8,7 +8,13 @@ import { parentPort } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { sqliteCode } from './dir-lock.js';
 import type { WriterReply, WriterRequest } from './writer-protocol.js';
-import { applyRows, configure, Connection, deleteRows, upsertRows, type Written } from './writes.js';
+import { applyRows, configure, Connection, deleteRows, pruneRows, upsertRows, type Written } from './writes.js';
+
+/**
+ * How long a write waits for another process's to commit (SQLite's write lock, docs/architecture.md §5); past it the
+ * write is refused whole, -32010 (a commit of a large batch holds the lock ~170 ms).
+ */
+const BUSY_TIMEOUT_MS = 10_000;
 
 let connection: Connection | undefined;
 const port = parentPort!;
@@ -25,7 +31,7 @@ port.on('message', (request: WriterRequest) => {
 
 function handle(request: WriterRequest): WriterReply {
   if (request.op === 'open') {
-    const db = new Database(request.file, { fileMustExist: true });
+    const db = new Database(request.file, { fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
     configure(db);
     connection = new Connection(db);
     return { ok: true };
@@ -39,6 +45,8 @@ function handle(request: WriterRequest): WriterReply {
       return transaction(open, () => deleteRows(open, request.ids));
     case 'apply':
       return transaction(open, () => applyRows(open, request.changes));
+    case 'prune':
+      return transaction(open, () => pruneRows(open, request.throughSeq));
     case 'close':
       open.db.close();
       connection = undefined;
@@ -46,13 +54,17 @@ function handle(request: WriterRequest): WriterReply {
   }
 }
 
-/** `body` as one durable transaction; a disk that cannot take it rolls it back whole and says so (§7.10). */
+/**
+ * `body` as one durable transaction, begun IMMEDIATE: the write lock is taken (waiting for other processes' writes)
+ * before the write reads the seq it will follow. A disk that cannot take it, or a lock not had in time, rolls it back
+ * whole and says so (§7.10).
+ */
 function transaction(open: Connection, body: () => Written): WriterReply {
   try {
-    return { ok: true, written: open.db.transaction(body)() };
+    return { ok: true, written: open.db.transaction(body).immediate() };
   } catch (error) {
     const code = sqliteCode(error);
-    if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
+    if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_BUSY')) {
       return { ok: true, refused: { code, message: (error as Error).message } };
     }
     throw error;

@@ -48,6 +48,8 @@ export interface Written {
   readonly removed: readonly number[];
   /** index/delete: the ids actually removed. */
   readonly deletedIds: readonly string[];
+  /** A keyed write already committed (by any process): its stored answer, and nothing written. */
+  readonly repeated?: Record<string, unknown>;
 }
 
 /**
@@ -119,6 +121,14 @@ export function upsertRows(
   idempotency?: Idempotency,
 ): Written {
   const sql = (text: string) => connection.sql(text);
+  if (idempotency !== undefined) {
+    // Another process may have committed this key since the caller looked (§7.10: a retry gets the first answer).
+    const first = sql('SELECT result FROM idempotency WHERE key = ?').pluck().get(idempotency.key) as string | undefined;
+    if (first !== undefined) {
+      const repeated = JSON.parse(first) as Record<string, unknown>;
+      return { seq: Number(repeated.indexVersion), added: [], removed: [], deletedIds: [], repeated };
+    }
+  }
   const seq = connection.seq + 1;
   const removed: number[] = [];
   const added: number[] = [];
@@ -193,6 +203,13 @@ export function deleteRows(connection: Connection, ids: readonly string[]): Writ
   for (const id of present) sql('DELETE FROM documents WHERE id = ?').run(id);
   sql(SET_META).run('seq', String(seq));
   return { seq, added: [], removed, deletedIds: present };
+}
+
+/** Drops tombstones through `throughSeq`, and says so: a process that applied less must reload, not replay. */
+export function pruneRows(connection: Connection, throughSeq: number): Written {
+  connection.sql('DELETE FROM tombstones WHERE seq <= ?').run(throughSeq);
+  connection.sql(SET_META).run('pruned_through', String(throughSeq));
+  return { seq: connection.seq, added: [], removed: [], deletedIds: [] };
 }
 
 /** Removes a document's chunks, leaving a tombstone per label at `seq`; returns the labels. */

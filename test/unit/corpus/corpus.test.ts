@@ -81,6 +81,70 @@ const docs = (n: number, prefix = 'doc') =>
     text: `the protein ${i} and cell ${i % 7} in the study of blood`,
   }));
 
+/** Resolves once `corpus` has applied `indexVersion` (it follows the other's writes on its own). */
+async function reached(corpus: Corpus, indexVersion: string): Promise<void> {
+  while (Number(corpus.indexVersion) < Number(indexVersion)) await new Promise((resolve) => setImmediate(resolve));
+}
+
+const top = async (corpus: Corpus, text: string) =>
+  (await corpus.searchLexical(text, 3)).map(({ label }) => corpus.placeOf(label)?.docId);
+
+describe('corpus: many processes over one data dir (docs/architecture.md §5)', () => {
+  it("each serves the other's writes, under one indexVersion sequence, deletions included", async () => {
+    const a = await open('shared');
+    const b = await open('shared');
+    const first = await a.add(docs(4, 'a'), { chunk: false, contextual: false });
+    const second = await b.add(docs(4, 'b'), { chunk: false, contextual: false });
+    expect([first.indexVersion, second.indexVersion]).toEqual(['1', '2']);
+    await reached(a, '2');
+    expect(await top(a, 'protein 2 cell 2')).toEqual(await top(b, 'protein 2 cell 2'));
+    expect(await a.stats()).toMatchObject({ documents: 8, dense: 8, lexical: 8, indexVersion: '2' });
+    const deleted = await a.delete(['b-2']);
+    await reached(b, deleted.indexVersion);
+    expect(await b.stats()).toMatchObject({ documents: 7, dense: 7, lexical: 7 });
+    expect(b.metaOf('b-2')).toEqual({});
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('one keyed write taken by both at once is written once, and each answers it (§7.10)', async () => {
+    const a = await open('keyed');
+    const b = await open('keyed');
+    const write = { chunk: false, contextual: false, idempotencyKey: 'k1' };
+    const answers = await Promise.all([a.add(docs(3, 'k'), write), b.add(docs(3, 'k'), write)]);
+    expect(answers[0]).toEqual(answers[1]);
+    expect(a.store.seq).toBe(1);
+    expect(await b.stats()).toMatchObject({ documents: 3, dense: 3, indexVersion: '1' });
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('a process beside others with another index setting is refused, naming it; alone it may change it', async () => {
+    const a = await open('agreed');
+    expect(() => new Corpus(settings('agreed', { m: 32 }), encoder, log)).toThrow(
+      /index\.m is 16 in the processes serving .*, but 32 here/,
+    );
+    await a.close();
+    const alone = await open('agreed', { m: 32 });
+    await alone.close();
+  });
+
+  it('a process behind the removals the store keeps loads its indexes again, and serves the store as it is', async () => {
+    const a = await open('behind');
+    const b = await open('behind', { followMs: 60_000 });
+    await a.add(docs(6, 'x'), { chunk: false, contextual: false });
+    await a.save();
+    await a.delete(['x-1', 'x-2']);
+    await a.add(docs(2, 'y'), { chunk: false, contextual: false });
+    await a.save(); // prunes the removals through the first save, which b never applied
+    lines.length = 0;
+    const own = await b.add(docs(1, 'z'), { chunk: false, contextual: false });
+    expect(own.indexVersion).toBe('4');
+    expect(lines.some((line) => line.msg.includes('loading its indexes again'))).toBe(true);
+    expect(await b.stats()).toMatchObject({ documents: 7, dense: 7, lexical: 7, indexVersion: '4' });
+    expect(await top(b, 'protein 1 cell 1')).not.toContain('x-1');
+    await Promise.all([a.close(), b.close()]);
+  });
+});
+
 describe('corpus: store + dense + lexical in step', () => {
   it('upserts by id: re-adding replaces, never duplicates, in every index', async () => {
     const corpus = await open('upsert');
@@ -223,7 +287,9 @@ describe('corpus: store + dense + lexical in step', () => {
     await crashed.delete(['doc-3']);
     // The first process "dies" here: never saved again, and its hold on the dir goes with it (as the kernel drops
     // a dead process's lock). A second one opens the same directory.
-    expect(readdirSync(join(ROOT, 'restart')).filter((name) => name.endsWith('.hnsw'))).toEqual(['dense-1.hnsw']);
+    expect(readdirSync(join(ROOT, 'restart')).filter((name) => name.endsWith('.hnsw'))).toEqual([
+      expect.stringMatching(/^dense-1-[0-9a-f]+\.hnsw$/),
+    ]);
     await crashed.store.close();
     lines.length = 0;
     const restarted = await open('restart');
@@ -314,6 +380,9 @@ describe('corpus: store + dense + lexical in step', () => {
       await corpus.add(docs(12, name), { chunk: false, contextual: false });
       await corpus.close();
     }
+    // Theirs in place of mine: the same seq and count, from another store.
+    for (const name of readdirSync(join(ROOT, 'mine')).filter((file) => /^dense-/.test(file)))
+      rmSync(join(ROOT, 'mine', name));
     for (const name of readdirSync(join(ROOT, 'theirs')).filter((file) => /^dense-/.test(file)))
       cpSync(join(ROOT, 'theirs', name), join(ROOT, 'mine', name));
     lines.length = 0;
@@ -381,14 +450,6 @@ describe('corpus: store + dense + lexical in step', () => {
     db.prepare("UPDATE meta SET value = '1' WHERE key = 'seq'").run();
     db.close();
     expect(() => new Corpus(settings('seq-behind'), encoder, log)).toThrow(/write sequence \(1\) is damaged/);
-  });
-
-  it('one owner per data dir: a second opener is refused, naming the holder; after close it may open', async () => {
-    const first = await open('owned');
-    expect(() => new Corpus(settings('owned'), encoder, log)).toThrow(new RegExp(`in use by pid ${process.pid}`));
-    await first.close();
-    const second = await open('owned');
-    await second.close();
   });
 
   it.each([
