@@ -155,7 +155,16 @@ export class Corpus implements CorpusWriter, CorpusReader {
     const { settings } = this;
     const { space, m, efConstruction, efSearch, bm25 } = settings;
     const writable = this.#localWritable;
-    const options = { dir: settings.dir, space, m, efConstruction, efSearch, dimension: this.dimension, bm25, writable };
+    const options = {
+      dir: settings.dir,
+      space,
+      m,
+      efConstruction,
+      efSearch,
+      dimension: this.dimension,
+      bm25,
+      writable,
+    };
     return new DerivedIndexes(this.store, options, this.#chunks, this.log);
   }
 

@@ -299,7 +299,10 @@ export class CorpusStore {
     if (reply.refused !== undefined) {
       const { code } = reply.refused;
       if (code.startsWith('SQLITE_BUSY')) {
-        throw RpcError.backendUnavailable('another process held the store for its writes too long; nothing was applied', 1000);
+        throw RpcError.backendUnavailable(
+          'another process held the store for its writes too long; nothing was applied',
+          1000,
+        );
       }
       throw RpcError.backendUnavailable(`the store cannot take the write (${code}); nothing was applied`, 5000);
     }
@@ -435,7 +438,7 @@ export class CorpusStore {
     const page = this.#sql(
       'SELECT * FROM chunks WHERE seq > ? AND (seq, label) > (?, ?) ORDER BY seq, label LIMIT ' + PAGE_ROWS,
     );
-    for (let last = { seq: afterSeq, label: -1 }; ; ) {
+    for (let last = { seq: afterSeq, label: -1 }; ;) {
       const rows = page.all(afterSeq, last.seq, last.label) as (ChunkRow & { seq: number })[];
       for (const row of rows) yield chunkOf(row);
       if (rows.length < PAGE_ROWS) return;
@@ -450,7 +453,7 @@ export class CorpusStore {
   *chunkTexts(): Generator<{ label: number; docId: string; ordinal: number; text: string; context: string }> {
     type Row = ChunkRow & { sum?: Uint8Array | null };
     const page = this.#sql(`SELECT * FROM chunks WHERE label > ? ORDER BY label LIMIT ${PAGE_ROWS}`);
-    for (let last = -1; ; ) {
+    for (let last = -1; ;) {
       const rows = page.all(last) as Row[];
       for (const row of rows) {
         if (!intact(row.sum, chunkSum(row))) throw damaged(`chunk ${row.label}`);
@@ -465,7 +468,7 @@ export class CorpusStore {
   *documentMetas(): Generator<{ id: string; meta: Record<string, unknown>; origin: DocumentOrigin }> {
     type Row = DocumentColumns & { origin: DocumentOrigin; sum?: Uint8Array | null };
     const page = this.#sql(`SELECT * FROM documents WHERE id > ? ORDER BY id LIMIT ${PAGE_ROWS}`);
-    for (let last = ''; ; ) {
+    for (let last = ''; ;) {
       const rows = page.all(last) as Row[];
       for (const row of rows) {
         if (!intact(row.sum, documentSum(row))) throw damaged(`document ${JSON.stringify(row.id)}`);

@@ -123,7 +123,8 @@ export function upsertRows(
   const sql = (text: string) => connection.sql(text);
   if (idempotency !== undefined) {
     // Another process may have committed this key since the caller looked (§7.10: a retry gets the first answer).
-    const first = sql('SELECT result FROM idempotency WHERE key = ?').pluck().get(idempotency.key) as string | undefined;
+    const first = sql('SELECT result FROM idempotency WHERE key = ?').pluck().get(idempotency.key) as
+      string | undefined;
     if (first !== undefined) {
       const repeated = JSON.parse(first) as Record<string, unknown>;
       return { seq: Number(repeated.indexVersion), added: [], removed: [], deletedIds: [], repeated };

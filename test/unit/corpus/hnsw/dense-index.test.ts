@@ -1,5 +1,4 @@
-import {
-  readdirSync, closeSync, mkdtempSync, openSync, rmSync, truncateSync, writeSync } from 'node:fs';
+import { readdirSync, closeSync, mkdtempSync, openSync, rmSync, truncateSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -83,7 +82,12 @@ describe('the HNSW dense index in its worker', () => {
           DIMENSION,
         );
         await index.save(dir, 1, { space: options.space, dimension: DIMENSION, store: store.id });
-        damage(join(dir, readdirSync(dir).find((name) => /^dense-1-[0-9a-f]+\.hnsw$/.test(name))!));
+        damage(
+          join(
+            dir,
+            readdirSync(dir).find((name) => /^dense-1-[0-9a-f]+\.hnsw$/.test(name))!,
+          ),
+        );
         return (await index.open(dir, options, store)).discarded;
       } finally {
         await index.close();
