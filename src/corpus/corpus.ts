@@ -97,6 +97,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
   #writes: Promise<unknown> = Promise.resolve();
   #timer: NodeJS.Timeout | undefined;
   #follower: NodeJS.Timeout | undefined;
+  #closing = false;
   /** Recently served chunks (text and offsets, never vectors), bounded in bytes: no store read per hit when warm. */
   readonly #chunks: ChunkCache | undefined;
   /** Present when the corpus of record is a shared PostgreSQL store. */
@@ -131,6 +132,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
       async () => {
         await this.replica?.start();
         this.#state = { status: 'ready' };
+        // Closed while loading: no timers to start (they would outlive the store).
+        if (this.#closing) return;
         if (this.replica === undefined) this.#followOthers(settings.followMs ?? FOLLOW_MS);
         if (!this.#localWritable) return;
         // A failed periodic save is logged (the next one retries); it never becomes an unhandled rejection.
@@ -504,6 +507,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
   }
 
   async close(): Promise<void> {
+    this.#closing = true;
     clearInterval(this.#timer);
     clearInterval(this.#follower);
     await this.replica?.close();

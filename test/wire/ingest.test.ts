@@ -112,26 +112,30 @@ describe('rcp-server ingest', () => {
     expect(refused.stderr).toMatch(/candidateK/);
   });
 
-  it("one owner per data dir: ingest into a running server's dir, or a second server, is refused naming it", async () => {
-    const dir = join(WORK, 'owned');
+  it('ingest beside a running server over one data dir: the server serves what it wrote (docs/architecture.md §5)', async () => {
+    const dir = join(WORK, 'beside');
     const server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {});
     try {
-      const refused = await run(['ingest', '--data', dir, join(WORK, 'corpus.jsonl')]);
-      expect(refused.code).toBe(2);
-      expect(refused.stderr).toMatch(new RegExp(`in use by pid ${server.child.pid} `));
-      const second = await run(['serve', '--http', '127.0.0.1:0', '--data', dir]);
-      expect(second.code).toBe(2);
-      expect(second.stderr.trim().split('\n')).toHaveLength(1);
-      const ping = await fetch(`${server.origin}/rcp/ping`, {
-        method: 'POST',
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
-      });
-      expect(await ping.json()).toMatchObject({ result: {} });
+      const ingested = await run(['ingest', '--data', dir, join(WORK, 'notes')]);
+      expect(ingested.code, ingested.stderr).toBe(0);
+      const second = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {});
+      const retrieve = (origin: string) =>
+        fetch(`${origin}/rcp/retrieve`, {
+          method: 'POST',
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'retrieve', params: { query: 'neurons', k: 3 } }),
+        }).then(async (response) => (await response.json()) as { result: { hits: unknown[]; indexVersion: string } });
+      try {
+        // The first server follows the ingest's writes within index.followMs; the second loaded them at start.
+        let first = await retrieve(server.origin);
+        while (first.result.hits.length === 0) first = await retrieve(server.origin);
+        const { hits, indexVersion } = (await retrieve(second.origin)).result;
+        expect(first.result).toMatchObject({ hits, indexVersion });
+      } finally {
+        expect(await second.stop()).toBe(0);
+      }
     } finally {
       expect(await server.stop()).toBe(0);
     }
-    // Stopped, the dir is free again.
-    expect((await run(['ingest', '--data', dir, join(WORK, 'notes')])).code).toBe(0);
   });
 
   it('names a path it cannot read, with exit 2', async () => {

@@ -86,7 +86,7 @@ describe('§15.3 read-only serving (index.writable: false)', () => {
     expect(snapshot(path)).toEqual(before);
   });
 
-  it('read-only servers share a dir; a writer and a reader do not', async () => {
+  it('read-only servers share a dir with each other and with a writer, and serve its writes (docs/architecture.md §5)', async () => {
     const dir = join(WORK, 'shared');
     expect((await session(dir, true, [['index/add', { documents: [{ id: 'a', text: 'alpha' }] }]])).code).toBe(0);
     const reader = spawnStdio({ config: { 'models.encoder': ENCODER_DIR, dataDir: dir, 'index.writable': false } }, [
@@ -97,17 +97,26 @@ describe('§15.3 read-only serving (index.writable: false)', () => {
     try {
       // The server opens its store, and takes the dir's (shared) lock, before it reads its first frame: once the
       // reader answers a ping, it holds the lock, however long its start took.
-      const answered = new Set<number>();
-      readFrames(reader.child, (frame) => answered.add((frame as Reply).id));
-      reader.child.stdin.write(line(INITIALIZE(0)) + line(request(1, 'ping')));
-      while (!answered.has(1)) {
-        if (reader.child.exitCode !== null) throw new Error(`the reader exited: ${reader.stderr()}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      const answered = new Map<number, Reply>();
+      readFrames(reader.child, (frame) => answered.set((frame as Reply).id, frame as Reply));
+      const ask = async (id: number, method: string, params: object) => {
+        reader.child.stdin.write(line(request(id, method, params)));
+        while (!answered.has(id)) {
+          if (reader.child.exitCode !== null) throw new Error(`the reader exited: ${reader.stderr()}`);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        return answered.get(id)!;
+      };
+      reader.child.stdin.write(line(INITIALIZE(0)));
+      await ask(1, 'ping', {});
       expect((await session(dir, false, [['ping', {}]])).code).toBe(0);
-      const writer = await session(dir, true, [['ping', {}]]);
-      expect(writer.code).toBe(2);
-      expect(writer.stderr).toMatch(/is in use by/);
+      const writer = await session(dir, true, [['index/add', { documents: [{ id: 'b', text: 'beta' }] }]]);
+      expect(writer.code, writer.stderr).toBe(0);
+      // The reader follows the writer's write within index.followMs.
+      let id = 2;
+      const served = () => ask(id++, 'retrieve', { query: 'beta', k: 1, mode: 'sparse' });
+      let hits = (await served()).result?.hits;
+      while (hits?.[0]?.id !== 'b#0') hits = (await served()).result?.hits;
     } finally {
       reader.child.stdin.end();
       await reader.exited;
