@@ -1,16 +1,12 @@
 import { capabilityFor, isCoreMethod, METHODS } from '../protocol/method-table.js';
 import { HttpChannel, StdioChannel, type Channel, type Frame } from './channel.js';
-import { RcpError } from './client-errors.js';
+import { RpcError } from '../protocol/errors.js';
 import { DEFAULT_RETRY, retrying, type RetryPolicy } from './retry.js';
 import { RpcErrorCode } from '../protocol/codes.js';
 
-export {
-  ClientTimeoutError,
-  ConnectionClosedError,
-  HttpStatusError,
-  RcpError,
-  UnreadableFrameError,
-} from './client-errors.js';
+export { ClientTimeoutError, ConnectionClosedError, HttpStatusError, UnreadableFrameError } from './client-errors.js';
+/** The wire error type; `RcpError` is the name docs/clients.md publishes for it. */
+export { RpcError, RpcError as RcpError } from '../protocol/errors.js';
 export type { RetryPolicy } from './retry.js';
 
 /**
@@ -22,7 +18,7 @@ export type { RetryPolicy } from './retry.js';
  *   await rcp.close();
  *
  * Calls are capability-gated: a method the server did not advertise fails before any I/O with -32003. Errors are an
- * `RcpError` (`[RCP <code>] <message>`, `.code`, `.data`, `retryable()`, `retryAfterMs()`) or, for failures that
+ * `RpcError` (alias `RcpError`: the answer's `.code`, `.message`, `.data`; `retryable()`, `retryAfterMs()`) or, for failures that
  * never reached an answer, `ConnectionClosedError`, `ClientTimeoutError`, `HttpStatusError`, `UnreadableFrameError`.
  * Retryable errors are retried per §12.2 (never after -32006); an AbortSignal cancels (`notifications/cancel` over
  * stdio, a hang-up over HTTP).
@@ -126,7 +122,7 @@ export class RcpClient {
     );
     // §7.1: a negotiated version below our minimum (1) means abort rather than speak a dialect we do not know.
     if (typeof result.protocolVersion !== 'number' || result.protocolVersion < 1) {
-      throw new RcpError(
+      throw new RpcError(
         RpcErrorCode.VersionMismatch,
         `the server negotiated an unsupported version ${String(result.protocolVersion)}`,
       );
@@ -248,7 +244,7 @@ export class RcpClient {
     if (isCoreMethod(method) && METHODS[method].capability === null) return;
     const capability = capabilityFor(method);
     if (capability === undefined || !(capability in this.capabilities)) {
-      throw new RcpError(RpcErrorCode.CapabilityMissing, 'capability not advertised', {
+      throw new RpcError(RpcErrorCode.CapabilityMissing, 'capability not advertised', {
         retryable: false,
         detail: `'${method}' needs capability '${capability ?? method}', which the server did not advertise`,
       });
@@ -282,7 +278,7 @@ export class RcpClient {
     });
     const error = answer.error as { code?: unknown; message?: unknown; data?: unknown } | undefined;
     if (error !== undefined) {
-      throw new RcpError(
+      throw RpcError.answered(
         Number(error.code),
         String(error.message),
         typeof error.data === 'object' && error.data !== null ? (error.data as Record<string, unknown>) : {},

@@ -8,7 +8,6 @@ import {
   ClientTimeoutError,
   ConnectionClosedError,
   HttpStatusError,
-  RcpError,
   UnreadableFrameError,
 } from '../client/client-errors.js';
 import { DEFAULT_RETRY, retrying } from '../client/retry.js';
@@ -113,7 +112,7 @@ export class Engine implements RemoteEngine {
     try {
       return await retrying(attempt, policy, { signal: options.signal, budgetMs: options.deadlineMs });
     } catch (error) {
-      throw this.#failure(error);
+      throw this.#failure(error, options.signal);
     }
   }
 
@@ -166,7 +165,7 @@ export class Engine implements RemoteEngine {
     try {
       answer = await this.#channel.send(frame, { timeoutMs: Math.max(1, timeoutMs), signal });
     } catch (error) {
-      throw this.#failure(error);
+      throw this.#failure(error, signal);
     }
     if (isJsonObject(answer.error)) {
       const { code, message, data } = answer.error;
@@ -189,18 +188,19 @@ export class Engine implements RemoteEngine {
 
   /**
    * The one place a failure on the client side becomes the gateway's RpcError (§12): no answer in time is -32014, a
-   * cancel -32006, and a connection that died or an answer that is not JSON-RPC -32010 (retryable).
+   * cancel of ours (`signal` aborted) -32006, and a connection that died or an answer that is not JSON-RPC -32010
+   * (retryable). The engine's own error answers pass as they are.
    */
-  #failure(error: unknown): unknown {
+  #failure(error: unknown, signal: AbortSignal | undefined): unknown {
     if (error instanceof ClientTimeoutError) {
       return new RpcError(RpcErrorCode.Timeout, 'timeout', {
         detail: `engine ${this.id}: no answer in ${error.timeoutMs} ms`,
       });
     }
-    if (error instanceof RcpError && error.code === RpcErrorCode.Cancelled) {
+    if (error instanceof RpcError && error.code === RpcErrorCode.Cancelled && signal?.aborted === true) {
       return RpcError.cancelled(`engine ${this.id}: request cancelled`);
     }
-    const unanswered = [ConnectionClosedError, HttpStatusError, UnreadableFrameError, RcpError];
+    const unanswered = [ConnectionClosedError, HttpStatusError, UnreadableFrameError];
     if (unanswered.some((type) => error instanceof type)) {
       return RpcError.backendUnavailable(`engine ${this.id}: ${(error as Error).message}`, 250);
     }
