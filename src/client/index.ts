@@ -1,6 +1,7 @@
 import { capabilityFor, isCoreMethod, METHODS } from '../protocol/method-table.js';
 import { HttpChannel, StdioChannel, type Channel, type Frame } from './channel.js';
 import { RpcError } from '../protocol/errors.js';
+import { Requester } from './requester.js';
 import { DEFAULT_RETRY, retrying, type RetryPolicy } from './retry.js';
 import { RpcErrorCode } from '../protocol/codes.js';
 
@@ -92,13 +93,15 @@ export async function connect(options: ConnectOptions): Promise<RcpClient> {
 }
 
 export class RcpClient {
-  #nextId = 0;
   #info: Record<string, unknown> = {};
+  private readonly requester: Requester;
 
   constructor(
     private readonly channel: Channel,
     private readonly retry: RetryPolicy,
-  ) {}
+  ) {
+    this.requester = new Requester(channel);
+  }
 
   /** What the server said at initialize: `protocolVersion`, `server`, `capabilities`. */
   get info(): Record<string, unknown> {
@@ -257,33 +260,12 @@ export class RcpClient {
     options: CallOptions,
     onNotification?: (frame: Frame) => void,
   ): Promise<Record<string, unknown>> {
-    const id = ++this.#nextId;
-    const progressToken = onNotification === undefined ? undefined : `progress-${id}`;
+    // §13.1: the client's deadline goes with the request, so the server stops in time.
     const meta = {
       ...((params._meta ?? {}) as Record<string, unknown>),
       ...(options.timeoutMs === undefined ? {} : { deadlineMs: options.timeoutMs }),
-      ...(progressToken === undefined ? {} : { progressToken }),
     };
-    const frame = {
-      jsonrpc: '2.0',
-      id,
-      method,
-      params: { ...params, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
-    };
-    const answer = await this.channel.send(frame, {
-      signal: options.signal,
-      timeoutMs: options.timeoutMs,
-      onNotification,
-      progressToken,
-    });
-    const error = answer.error as { code?: unknown; message?: unknown; data?: unknown } | undefined;
-    if (error !== undefined) {
-      throw RpcError.answered(
-        Number(error.code),
-        String(error.message),
-        typeof error.data === 'object' && error.data !== null ? (error.data as Record<string, unknown>) : {},
-      );
-    }
-    return (answer.result ?? {}) as Record<string, unknown>;
+    const sent = { ...params, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) };
+    return this.requester.call(method, sent, { signal: options.signal, timeoutMs: options.timeoutMs, onNotification });
   }
 }
