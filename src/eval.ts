@@ -5,6 +5,8 @@ import type { App } from './app.js';
 import { Requester, SessionChannel } from './client/requester.js';
 import { RpcError } from './protocol/errors.js';
 import type { JsonObject } from './protocol/messages.js';
+import type { Hit } from './protocol/schemas/hit.js';
+import type { ResultOf } from './protocol/schemas/results.js';
 import { bootstrapMean, expectedCalibrationError, type Interval } from './retrieval/calibration.js';
 import { mrr, ndcg, recall } from './retrieval/relevance-metrics.js';
 import { StartupError } from './startup-error.js';
@@ -38,20 +40,11 @@ export interface EvalReport {
   readonly perQuery: Readonly<Record<string, number>>;
 }
 
-/** A returned hit as the eval reads it. */
-export interface JudgedHit {
-  readonly id: string | number;
-  readonly score: number;
-  readonly confidence?: number;
-  readonly scores?: Readonly<Record<string, number>>;
-  readonly chunk?: { readonly docId: string };
-}
-
 /** One judged query's answer: its documents in rank order, the hits, and what is relevant. */
 export interface JudgedAnswer {
   readonly query: string;
   readonly ranked: readonly string[];
-  readonly hits: readonly JudgedHit[];
+  readonly hits: readonly Hit[];
   readonly relevant: ReadonlySet<string>;
 }
 
@@ -97,7 +90,7 @@ export async function runJudged(
     const started = performance.now();
     const result = await called('retrieve', rcp.call('retrieve', { ...request, query: text }));
     const latency = performance.now() - started;
-    const hits = result.hits as JudgedHit[];
+    const { hits } = result as ResultOf<'retrieve'>;
     visit({ query, ranked: hits.map((hit) => hit.chunk?.docId ?? String(hit.id)), hits, relevant }, latency);
   }
 }

@@ -1,6 +1,8 @@
 import { capabilityFor, isCoreMethod, METHODS } from '../protocol/method-table.js';
 import { HttpChannel, StdioChannel, type Channel, type Frame } from './channel.js';
 import { RpcError } from '../protocol/errors.js';
+import type { RetrieveParams } from '../protocol/schemas/params.js';
+import type { ResultOf } from '../protocol/schemas/results.js';
 import { Requester } from './requester.js';
 import { DEFAULT_RETRY, retrying, type RetryPolicy } from './retry.js';
 import { RpcErrorCode } from '../protocol/codes.js';
@@ -54,22 +56,11 @@ export type StreamEvent =
   | { type: 'log'; level: string; message: string; data?: unknown }
   | { type: 'result'; result: Record<string, unknown> };
 
-export interface Hit {
-  id: string | number;
-  score: number;
-  text?: string;
-  meta?: Record<string, unknown>;
-  citation?: Record<string, unknown>;
-  [key: string]: unknown;
-}
-
-export interface RetrieveParams {
-  query: string | Record<string, unknown> | Record<string, unknown>[];
-  k: number;
-  mode?: 'dense' | 'sparse' | 'hybrid';
-  filter?: Record<string, unknown>;
-  [key: string]: unknown;
-}
+/** A §7.7 hit, as protocol/schemas/hit.ts declares it. */
+export type { Hit } from '../protocol/schemas/hit.js';
+/** Each method's params and result, derived from the protocol's one TypeBox declaration of them. */
+export type { RetrieveParams } from '../protocol/schemas/params.js';
+export type { ResultOf } from '../protocol/schemas/results.js';
 
 export async function connect(options: ConnectOptions): Promise<RcpClient> {
   const channel =
@@ -198,43 +189,40 @@ export class RcpClient {
     }
   }
 
-  retrieve(params: RetrieveParams, options?: CallOptions) {
-    return this.request<{ hits: Hit[]; indexVersion?: string; nextCursor?: string; usage?: Record<string, unknown> }>(
-      'retrieve',
-      params,
-      options,
-    );
+  /** §7.7; members beyond RetrieveParams (a vendor's, §4.6) are sent as they are. */
+  retrieve(params: RetrieveParams & Record<string, unknown>, options?: CallOptions) {
+    return this.request<ResultOf<'retrieve'>>('retrieve', params, options);
   }
 
   embed(params: { inputs: unknown[]; kind?: 'query' | 'document'; encoding?: string }, options?: CallOptions) {
-    return this.request<{ vectors: number[][] | string[] }>('embed', params, options);
+    return this.request<ResultOf<'embed'>>('embed', params, options);
   }
 
   embedSparse(params: { texts: string[]; kind?: 'query' | 'document' }, options?: CallOptions) {
-    return this.request<{ sparse: { indices: number[]; values: number[] }[] }>('embed/sparse', params, options);
+    return this.request<ResultOf<'embed/sparse'>>('embed/sparse', params, options);
   }
 
   rerank(params: { query: string; passages: unknown[]; topN?: number; method?: string }, options?: CallOptions) {
-    return this.request<{ scores: number[]; order?: number[] }>('rerank', params, options);
+    return this.request<ResultOf<'rerank'>>('rerank', params, options);
   }
 
   indexAdd(
     params: { documents: { id?: string; text: string; meta?: Record<string, unknown> }[] },
     options?: CallOptions,
   ) {
-    return this.request<{ ids: string[]; chunks?: number }>('index/add', params, options);
+    return this.request<ResultOf<'index/add'>>('index/add', params, options);
   }
 
   indexDelete(params: { ids: string[] }, options?: CallOptions) {
-    return this.request<{ deleted: number }>('index/delete', params, options);
+    return this.request<ResultOf<'index/delete'>>('index/delete', params, options);
   }
 
   catalogList(options?: CallOptions) {
-    return this.request<{ engines: Record<string, unknown>[] }>('catalog/list', {}, options);
+    return this.request<ResultOf<'catalog/list'>>('catalog/list', {}, options);
   }
 
   ping(options?: CallOptions) {
-    return this.request<Record<string, unknown>>('ping', {}, options);
+    return this.request<ResultOf<'ping'>>('ping', {}, options);
   }
 
   /** Ends the connection: stdio closes stdin (the server drains and exits); HTTP has nothing to close. */
