@@ -2,7 +2,11 @@ import { createReadStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { App } from './app.js';
+import { Requester, SessionChannel } from './client/requester.js';
+import { RpcError } from './protocol/errors.js';
 import type { JsonObject } from './protocol/messages.js';
+import type { Hit } from './protocol/schemas/hit.js';
+import type { ResultOf } from './protocol/schemas/results.js';
 import { bootstrapMean, expectedCalibrationError, type Interval } from './retrieval/calibration.js';
 import { mrr, ndcg, recall } from './retrieval/relevance-metrics.js';
 import { StartupError } from './startup-error.js';
@@ -36,20 +40,11 @@ export interface EvalReport {
   readonly perQuery: Readonly<Record<string, number>>;
 }
 
-/** A returned hit as the eval reads it. */
-export interface JudgedHit {
-  readonly id: string | number;
-  readonly score: number;
-  readonly confidence?: number;
-  readonly scores?: Readonly<Record<string, number>>;
-  readonly chunk?: { readonly docId: string };
-}
-
 /** One judged query's answer: its documents in rank order, the hits, and what is relevant. */
 export interface JudgedAnswer {
   readonly query: string;
   readonly ranked: readonly string[];
-  readonly hits: readonly JudgedHit[];
+  readonly hits: readonly Hit[];
   readonly relevant: ReadonlySet<string>;
 }
 
@@ -84,28 +79,29 @@ export async function runJudged(
     if (query === undefined || doc === undefined || !(Number(score) > 0)) continue;
     judgements.set(query, (judgements.get(query) ?? new Set()).add(doc));
   }
-  const session = app.createSession();
-  await session.handle({
-    jsonrpc: '2.0',
-    id: 0,
-    method: 'initialize',
-    params: { protocolVersion: 1, client: { name: 'eval', version: '1' }, capabilities: {} },
-  });
-  let id = 0;
+  const rcp = new Requester(new SessionChannel(app.createSession()));
+  await called(
+    'initialize',
+    rcp.call('initialize', { protocolVersion: 1, client: { name: 'eval', version: '1' }, capabilities: {} }),
+  );
   for (const [query, relevant] of judgements) {
     const text = texts.get(query);
     if (text === undefined) continue;
     const started = performance.now();
-    const reply = (await session.handle({
-      jsonrpc: '2.0',
-      id: ++id,
-      method: 'retrieve',
-      params: { ...request, query: text },
-    })) as { result?: { hits: JudgedHit[] }; error?: unknown };
+    const result = await called('retrieve', rcp.call('retrieve', { ...request, query: text }));
     const latency = performance.now() - started;
-    if (reply.result === undefined) throw new EvalError(`retrieve failed: ${JSON.stringify(reply.error)}`);
-    const hits = reply.result.hits;
+    const { hits } = result as ResultOf<'retrieve'>;
     visit({ query, ranked: hits.map((hit) => hit.chunk?.docId ?? String(hit.id)), hits, relevant }, latency);
+  }
+}
+
+/** A call's result; its error answer as an EvalError naming the method. */
+async function called(method: string, call: Promise<JsonObject>): Promise<JsonObject> {
+  try {
+    return await call;
+  } catch (error) {
+    if (error instanceof RpcError) throw new EvalError(`${method} failed: ${JSON.stringify(error)}`);
+    throw error;
   }
 }
 

@@ -1,12 +1,7 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
-import {
-  ClientTimeoutError,
-  ConnectionClosedError,
-  HttpStatusError,
-  RcpError,
-  UnreadableFrameError,
-} from './client-errors.js';
+import { ClientTimeoutError, ConnectionClosedError, HttpStatusError, UnreadableFrameError } from './client-errors.js';
+import { RpcError } from '../protocol/errors.js';
 import { LineSplitter, type LineEvent } from '../protocol/ndjson.js';
 import { RpcErrorCode } from '../protocol/codes.js';
 
@@ -34,7 +29,7 @@ export interface Channel {
   readonly generation?: number;
 }
 
-const cancelled = () => new RcpError(RpcErrorCode.Cancelled, 'cancelled by the client');
+const cancelled = () => new RpcError(RpcErrorCode.Cancelled, 'cancelled by the client');
 
 /**
  * Rejects when `signal` aborts or `timeoutMs` passes, calling `onGiveUp` (with the reason) first; cleaned up by the

@@ -1,16 +1,15 @@
 import { capabilityFor, isCoreMethod, METHODS } from '../protocol/method-table.js';
 import { HttpChannel, StdioChannel, type Channel, type Frame } from './channel.js';
-import { RcpError } from './client-errors.js';
+import { RpcError } from '../protocol/errors.js';
+import type { RetrieveParams } from '../protocol/schemas/params.js';
+import type { ResultOf } from '../protocol/schemas/results.js';
+import { Requester } from './requester.js';
 import { DEFAULT_RETRY, retrying, type RetryPolicy } from './retry.js';
 import { RpcErrorCode } from '../protocol/codes.js';
 
-export {
-  ClientTimeoutError,
-  ConnectionClosedError,
-  HttpStatusError,
-  RcpError,
-  UnreadableFrameError,
-} from './client-errors.js';
+export { ClientTimeoutError, ConnectionClosedError, HttpStatusError, UnreadableFrameError } from './client-errors.js';
+/** The wire error type; `RcpError` is the name docs/clients.md publishes for it. */
+export { RpcError, RpcError as RcpError } from '../protocol/errors.js';
 export type { RetryPolicy } from './retry.js';
 
 /**
@@ -22,7 +21,7 @@ export type { RetryPolicy } from './retry.js';
  *   await rcp.close();
  *
  * Calls are capability-gated: a method the server did not advertise fails before any I/O with -32003. Errors are an
- * `RcpError` (`[RCP <code>] <message>`, `.code`, `.data`, `retryable()`, `retryAfterMs()`) or, for failures that
+ * `RpcError` (alias `RcpError`: the answer's `.code`, `.message`, `.data`; `retryable()`, `retryAfterMs()`) or, for failures that
  * never reached an answer, `ConnectionClosedError`, `ClientTimeoutError`, `HttpStatusError`, `UnreadableFrameError`.
  * Retryable errors are retried per §12.2 (never after -32006); an AbortSignal cancels (`notifications/cancel` over
  * stdio, a hang-up over HTTP).
@@ -57,22 +56,11 @@ export type StreamEvent =
   | { type: 'log'; level: string; message: string; data?: unknown }
   | { type: 'result'; result: Record<string, unknown> };
 
-export interface Hit {
-  id: string | number;
-  score: number;
-  text?: string;
-  meta?: Record<string, unknown>;
-  citation?: Record<string, unknown>;
-  [key: string]: unknown;
-}
-
-export interface RetrieveParams {
-  query: string | Record<string, unknown> | Record<string, unknown>[];
-  k: number;
-  mode?: 'dense' | 'sparse' | 'hybrid';
-  filter?: Record<string, unknown>;
-  [key: string]: unknown;
-}
+/** A §7.7 hit, as protocol/schemas/hit.ts declares it. */
+export type { Hit } from '../protocol/schemas/hit.js';
+/** Each method's params and result, derived from the protocol's one TypeBox declaration of them. */
+export type { RetrieveParams } from '../protocol/schemas/params.js';
+export type { ResultOf } from '../protocol/schemas/results.js';
 
 export async function connect(options: ConnectOptions): Promise<RcpClient> {
   const channel =
@@ -96,13 +84,15 @@ export async function connect(options: ConnectOptions): Promise<RcpClient> {
 }
 
 export class RcpClient {
-  #nextId = 0;
   #info: Record<string, unknown> = {};
+  private readonly requester: Requester;
 
   constructor(
     private readonly channel: Channel,
     private readonly retry: RetryPolicy,
-  ) {}
+  ) {
+    this.requester = new Requester(channel);
+  }
 
   /** What the server said at initialize: `protocolVersion`, `server`, `capabilities`. */
   get info(): Record<string, unknown> {
@@ -126,7 +116,7 @@ export class RcpClient {
     );
     // §7.1: a negotiated version below our minimum (1) means abort rather than speak a dialect we do not know.
     if (typeof result.protocolVersion !== 'number' || result.protocolVersion < 1) {
-      throw new RcpError(
+      throw new RpcError(
         RpcErrorCode.VersionMismatch,
         `the server negotiated an unsupported version ${String(result.protocolVersion)}`,
       );
@@ -199,43 +189,40 @@ export class RcpClient {
     }
   }
 
-  retrieve(params: RetrieveParams, options?: CallOptions) {
-    return this.request<{ hits: Hit[]; indexVersion?: string; nextCursor?: string; usage?: Record<string, unknown> }>(
-      'retrieve',
-      params,
-      options,
-    );
+  /** §7.7; members beyond RetrieveParams (a vendor's, §4.6) are sent as they are. */
+  retrieve(params: RetrieveParams & Record<string, unknown>, options?: CallOptions) {
+    return this.request<ResultOf<'retrieve'>>('retrieve', params, options);
   }
 
   embed(params: { inputs: unknown[]; kind?: 'query' | 'document'; encoding?: string }, options?: CallOptions) {
-    return this.request<{ vectors: number[][] | string[] }>('embed', params, options);
+    return this.request<ResultOf<'embed'>>('embed', params, options);
   }
 
   embedSparse(params: { texts: string[]; kind?: 'query' | 'document' }, options?: CallOptions) {
-    return this.request<{ sparse: { indices: number[]; values: number[] }[] }>('embed/sparse', params, options);
+    return this.request<ResultOf<'embed/sparse'>>('embed/sparse', params, options);
   }
 
   rerank(params: { query: string; passages: unknown[]; topN?: number; method?: string }, options?: CallOptions) {
-    return this.request<{ scores: number[]; order?: number[] }>('rerank', params, options);
+    return this.request<ResultOf<'rerank'>>('rerank', params, options);
   }
 
   indexAdd(
     params: { documents: { id?: string; text: string; meta?: Record<string, unknown> }[] },
     options?: CallOptions,
   ) {
-    return this.request<{ ids: string[]; chunks?: number }>('index/add', params, options);
+    return this.request<ResultOf<'index/add'>>('index/add', params, options);
   }
 
   indexDelete(params: { ids: string[] }, options?: CallOptions) {
-    return this.request<{ deleted: number }>('index/delete', params, options);
+    return this.request<ResultOf<'index/delete'>>('index/delete', params, options);
   }
 
   catalogList(options?: CallOptions) {
-    return this.request<{ engines: Record<string, unknown>[] }>('catalog/list', {}, options);
+    return this.request<ResultOf<'catalog/list'>>('catalog/list', {}, options);
   }
 
   ping(options?: CallOptions) {
-    return this.request<Record<string, unknown>>('ping', {}, options);
+    return this.request<ResultOf<'ping'>>('ping', {}, options);
   }
 
   /** Ends the connection: stdio closes stdin (the server drains and exits); HTTP has nothing to close. */
@@ -248,7 +235,7 @@ export class RcpClient {
     if (isCoreMethod(method) && METHODS[method].capability === null) return;
     const capability = capabilityFor(method);
     if (capability === undefined || !(capability in this.capabilities)) {
-      throw new RcpError(RpcErrorCode.CapabilityMissing, 'capability not advertised', {
+      throw new RpcError(RpcErrorCode.CapabilityMissing, 'capability not advertised', {
         retryable: false,
         detail: `'${method}' needs capability '${capability ?? method}', which the server did not advertise`,
       });
@@ -261,33 +248,12 @@ export class RcpClient {
     options: CallOptions,
     onNotification?: (frame: Frame) => void,
   ): Promise<Record<string, unknown>> {
-    const id = ++this.#nextId;
-    const progressToken = onNotification === undefined ? undefined : `progress-${id}`;
+    // §13.1: the client's deadline goes with the request, so the server stops in time.
     const meta = {
       ...((params._meta ?? {}) as Record<string, unknown>),
       ...(options.timeoutMs === undefined ? {} : { deadlineMs: options.timeoutMs }),
-      ...(progressToken === undefined ? {} : { progressToken }),
     };
-    const frame = {
-      jsonrpc: '2.0',
-      id,
-      method,
-      params: { ...params, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
-    };
-    const answer = await this.channel.send(frame, {
-      signal: options.signal,
-      timeoutMs: options.timeoutMs,
-      onNotification,
-      progressToken,
-    });
-    const error = answer.error as { code?: unknown; message?: unknown; data?: unknown } | undefined;
-    if (error !== undefined) {
-      throw new RcpError(
-        Number(error.code),
-        String(error.message),
-        typeof error.data === 'object' && error.data !== null ? (error.data as Record<string, unknown>) : {},
-      );
-    }
-    return (answer.result ?? {}) as Record<string, unknown>;
+    const sent = { ...params, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) };
+    return this.requester.call(method, sent, { signal: options.signal, timeoutMs: options.timeoutMs, onNotification });
   }
 }

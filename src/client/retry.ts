@@ -1,5 +1,5 @@
 import { retriesAutomatically, RpcErrorCode } from '../protocol/codes.js';
-import { RcpError } from './client-errors.js';
+import { RpcError } from '../protocol/errors.js';
 
 /**
  * §12.2 retries, one policy for every outgoing call (the typed client's, the gateway's to its engines): only
@@ -14,16 +14,6 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseMs: 100, capMs: 5000 };
 
-/**
- * An error answer, as either side of the protocol holds one: the client's `RcpError` or the server's `RpcError`
- * (both carry the numeric code and the data of the answer). Anything else never reached an answer.
- */
-function answered(error: unknown): { code: number; data: Readonly<Record<string, unknown>> } | undefined {
-  if (!(error instanceof Error) || !('code' in error) || typeof error.code !== 'number') return undefined;
-  const data = 'data' in error && typeof error.data === 'object' && error.data !== null ? error.data : {};
-  return { code: error.code, data: data as Record<string, unknown> };
-}
-
 /** Whether and how long to wait before attempt `attempt + 1`; undefined means give up and rethrow. */
 export function retryDelay(
   error: unknown,
@@ -31,13 +21,12 @@ export function retryDelay(
   policy: RetryPolicy,
   random = Math.random,
 ): number | undefined {
-  const answer = answered(error);
-  if (answer === undefined) return undefined;
-  if (!retriesAutomatically(answer.code, answer.data) || attempt >= policy.attempts) return undefined;
-  if (answer.code === -32603 && attempt > 1) return undefined; // "retry once"
+  // Only an error answer (an RpcError) may be retried: anything else never reached an answer.
+  if (!(error instanceof RpcError)) return undefined;
+  if (!retriesAutomatically(error.code, error.data) || attempt >= policy.attempts) return undefined;
+  if (error.code === -32603 && attempt > 1) return undefined; // "retry once"
 
-  const hinted = answer.data.retryAfterMs;
-  const hint = typeof hinted === 'number' && Number.isFinite(hinted) && hinted >= 0 ? hinted : 0;
+  const hint = error.retryAfterMs() ?? 0;
   const backoff = random() * Math.min(policy.capMs, policy.baseMs * 2 ** (attempt - 1));
   return Math.min(policy.capMs, Math.max(hint, backoff));
 }
@@ -47,7 +36,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const onAbort = () => (
       clearTimeout(timer),
-      reject(new RcpError(RpcErrorCode.Cancelled, 'cancelled by the client'))
+      reject(new RpcError(RpcErrorCode.Cancelled, 'cancelled by the client'))
     );
     const timer = setTimeout(() => (signal?.removeEventListener('abort', onAbort), resolve()), ms);
     signal?.addEventListener('abort', onAbort, { once: true });

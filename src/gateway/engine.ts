@@ -3,12 +3,12 @@ import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { Logger } from '../protocol/logger.js';
 import type { EngineCallOptions, EngineInfo, RemoteEngine } from './remote-engine.js';
-import { HttpChannel, StdioChannel, type Channel, type Frame } from '../client/channel.js';
+import { HttpChannel, StdioChannel, type Channel } from '../client/channel.js';
+import { Requester } from '../client/requester.js';
 import {
   ClientTimeoutError,
   ConnectionClosedError,
   HttpStatusError,
-  RcpError,
   UnreadableFrameError,
 } from '../client/client-errors.js';
 import { DEFAULT_RETRY, retrying } from '../client/retry.js';
@@ -41,7 +41,7 @@ const RESTART = { firstMs: 250, maxMs: 10_000, healthyMs: 60_000 };
  */
 export class Engine implements RemoteEngine {
   readonly #channel: Channel;
-  #nextId = 1;
+  readonly #requester: Requester;
   #info: EngineInfo | undefined;
   #initializedGeneration = -1;
   #initializing: Promise<EngineInfo> | undefined;
@@ -53,6 +53,7 @@ export class Engine implements RemoteEngine {
     channel?: Channel,
   ) {
     this.#channel = channel ?? openChannel(spec, log);
+    this.#requester = new Requester(this.#channel);
   }
 
   get id(): string {
@@ -113,7 +114,7 @@ export class Engine implements RemoteEngine {
     try {
       return await retrying(attempt, policy, { signal: options.signal, budgetMs: options.deadlineMs });
     } catch (error) {
-      throw this.#failure(error);
+      throw this.#failure(error, options.signal);
     }
   }
 
@@ -159,27 +160,27 @@ export class Engine implements RemoteEngine {
     return info;
   }
 
+  /** One request through the client's requester; the engine's error answers checked against the §12 table. */
   async #once(method: string, params: JsonObject, timeoutMs: number, signal?: AbortSignal): Promise<JsonObject> {
-    // §4.7: ids are unique among this client's requests in flight (an engine may keep one session for us).
-    const frame = { jsonrpc: '2.0', id: this.#nextId++, method, params };
-    let answer: Frame;
     try {
-      answer = await this.#channel.send(frame, { timeoutMs: Math.max(1, timeoutMs), signal });
+      return await this.#requester.call(method, params, { timeoutMs: Math.max(1, timeoutMs), signal });
     } catch (error) {
-      throw this.#failure(error);
+      throw this.#answered(error, signal) ?? this.#failure(error, signal);
     }
-    if (isJsonObject(answer.error)) {
-      const { code, message, data } = answer.error;
-      // -32001 after an engine restart we did not see: initialize again on the next attempt.
-      if (code === RpcErrorCode.NotInitialized) this.#initializedGeneration = -1;
-      if (typeof code !== 'number' || !KNOWN_CODES.has(code)) {
-        const text = `engine ${this.id} answered an unknown error code ${String(code)}: ${String(message)}`;
-        throw RpcError.backendUnavailable(text, 1000);
-      }
-      throw new RpcError(code as RpcErrorCode, String(message), isJsonObject(data) ? data : {});
+  }
+
+  /** The engine's own error answer (not a cancel of ours) as the gateway passes it on; undefined for anything else. */
+  #answered(error: unknown, signal: AbortSignal | undefined): RpcError | undefined {
+    if (!(error instanceof RpcError) || (error.code === RpcErrorCode.Cancelled && signal?.aborted === true)) {
+      return undefined;
     }
-    if (!('result' in answer)) throw RpcError.backendUnavailable(`engine ${this.id}: not a JSON-RPC response`, 250);
-    return (answer.result ?? {}) as JsonObject;
+    // -32001 after an engine restart we did not see: initialize again on the next attempt.
+    if (error.code === RpcErrorCode.NotInitialized) this.#initializedGeneration = -1;
+    if (!KNOWN_CODES.has(error.code)) {
+      const text = `engine ${this.id} answered an unknown error code ${String(error.code)}: ${error.message}`;
+      return RpcError.backendUnavailable(text, 1000);
+    }
+    return error;
   }
 
   /** Connections the channel has made: a stdio engine restarted is a new process that must be initialized again. */
@@ -189,18 +190,19 @@ export class Engine implements RemoteEngine {
 
   /**
    * The one place a failure on the client side becomes the gateway's RpcError (§12): no answer in time is -32014, a
-   * cancel -32006, and a connection that died or an answer that is not JSON-RPC -32010 (retryable).
+   * cancel of ours (`signal` aborted) -32006, and a connection that died or an answer that is not JSON-RPC -32010
+   * (retryable). The engine's own error answers pass as they are.
    */
-  #failure(error: unknown): unknown {
+  #failure(error: unknown, signal: AbortSignal | undefined): unknown {
     if (error instanceof ClientTimeoutError) {
       return new RpcError(RpcErrorCode.Timeout, 'timeout', {
         detail: `engine ${this.id}: no answer in ${error.timeoutMs} ms`,
       });
     }
-    if (error instanceof RcpError && error.code === RpcErrorCode.Cancelled) {
+    if (error instanceof RpcError && error.code === RpcErrorCode.Cancelled && signal?.aborted === true) {
       return RpcError.cancelled(`engine ${this.id}: request cancelled`);
     }
-    const unanswered = [ConnectionClosedError, HttpStatusError, UnreadableFrameError, RcpError];
+    const unanswered = [ConnectionClosedError, HttpStatusError, UnreadableFrameError];
     if (unanswered.some((type) => error instanceof type)) {
       return RpcError.backendUnavailable(`engine ${this.id}: ${(error as Error).message}`, 250);
     }

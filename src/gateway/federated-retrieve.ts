@@ -3,6 +3,7 @@ import type { RemoteEngine } from './remote-engine.js';
 import type { RequestContext } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
+import { RetrieveParams } from '../protocol/schemas/params.js';
 import type { MethodDefinition, MethodRegistry } from '../protocol/registry.js';
 import { fuseEngines } from './federated-fusion.js';
 import {
@@ -25,8 +26,12 @@ import {
 } from './federated-hops.js';
 import type { FederationSettings } from './federated-hops.js';
 
-const RetrieveParams = Type.Object({ query: Type.Unknown(), k: Type.Integer({ minimum: 1 }) });
-type RetrieveParams = Static<typeof RetrieveParams>;
+/**
+ * What the gateway reads of a retrieve's params itself: `k`, as protocol/schemas/params.ts declares it, and that a
+ * `query` is there. Each engine validates the whole against that same declaration.
+ */
+const FederatedParams = Type.Composite([Type.Object({ query: Type.Unknown() }), Type.Pick(RetrieveParams, ['k'])]);
+type FederatedParams = Static<typeof FederatedParams>;
 
 const advertised = (engine: RemoteEngine): boolean => isJsonObject(engine.info?.capabilities.retrieve);
 
@@ -51,16 +56,16 @@ export function registerRetrieve(
   // An engine not reached yet is tried too (its call connects first): a dead engine is then named, and a required
   // one fails the query, rather than silently dropping out of the federation.
   const capable = () => engines.filter((engine) => engine.info === undefined || advertised(engine));
-  const definition: MethodDefinition<typeof RetrieveParams> = {
+  const definition: MethodDefinition<typeof FederatedParams> = {
     method: 'retrieve',
-    params: RetrieveParams,
+    params: FederatedParams,
     handler: (params, ctx) => federatedRetrieve(params, ctx, capable(), settings),
   };
   registry.register(definition, retrieveCapability(engines));
 }
 
 async function federatedRetrieve(
-  params: RetrieveParams,
+  params: FederatedParams,
   ctx: RequestContext,
   capable: readonly RemoteEngine[],
   settings: FederationSettings,
@@ -94,7 +99,7 @@ async function federatedRetrieve(
 /** Every target asked at once, each under the forwarded deadline and with §12.2 retries; outcomes in target order. */
 function fanOut(
   targets: readonly RemoteEngine[],
-  params: RetrieveParams,
+  params: FederatedParams,
   ctx: RequestContext,
   hop: Hop,
   settings: FederationSettings,

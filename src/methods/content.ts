@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { UriFetcher } from '../content/index.js';
 import { RpcError } from '../protocol/errors.js';
+import { ContentBlock } from '../protocol/schemas/params.js';
 
 /**
  * §4.8 Content blocks. This server is text-only (no `modalities` advertised, so `["text"]`): a bare string and a
@@ -8,14 +9,6 @@ import { RpcError } from '../protocol/errors.js';
  * block — or a `blob` of a `text/*` type — may instead point at its text with `uri`, which is dereferenced only under
  * the operator's fetch policy (§15.5; off by default: -32602).
  */
-export const ContentBlock = Type.Object({
-  type: Type.String(),
-  text: Type.Optional(Type.String()),
-  mimeType: Type.Optional(Type.String()),
-  data: Type.Optional(Type.String()),
-  uri: Type.Optional(Type.String()),
-});
-
 export const TextInput = Type.Union([Type.String(), ContentBlock]);
 export type TextInput = Static<typeof TextInput>;
 

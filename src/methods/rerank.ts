@@ -2,7 +2,8 @@ import { Type } from '@sinclair/typebox';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
-import { ContentBlock, TextInput, type ContentReader } from './content.js';
+import { ContentBlock } from '../protocol/schemas/params.js';
+import { TextInput, type ContentReader } from './content.js';
 
 /** §6: `rerank.methods` ⊆ these. */
 export type RerankMethod = 'cross-encoder' | 'colbert' | 'llm';

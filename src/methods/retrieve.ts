@@ -1,8 +1,9 @@
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
 import type { CorpusReader } from '../corpus/index.js';
 import type { Encoder } from '../models/index.js';
 import type { RequestContext } from '../protocol/context.js';
 import type { JsonObject } from '../protocol/messages.js';
+import { RetrieveParams } from '../protocol/schemas/params.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 import { TimeSlice } from '../protocol/time-slice.js';
 import { AnswerBudget } from '../retrieval/answer-budget.js';
@@ -22,57 +23,9 @@ import { applyRecency } from '../retrieval/recency.js';
 import { FUSIONS, MODES, resolveOptions, UNITS, type OptionSettings } from '../retrieval/retrieve-options.js';
 import { SessionDedup, type SeenStore } from '../retrieval/session-dedup.js';
 import { rememberReturned, seenBefore, skipSeen } from '../retrieval/session-skip.js';
-import { ContentBlock, type ContentReader } from './content.js';
+import type { ContentReader } from './content.js';
 import type { Reranker } from './rerank.js';
 
-/** §15.5 option names and versions are short: a longer one is -32602 naming it (and is never echoed in a note). */
-const OPTION = 64;
-
-/** Option values are plain strings here, not enums: unsupported ones must reach the handler for §7.7's strict rule. */
-const RetrieveParams = Type.Object({
-  query: Type.Union([Type.String(), ContentBlock, Type.Array(ContentBlock)]),
-  k: Type.Integer({ minimum: 1 }),
-  mode: Type.Optional(Type.String({ maxLength: OPTION })),
-  modality: Type.Optional(Type.String({ maxLength: OPTION })),
-  candidateK: Type.Optional(Type.Integer({ minimum: 1 })),
-  fusion: Type.Optional(
-    Type.Object({
-      method: Type.Optional(Type.String({ maxLength: OPTION })),
-      weights: Type.Optional(Type.Record(Type.String(), Type.Number({ minimum: 0 }), { maxProperties: 16 })),
-      rrfK: Type.Optional(Type.Integer({ minimum: 1 })),
-      alpha: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    }),
-  ),
-  rerank: Type.Optional(
-    Type.Union([
-      Type.Object({
-        method: Type.Optional(Type.String({ maxLength: OPTION })),
-        model: Type.Optional(Type.String({ maxLength: 1024 })),
-        topN: Type.Optional(Type.Integer({ minimum: 1 })),
-      }),
-      Type.Literal(false),
-    ]),
-  ),
-  mmr: Type.Optional(Type.Object({ lambda: Type.Number({ minimum: 0, maximum: 1 }) })),
-  rewrite: Type.Optional(Type.Union([Type.String({ maxLength: OPTION }), Type.Literal(false)])),
-  // §8 a filter is an object, compiled by compileFilter; declared so, `filter: null` is absent (§4.6).
-  filter: Type.Optional(Type.Object({})),
-  minScore: Type.Optional(Type.Number()),
-  recency: Type.Optional(
-    Type.Object({ field: Type.String({ maxLength: 1024 }), halfLifeDays: Type.Number({ exclusiveMinimum: 0 }) }),
-  ),
-  unit: Type.Optional(Type.String({ maxLength: OPTION })),
-  level: Type.Optional(Type.Integer({ minimum: 0 })),
-  tokenBudget: Type.Optional(Type.Integer({ minimum: 1 })),
-  sessionId: Type.Optional(Type.String({ maxLength: 256 })),
-  includeText: Type.Optional(Type.Boolean()),
-  includeVectors: Type.Optional(Type.Boolean()),
-  encoding: Type.Optional(Type.String({ maxLength: OPTION })),
-  seed: Type.Optional(Type.Integer()),
-  indexVersion: Type.Optional(Type.String({ maxLength: OPTION })),
-  strict: Type.Optional(Type.Boolean()),
-  cursor: Type.Optional(Type.String({ maxLength: 4096 })),
-});
 type Params = Static<typeof RetrieveParams>;
 
 const DECLARED = Object.keys(RetrieveParams.properties) as (keyof Params)[];

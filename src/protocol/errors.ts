@@ -38,6 +38,27 @@ export class RpcError extends Error {
     return { code: this.code, message: this.message, data: this.data };
   }
 
+  /**
+   * An error answer as a client receives it (§12.1): its code, message and data as the peer sent them (§12.2
+   * `retryable` filled in from the code's default when the peer left it out). A peer may send a code outside the §12
+   * table (another JSON-RPC server): it is carried as it came, not retryable unless `data.retryable` says so.
+   */
+  static answered(code: number, message: string, data: Record<string, unknown> = {}): RpcError {
+    return new RpcError(code as RpcErrorCode, message, data);
+  }
+
+  /** §12.2: whether an identical request might succeed: `data.retryable` when given, else the code's default. */
+  retryable(): boolean {
+    if (typeof this.data.retryable === 'boolean') return this.data.retryable;
+    return (Object.values(RpcErrorCode) as number[]).includes(this.code) && isRetryable(this.code);
+  }
+
+  /** §12.1 `data.retryAfterMs`: the peer's hint, when it gave a usable one. */
+  retryAfterMs(): number | undefined {
+    const value = this.data.retryAfterMs;
+    return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
+  }
+
   /** The dispatch's conversion (session.ts, its only caller): an RpcError as it is, anything else a bare -32603. */
   static from(cause: unknown): RpcError {
     if (cause instanceof RpcError) return cause;

@@ -1,16 +1,18 @@
 import type { Readable, Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
+import { Requester, SessionChannel } from '../client/requester.js';
+import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { Session } from '../protocol/session.js';
-import { RpcErrorCode } from '../protocol/codes.js';
 import type { Logger } from '../protocol/logger.js';
 import { McpStdioTransport } from './mcp-stdio.js';
 
 /**
  * The MCP bridge (§1.3: an RCP retrieve MAY be exposed as an MCP tool): an MCP server built with the official SDK, over
  * stdio lines bounded as RCP's own (McpStdioTransport), whose tools call this server's own RCP methods on one
- * implicitly initialized session — the same dispatch ladder, validation and limits as any RCP client gets. Tools:
+ * implicitly initialized session through the client's requester — the same dispatch ladder, validation and limits as
+ * any RCP client gets. Tools:
  * - `retrieve`: query, k, mode, filter, tokenBudget in; hits (id, score, text, citation, meta) out, as structured
  *   content and as text;
  * - `index_add` (only when `index.writable`): documents in; ids and chunk count out.
@@ -38,12 +40,12 @@ const Hit = z.object({
 });
 
 export async function serveMcp(options: McpBridgeOptions): Promise<{ closed: Promise<void> }> {
-  const { session } = options;
+  const rcp = new Requester(new SessionChannel(options.session));
   const mcp = new McpServer({ name: `${options.server.name}-mcp`, version: options.server.version });
-  const capabilities = (await rcp(session, 'info', {})).result ?? {};
-  const advertised = isJsonObject(capabilities.capabilities) ? capabilities.capabilities : {};
-  if (isJsonObject(advertised.retrieve)) registerRetrieveTool(mcp, session, advertised.retrieve);
-  if (isJsonObject(advertised.index) && advertised.index.writable === true) registerIndexAddTool(mcp, session);
+  const info = await rcp.call('info', {});
+  const advertised = isJsonObject(info.capabilities) ? info.capabilities : {};
+  if (isJsonObject(advertised.retrieve)) registerRetrieveTool(mcp, rcp, advertised.retrieve);
+  if (isJsonObject(advertised.index) && advertised.index.writable === true) registerIndexAddTool(mcp, rcp);
 
   const transport = new McpStdioTransport(options);
   const closed = new Promise<void>((resolve) => {
@@ -58,7 +60,7 @@ export async function serveMcp(options: McpBridgeOptions): Promise<{ closed: Pro
 }
 
 /** The `retrieve` tool, shaped by the server's advertised retrieve capability (its maxK and modes). */
-function registerRetrieveTool(mcp: McpServer, session: Session, retrieveCapability: JsonObject): void {
+function registerRetrieveTool(mcp: McpServer, rcp: Requester, retrieveCapability: JsonObject): void {
   const maxK = typeof retrieveCapability.maxK === 'number' ? retrieveCapability.maxK : 100;
   const modes = Array.isArray(retrieveCapability.modes) ? retrieveCapability.modes.map(String) : [];
   mcp.registerTool(
@@ -88,32 +90,30 @@ function registerRetrieveTool(mcp: McpServer, session: Session, retrieveCapabili
       outputSchema: { hits: z.array(Hit), indexVersion: z.string().optional() },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async (args) => {
-      const answer = await rcp(session, 'retrieve', args);
-      if (answer.error !== undefined) return toolError(answer.error);
-      const result = answer.result ?? {};
-      const hits = (Array.isArray(result.hits) ? result.hits : []).filter(isJsonObject).map(toHit);
-      const structured = {
-        hits,
-        ...(typeof result.indexVersion === 'string' ? { indexVersion: result.indexVersion } : {}),
-      };
-      return {
-        structuredContent: structured,
-        content: [
-          {
-            type: 'text' as const,
-            text:
-              hits.map((hit, i) => `[${i + 1}] ${hit.id} (${hit.score.toFixed(3)}) ${hit.text ?? ''}`).join('\n') ||
-              'no hits',
-          },
-        ],
-      };
-    },
+    (args) =>
+      answering(rcp.call('retrieve', args), (result) => {
+        const hits = (Array.isArray(result.hits) ? result.hits : []).filter(isJsonObject).map(toHit);
+        const structured = {
+          hits,
+          ...(typeof result.indexVersion === 'string' ? { indexVersion: result.indexVersion } : {}),
+        };
+        return {
+          structuredContent: structured,
+          content: [
+            {
+              type: 'text' as const,
+              text:
+                hits.map((hit, i) => `[${i + 1}] ${hit.id} (${hit.score.toFixed(3)}) ${hit.text ?? ''}`).join('\n') ||
+                'no hits',
+            },
+          ],
+        };
+      }),
   );
 }
 
 /** The `index_add` tool, offered only when the index is advertised writable. */
-function registerIndexAddTool(mcp: McpServer, session: Session): void {
+function registerIndexAddTool(mcp: McpServer, rcp: Requester): void {
   mcp.registerTool(
     'index_add',
     {
@@ -128,37 +128,37 @@ function registerIndexAddTool(mcp: McpServer, session: Session): void {
       outputSchema: { ids: z.array(z.string()), chunks: z.number().int().optional() },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     },
-    async (args) => {
-      const answer = await rcp(session, 'index/add', args);
-      if (answer.error !== undefined) return toolError(answer.error);
-      const result = answer.result ?? {};
-      const ids = (Array.isArray(result.ids) ? result.ids : []).map(String);
-      const structured = { ids, ...(typeof result.chunks === 'number' ? { chunks: result.chunks } : {}) };
-      return { structuredContent: structured, content: [{ type: 'text' as const, text: `added ${ids.join(', ')}` }] };
-    },
+    (args) =>
+      answering(rcp.call('index/add', args), (result) => {
+        const ids = (Array.isArray(result.ids) ? result.ids : []).map(String);
+        const structured = { ids, ...(typeof result.chunks === 'number' ? { chunks: result.chunks } : {}) };
+        return { structuredContent: structured, content: [{ type: 'text' as const, text: `added ${ids.join(', ')}` }] };
+      }),
   );
 }
 
-let nextId = 0;
-
-/** One RCP request on the session; the answer's result or error. */
-async function rcp(
-  session: Session,
-  method: string,
-  params: JsonObject,
-): Promise<{ result?: JsonObject; error?: { code: number; message: string; data?: unknown } }> {
-  const reply = await session.handle({ jsonrpc: '2.0', id: `mcp-${++nextId}`, method, params });
-  const answer = (Array.isArray(reply) ? reply[0] : reply) as
-    { result?: JsonObject; error?: { code: number; message: string; data?: unknown } } | undefined;
-  return answer ?? { error: { code: RpcErrorCode.InternalError, message: 'no answer' } };
+/** A tool's answer: its result shaped by `shape`, or its RCP error answer as a tool error. */
+async function answering<T>(call: Promise<JsonObject>, shape: (result: JsonObject) => T): Promise<T | ToolError> {
+  try {
+    return shape(await call);
+  } catch (error) {
+    if (error instanceof RpcError) return toolError(error);
+    throw error;
+  }
 }
 
-function toolError(error: { code: number; message: string; data?: unknown }) {
-  const detail = isJsonObject(error.data) && typeof error.data.detail === 'string' ? `: ${error.data.detail}` : '';
+interface ToolError {
+  [key: string]: unknown;
+  isError: true;
+  content: { type: 'text'; text: string }[];
+}
+
+function toolError(error: RpcError): ToolError {
+  const detail = typeof error.data.detail === 'string' ? `: ${error.data.detail}` : '';
   return {
     isError: true,
     // No structured content: clients check it against the tool's output schema, errors included.
-    content: [{ type: 'text' as const, text: `[RCP ${error.code}] ${error.message}${detail}` }],
+    content: [{ type: 'text', text: `[RCP ${error.code}] ${error.message}${detail}` }],
   };
 }
 

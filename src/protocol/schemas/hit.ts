@@ -64,9 +64,10 @@ export const Hit = Type.Object({
   unit: Type.Optional(OneOf(UNITS)),
   // §7.7.2: level 0 is the leaf layer; higher levels are more summarised.
   level: Type.Optional(Type.Integer({ minimum: 0 })),
-  meta: Type.Optional(Type.Object({})),
+  // Open objects typed as records: `Static` would make them `{}`, which no reader could index.
+  meta: Type.Optional(Type.Unsafe<Record<string, unknown>>(Type.Object({}))),
   vector: Type.Optional(Type.Array(Type.Number())),
-  scores: Type.Optional(Type.Object({}, { additionalProperties: Type.Number() })),
+  scores: Type.Optional(Type.Unsafe<Record<string, number>>(Type.Object({}, { additionalProperties: Type.Number() }))),
   citation: Type.Optional(Citation),
   provenance: Type.Optional(Provenance),
   trust: Type.Optional(Trust),

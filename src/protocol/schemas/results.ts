@@ -1,4 +1,4 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { isCoreMethod, isVendorMethod, type CoreMethod } from '../method-table.js';
 import { Capabilities, InitializeResult, PeerInfo } from './capabilities.js';
 import { Hit } from './hit.js';
@@ -49,7 +49,8 @@ const RetrieveResult = Type.Object({
   hits: Type.Array(Hit),
   nextCursor: Type.Optional(Type.String()),
   indexVersion: Type.Optional(Type.String()),
-  usage: Type.Optional(Type.Object({})),
+  // An open object typed as a record (as hit.ts `meta`): `Static` would make it `{}`, which no reader could index.
+  usage: Type.Optional(Type.Unsafe<Record<string, unknown>>(Type.Object({}))),
   rewrittenQuery: Type.Optional(Type.String()),
 });
 
@@ -135,8 +136,11 @@ const MemoryRecallResult = Type.Object({
 /** §7.12 `shutdown` answers `{}`; any object, as every result may carry more (§4.6). */
 const AnyResult = Type.Object({});
 
-/** The result schema of every RCP method (§7), one entry per method of the method table. */
-export const RESULTS: Readonly<Record<CoreMethod, TSchema>> = {
+/**
+ * The result schema of every RCP method (§7), one entry per method of the method table: what tests check every
+ * answer against, and, through `ResultOf`, the typed client's result types.
+ */
+export const RESULTS = {
   initialize: InitializeResult,
   info: InitializeResult,
   ping: PingResult,
@@ -154,7 +158,10 @@ export const RESULTS: Readonly<Record<CoreMethod, TSchema>> = {
   feedback: FeedbackResult,
   'memory/build': MemoryBuildResult,
   'memory/recall': MemoryRecallResult,
-};
+} as const satisfies Readonly<Record<CoreMethod, TSchema>>;
+
+/** The TypeScript type of `method`'s result, derived from its schema. */
+export type ResultOf<M extends CoreMethod> = Static<(typeof RESULTS)[M]>;
 
 /**
  * The schema of `method`'s result: its §7 shape, any object for an `x-<vendor>/` method (§6.2), undefined for a

@@ -1,0 +1,66 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/**
+ * The params of the methods whose params are declared for more than the server's own validation: one TypeBox
+ * declaration each, from which the server's validator (ajv), the typed client's types (`Static`) and the gateway's
+ * checks all derive.
+ */
+
+/** §4.8 a Content block as a client sends it (methods/content.ts reads it; this server is text-only). */
+export const ContentBlock = Type.Object({
+  type: Type.String(),
+  text: Type.Optional(Type.String()),
+  mimeType: Type.Optional(Type.String()),
+  data: Type.Optional(Type.String()),
+  uri: Type.Optional(Type.String()),
+});
+
+/** §15.5 option names and versions are short: a longer one is -32602 naming it (and is never echoed in a note). */
+const OPTION = 64;
+
+/** Option values are plain strings here, not enums: unsupported ones must reach the handler for §7.7's strict rule. */
+export const RetrieveParams = Type.Object({
+  query: Type.Union([Type.String(), ContentBlock, Type.Array(ContentBlock)]),
+  k: Type.Integer({ minimum: 1 }),
+  mode: Type.Optional(Type.String({ maxLength: OPTION })),
+  modality: Type.Optional(Type.String({ maxLength: OPTION })),
+  candidateK: Type.Optional(Type.Integer({ minimum: 1 })),
+  fusion: Type.Optional(
+    Type.Object({
+      method: Type.Optional(Type.String({ maxLength: OPTION })),
+      weights: Type.Optional(Type.Record(Type.String(), Type.Number({ minimum: 0 }), { maxProperties: 16 })),
+      rrfK: Type.Optional(Type.Integer({ minimum: 1 })),
+      alpha: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    }),
+  ),
+  rerank: Type.Optional(
+    Type.Union([
+      Type.Object({
+        method: Type.Optional(Type.String({ maxLength: OPTION })),
+        model: Type.Optional(Type.String({ maxLength: 1024 })),
+        topN: Type.Optional(Type.Integer({ minimum: 1 })),
+      }),
+      Type.Literal(false),
+    ]),
+  ),
+  mmr: Type.Optional(Type.Object({ lambda: Type.Number({ minimum: 0, maximum: 1 }) })),
+  rewrite: Type.Optional(Type.Union([Type.String({ maxLength: OPTION }), Type.Literal(false)])),
+  // §8 a filter is an object, compiled by compileFilter; declared so, `filter: null` is absent (§4.6).
+  filter: Type.Optional(Type.Object({})),
+  minScore: Type.Optional(Type.Number()),
+  recency: Type.Optional(
+    Type.Object({ field: Type.String({ maxLength: 1024 }), halfLifeDays: Type.Number({ exclusiveMinimum: 0 }) }),
+  ),
+  unit: Type.Optional(Type.String({ maxLength: OPTION })),
+  level: Type.Optional(Type.Integer({ minimum: 0 })),
+  tokenBudget: Type.Optional(Type.Integer({ minimum: 1 })),
+  sessionId: Type.Optional(Type.String({ maxLength: 256 })),
+  includeText: Type.Optional(Type.Boolean()),
+  includeVectors: Type.Optional(Type.Boolean()),
+  encoding: Type.Optional(Type.String({ maxLength: OPTION })),
+  seed: Type.Optional(Type.Integer()),
+  indexVersion: Type.Optional(Type.String({ maxLength: OPTION })),
+  strict: Type.Optional(Type.Boolean()),
+  cursor: Type.Optional(Type.String({ maxLength: 4096 })),
+});
+export type RetrieveParams = Static<typeof RetrieveParams>;
