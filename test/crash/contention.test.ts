@@ -128,7 +128,7 @@ describe('crash safety under contention (SIGKILL during concurrent upserts of th
           expect(allowed, `run ${run}: ${id}`).toContain(stored);
           lastAcknowledged.set(id, stored);
         }
-        if (ingested) await corpus.delete(['from-ingest']);
+        await corpus.delete([INGESTED._id]); // the next run ingests it again
         const stats = await corpus.stats();
         expect(stats.dense).toBe(stats.chunks);
         expect(stats.lexical).toBe(stats.chunks);
