@@ -93,8 +93,12 @@ function tryExclusive(db: Database.Database): boolean {
     db.exec('COMMIT');
     return true;
   } catch (error) {
-    if (sqliteCode(error) === 'SQLITE_BUSY') return false;
-    throw error;
+    if (sqliteCode(error) !== 'SQLITE_BUSY') throw error;
+    // The attempt left a PENDING lock that EXCLUSIVE locking mode would keep, keeping every other process from
+    // reading: in NORMAL mode, the next read lets it go.
+    db.pragma('locking_mode = NORMAL');
+    read(db);
+    return false;
   }
 }
 
