@@ -45,17 +45,20 @@ async function timeToReady(dir: string, encoder: UseLiteEncoder): Promise<{ ms: 
   return { ms: performance.now() - started, corpus };
 }
 
-async function restart(encoder: UseLiteEncoder): Promise<void> {
+/**
+ * A data dir holding `chunks` synthetic one-chunk documents (SciFact sentences, random unit vectors), written to the
+ * store directly (the write path minus embedding), 1000 per transaction; no saved dense index.
+ */
+export async function syntheticDir(encoder: UseLiteEncoder, chunks: number): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'rcp-bench-corpus-'));
   const sentences = scifact()
     .flatMap((doc) => doc.text.split(/(?<=\.)\s+/))
     .filter((s) => s.length > 40);
-  // Fill the store directly (the write path minus embedding), 1000 documents per transaction.
   const seed = new Corpus(settings(dir), encoder, silent);
   await seed.ready;
   const filling = performance.now();
-  for (let start = 0; start < CHUNKS; start += 1000) {
-    const documents = Array.from({ length: Math.min(1000, CHUNKS - start) }, (_, i) => {
+  for (let start = 0; start < chunks; start += 1000) {
+    const documents = Array.from({ length: Math.min(1000, chunks - start) }, (_, i) => {
       const n = start + i;
       const text = `${sentences[n % sentences.length]!} ${sentences[(n * 7) % sentences.length]!}`;
       return {
@@ -69,11 +72,15 @@ async function restart(encoder: UseLiteEncoder): Promise<void> {
     });
     await seed.store.upsert(documents);
   }
-  console.log(`  (filled ${CHUNKS} chunks into the store in ${((performance.now() - filling) / 1000).toFixed(1)} s)`);
+  console.log(`  (filled ${chunks} chunks into the store in ${((performance.now() - filling) / 1000).toFixed(1)} s)`);
   await seed.close();
   // The seed applied nothing to its dense index, so whatever it saved is not the corpus: remove it.
   for (const name of readdirSync(dir)) if (name.endsWith('.hnsw')) rmSync(join(dir, name));
+  return dir;
+}
 
+async function restart(encoder: UseLiteEncoder): Promise<void> {
+  const dir = await syntheticDir(encoder, CHUNKS);
   const rebuild = await timeToReady(dir, encoder);
   const stats = await rebuild.corpus.stats();
   await rebuild.corpus.close(); // saves dense-<seq>.hnsw

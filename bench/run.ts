@@ -18,7 +18,9 @@
  * replaced, at the thread settings each ran with by default; RCP_BENCH_DOCS, default 512), shared-state (Redis
  * frozen vs healthy under rate limits, a session shut down through another replica, a replica whose store is down
  * at start; needs redis-server and postgresql) and burst (RSS after 30 concurrent 15 MB bodies: peak, and every 5 s
- * after, against idle; where the resident bytes are) and request-path (an HTTP request's way in, from the request
+ * after, against idle; where the resident bytes are) and processes (many processes over one data dir: a new
+ * process ready beside one serving 100k chunks against one started alone, write-to-visible lag between them) and
+ * request-path (an HTTP request's way in, from the request
  * listener to the session: functions entered, files, returns to a file left, callbacks up). The suites that read SciFact take its folder from
  * `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact.
  */
@@ -38,6 +40,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   connections: async () => (await import('./connections.js')).benchConnections(),
   fairness: async () => (await import('./fairness.js')).benchFairness(),
   replicas: async () => (await import('./replicas.js')).benchReplicas(),
+  processes: async () => (await import('./processes.js')).benchProcesses(),
   http: async () => (await import('./http.js')).benchHttp(),
   peers: async () => (await import('./peers.js')).benchPeers(),
   ingest: async () => (await import('./encoder-ingest.js')).benchIngest(),

@@ -1,0 +1,93 @@
+/**
+ * Many processes over one data dir (docs/architecture.md §5), as ratios to baselines measured in the same run:
+ *
+ * 1. A new process ready beside another that serves a dir of RCP_BENCH_CHUNKS (default 100,000) chunks, against the
+ *    same process started alone on that dir (both load the saved dense index and rebuild the lexical one).
+ * 2. Write-to-visible lag: index/add through one HTTP server, then how long until another serving the same dir serves
+ *    the document (polled every 2 ms), against the write's own round trip.
+ */
+import { rmSync } from 'node:fs';
+import { startHttpProcess, type ServerProcess } from '../test/helpers/processes.js';
+import { syntheticDir } from './corpus.js';
+import { benchEncoder } from './settings.js';
+
+const CHUNKS = Number(process.env.RCP_BENCH_CHUNKS ?? 100_000);
+const SAMPLES = 40;
+
+async function call(origin: string, method: string, params: object): Promise<Record<string, unknown>> {
+  const response = await fetch(`${origin}/rcp/${method}`, {
+    method: 'POST',
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const frame = (await response.json()) as { result?: Record<string, unknown>; error?: unknown };
+  if (frame.result === undefined) throw new Error(`${method}: ${JSON.stringify(frame.error)}`);
+  return frame.result;
+}
+
+/** Spawned, listening and ready (GET /readyz 200): the milliseconds it took, and the server. */
+async function timedStart(dir: string): Promise<{ ms: number; server: ServerProcess }> {
+  const started = performance.now();
+  const server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir]);
+  return { ms: performance.now() - started, server };
+}
+
+const percentile = (sorted: readonly number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+
+const line = (label: string, samples: number[], baseline: number) => {
+  samples.sort((a, b) => a - b);
+  const p50 = percentile(samples, 0.5);
+  const p99 = percentile(samples, 0.99);
+  console.log(
+    `  ${label.padEnd(34)} p50 ${p50.toFixed(1).padStart(7)} ms  p99 ${p99.toFixed(1).padStart(7)} ms  ratio ${(p50 / baseline).toFixed(3)}`,
+  );
+  return p50;
+};
+
+async function lag(writer: string, reader: string): Promise<void> {
+  const writes: number[] = [];
+  const visible: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const word = `lagword${i}x${Date.now()}`;
+    const sent = performance.now();
+    await call(writer, 'index/add', { documents: [{ id: `lag-${i}`, text: `${word} measured` }] });
+    const acknowledged = performance.now();
+    writes.push(acknowledged - sent);
+    for (;;) {
+      const result = await call(reader, 'retrieve', { query: word, k: 1, mode: 'sparse' });
+      if ((result.hits as unknown[]).length > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    visible.push(performance.now() - acknowledged);
+  }
+  console.log(
+    `write-to-visible lag in another process of the dir, ${SAMPLES} writes (ratio to the write's round trip)`,
+  );
+  const baseline = line("index/add round trip (the writer's)", writes, 1);
+  line('acknowledged -> served by the other', visible, baseline);
+}
+
+export async function benchProcesses(): Promise<void> {
+  const encoder = await benchEncoder();
+  const dir = await syntheticDir(encoder, CHUNKS);
+  await encoder.close();
+  const servers: ServerProcess[] = [];
+  try {
+    const rebuilt = await timedStart(dir); // no saved index yet: it builds and, stopped, saves one
+    await rebuilt.server.stop();
+    const alone = await timedStart(dir);
+    servers.push(alone.server);
+    const beside = await timedStart(dir);
+    servers.push(beside.server);
+    console.log(`a process ready on a dir of ${CHUNKS} chunks (ratio to one started alone on it, same run)`);
+    console.log(`  first start (dense index rebuilt)  ${(rebuilt.ms / 1000).toFixed(1).padStart(6)} s`);
+    console.log(`  alone (saved index loaded)         ${(alone.ms / 1000).toFixed(1).padStart(6)} s  ratio 1.000`);
+    console.log(
+      `  beside a process serving the dir   ${(beside.ms / 1000).toFixed(1).padStart(6)} s  ratio ${(beside.ms / alone.ms).toFixed(3)}`,
+    );
+    await lag(alone.server.origin, beside.server.origin);
+  } finally {
+    await Promise.all(servers.map((server) => server.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
