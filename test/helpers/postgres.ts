@@ -49,7 +49,7 @@ export class PostgresCluster {
     tool('initdb', ['-D', dir, '-U', 'rcp', '-A', 'trust', '--no-sync', '-E', 'UTF8']);
     const cluster = new PostgresCluster(dir, await freePort());
     cluster.#configure();
-    cluster.start();
+    cluster.#startOrDestroy();
     return cluster;
   }
 
@@ -66,8 +66,19 @@ export class PostgresCluster {
     writeFileSync(join(this.dir, 'postgresql.auto.conf'), `${settings.join('\n')}\n`, { flag: 'a' });
   }
 
+  /** Starts the cluster and waits (pg_ctl -w) until it accepts connections, within 90 s. */
   start(): void {
-    tool('pg_ctl', ['-D', this.dir, '-w', '-t', '60', '-l', join(this.dir, '..', 'log'), 'start']);
+    tool('pg_ctl', ['-D', this.dir, '-w', '-t', '90', '-l', join(this.dir, '..', 'log'), 'start']);
+  }
+
+  /** A cluster that does not come up is stopped and removed: pg_ctl giving up leaves the server it started running. */
+  #startOrDestroy(): void {
+    try {
+      this.start();
+    } catch (error) {
+      this.destroy();
+      throw error;
+    }
   }
 
   /** A clean (fast) shutdown: connections are cut, the cluster is consistent. */
@@ -81,7 +92,7 @@ export class PostgresCluster {
     tool('pg_basebackup', ['-h', '127.0.0.1', '-p', String(this.port), '-U', 'rcp', '-D', dir, '-R', '-X', 'stream']);
     const standby = new PostgresCluster(dir, await freePort());
     standby.#configure();
-    standby.start();
+    standby.#startOrDestroy();
     return standby;
   }
 

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer } from 'node:net';
+import { end, track, until, untilLogged } from './children.js';
 import { ROOT } from './wire.js';
 
 /** A port nobody listens on right now (for servers that must know each other's address before they start). */
@@ -23,29 +24,34 @@ export interface ServerProcess {
 /**
  * Runs `node bin/rcp-server.js ARGS...` with `env` over HTTP and waits until it logs that it listens, then (unless
  * `ready` is false: a server expected never to be ready) until `GET /readyz` says ready — a test must not race the
- * server's own start-up (models and corpus loading).
+ * server's own start-up (models and corpus loading). Each wait is for the event, within EVENT_TIMEOUT_MS. The process
+ * is tracked from the moment it is spawned: a start that fails ends it before the error reaches the test, and one
+ * the test never stops is ended when the file's tests are done (children.ts).
  */
 export async function startHttpProcess(
   args: readonly string[],
   env: NodeJS.ProcessEnv = {},
   { ready = true, monitorKey }: { ready?: boolean; monitorKey?: string | undefined } = {},
 ): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['bin/rcp-server.js', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, RCP_LOG_LEVEL: 'info', ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = track(
+    spawn(process.execPath, ['bin/rcp-server.js', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, RCP_LOG_LEVEL: 'info', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    }),
+  );
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
-  let origin: string | undefined;
-  for (let i = 0; i < 1200 && origin === undefined; i++) {
-    origin = /"address":"(http:\/\/[^"]+)"/.exec(stderr)?.[1];
-    if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited ${child.exitCode}: ${stderr}`);
-    if (origin === undefined) await new Promise((resolve) => setTimeout(resolve, 25));
+  const server = { child, stderr: () => stderr };
+  let origin: string;
+  try {
+    origin = (await untilLogged(server, /"address":"(http:\/\/[^"]+)"/))[1]!;
+    if (ready) await untilReady(origin, monitorKey, () => `${args.join(' ')}: ${stderr}`);
+  } catch (error) {
+    await end(child);
+    throw new Error(`${args.join(' ')}: ${(error as Error).message}`);
   }
-  if (origin === undefined) throw new Error(`${args.join(' ')} never listened: ${stderr}`);
-  if (ready) await untilReady(origin, monitorKey, () => `${args.join(' ')}: ${stderr}`);
   return {
     child,
     origin,
@@ -59,17 +65,14 @@ export async function startHttpProcess(
 
 /**
  * Polls `GET /readyz` until 200 (with `monitorKey` where the server has keys); fails (with `describe()`) if the
- * server is not ready within a minute.
+ * server is not ready within EVENT_TIMEOUT_MS.
  */
 async function untilReady(origin: string, monitorKey: string | undefined, describe: () => string): Promise<void> {
   const headers: Record<string, string> = monitorKey === undefined ? {} : { authorization: `Bearer ${monitorKey}` };
-  for (let i = 0; i < 600; i++) {
-    const status = await fetch(`${origin}/readyz`, { headers }).then(
-      (response) => response.status,
-      () => 0,
+  const ready = () =>
+    fetch(`${origin}/readyz`, { headers }).then(
+      (response) => response.status === 200,
+      () => false,
     );
-    if (status === 200) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`never ready: ${describe()}`);
+  await until(ready, () => `never ready: ${describe()}`, { intervalMs: 100 });
 }

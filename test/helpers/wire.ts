@@ -8,6 +8,7 @@ import { DERIVED_ENVIRONMENT, ENVIRONMENT, loadConfig, type ConfigOverrides } fr
 import { parseFrame, serialize } from '../../src/protocol/frames.js';
 import type { Session } from '../../src/protocol/session.js';
 import { registerTestMethods } from '../fixtures/test-methods.js';
+import { EVENT_TIMEOUT_MS, track } from './children.js';
 import { assertValidFrame } from './schema.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -110,7 +111,11 @@ class Inbox {
     this.#waiters.splice(0).forEach((wake) => wake());
   }
 
-  async take(match: (frame: Frame | Frame[]) => boolean, what: string, timeoutMs = 10_000): Promise<Frame | Frame[]> {
+  async take(
+    match: (frame: Frame | Frame[]) => boolean,
+    what: string,
+    timeoutMs = EVENT_TIMEOUT_MS,
+  ): Promise<Frame | Frame[]> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const index = this.#responses.findIndex(match);
@@ -184,12 +189,15 @@ export interface StdioChild {
   exited: Promise<number | null>;
 }
 
-/** Spawns the stdio fixture server (real transport, real process) with RCP_* settings from `config`. */
+/**
+ * Spawns the stdio fixture server (real transport, real process) with RCP_* settings from `config`; it is ended when
+ * the file's tests are done if the test has not stopped it (children.ts).
+ */
 export function spawnStdio(options: ServerOptions = {}, argv?: string[]): StdioChild {
   const env: NodeJS.ProcessEnv = { ...process.env, RCP_LOG_LEVEL: 'warn' };
   for (const [path, value] of Object.entries({ ...defaults(), ...options.config })) setEnv(env, path, value);
   const args = argv ?? ['--import', 'tsx', 'test/fixtures/serve-stdio.ts'];
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = track(spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] }));
   // A test may outlive the child (it exits after shutdown); late writes must not crash the runner.
   child.stdin.on('error', () => undefined);
   let stderr = '';
@@ -241,9 +249,14 @@ function stdio(options: ServerOptions): Connection {
     inbox,
     async () => {
       server.child.stdin.end();
-      const code = await Promise.race([server.exited, new Promise((resolve) => setTimeout(resolve, 5_000, 'timeout'))]);
+      // §5.1 end of input: the server drains and exits; a bound against a hang, not a figure for how fast.
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise((resolve) => (timer = setTimeout(resolve, EVENT_TIMEOUT_MS, 'timeout')));
+      const code = await Promise.race([server.exited, bound]).finally(() => clearTimeout(timer));
       if (code === 'timeout') server.child.kill('SIGKILL');
       if (failures.length > 0) throw failures[0];
+      if (code === 'timeout')
+        throw new Error(`stdio server did not exit within ${EVENT_TIMEOUT_MS} ms of end of input`);
       if (code !== 0) throw new Error(`stdio server exited with ${String(code)}: ${server.stderr()}`);
     },
   );

@@ -3,6 +3,7 @@ import { connect as tcp, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../helpers/children.js';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js';
 
@@ -94,12 +95,16 @@ describe('a stdio client pipelining thousands of requests', () => {
   it('is read only as fast as it is answered: RSS stays near idle, every request is answered', async () => {
     const config = { 'models.encoder': 'use-lite', 'limits.maxInFlightPerConnection': 16 };
     const dir = mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
-    const { child, exited } = spawnStdio({ config }, ['bin/rcp-server.js', 'serve', '--stdio', '--data', dir]);
+    const server = spawnStdio({ config }, ['bin/rcp-server.js', 'serve', '--stdio', '--data', dir]);
+    const { child, exited } = server;
     const frames: Frame[] = [];
     readFrames(child, (frame) => frames.push(frame as Frame));
     child.stdin.write(`${JSON.stringify(request(0, 'initialize', { protocolVersion: 1, capabilities: {} }))}\n`);
     child.stdin.write(`${JSON.stringify(request('warm', 'embed', { inputs: ['warm up the model'] }))}\n`);
-    while (frames.length < 2) await new Promise((resolve) => setTimeout(resolve, 50));
+    await until(
+      () => frames.length >= 2,
+      () => `not warmed up: ${server.stderr()}`,
+    );
     const idle = rss(child.pid!);
     const inputs = ['pipelined text', 'another pipelined text'];
     const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify(request(i + 1, 'embed', { inputs })));
@@ -120,7 +125,8 @@ describe('a stdio client that stops reading its answers', () => {
   it('gets no more work done than it reads: 250 vector-laden retrieves in one write keep RSS under 2× idle', async () => {
     const config = { 'models.encoder': 'use-lite', 'limits.maxInFlightPerConnection': 16 };
     const dir = mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
-    const { child, exited } = spawnStdio({ config }, ['bin/rcp-server.js', 'serve', '--stdio', '--data', dir]);
+    const server = spawnStdio({ config }, ['bin/rcp-server.js', 'serve', '--stdio', '--data', dir]);
+    const { child, exited } = server;
     const frames: Frame[] = [];
     readFrames(child, (frame) => frames.push(frame as Frame));
     const send = (id: number | string, method: string, params: object) =>
@@ -129,7 +135,10 @@ describe('a stdio client that stops reading its answers', () => {
     const documents = Array.from({ length: 200 }, (_, i) => ({ id: `d${i}`, text: `document ${i} about proteins` }));
     send('add', 'index/add', { documents });
     send('warm', 'retrieve', { query: 'protein', k: 200, includeVectors: true });
-    while (frames.length < 3) await new Promise((resolve) => setTimeout(resolve, 50));
+    await until(
+      () => frames.length >= 3,
+      () => `not warmed up: ${server.stderr()}`,
+    );
     const idle = rss(child.pid!);
     // Each answer holds 200 vectors of 512 numbers (about 2 MB of JSON): 250 of them held at once would be 500 MB.
     child.stdout.pause();

@@ -3,6 +3,7 @@ import { connect as tcp } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../helpers/children.js';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 import { request, type Frame } from '../helpers/wire.js';
 
@@ -131,10 +132,7 @@ function longTexts(holder: number): string[] {
 
 /** Probes with a retrieve until one is refused: then every place is held (only the holders are in flight). */
 async function untilFull(): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    const probe = await post(request(3, 'retrieve', { query: 'protein' }));
-    if ((probe.frame.error as Frame | undefined)?.code === -32011) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('the holders never filled the places');
+  const refused = async () =>
+    ((await post(request(3, 'retrieve', { query: 'protein' }))).frame.error as Frame | undefined)?.code === -32011;
+  await until(refused, 'the holders filled the places', { intervalMs: 10 });
 }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { parseFrame, serialize } from '../../src/protocol/frames.js';
 import { registerTestMethods } from '../fixtures/test-methods.js';
+import { until } from '../helpers/children.js';
 import { assertValidFrame } from '../helpers/schema.js';
 import { readFrames, request, spawnStdio, testConfig, type StdioChild } from '../helpers/wire.js';
 
@@ -130,12 +131,11 @@ describe('stdio child under arbitrary bytes', () => {
     for (const bytes of samples) server.child.stdin.write(bytes);
     for (const text of DEEP_TEXTS) server.child.stdin.write(`${text}\n`);
     server.child.stdin.write(`\n${serialize(request('alive', 'ping'))}\n`);
-    const deadline = Date.now() + 20_000;
-    while (!frames.some((f) => (f as { id?: unknown }).id === 'alive')) {
-      expect(Date.now()).toBeLessThan(deadline);
+    const alive = () => {
       expect(server.child.exitCode).toBeNull();
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+      return frames.some((f) => (f as { id?: unknown }).id === 'alive');
+    };
+    await until(alive, () => `no answer to the ping: ${server.stderr()}`);
     expect(frames.length).toBeGreaterThan(100);
   });
 });

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
+import { track } from '../helpers/children.js';
 import { assertValidFrame } from '../helpers/schema.js';
 import { connect, INITIALIZE, request, ROOT, testConfig, type Frame } from '../helpers/wire.js';
 
@@ -140,10 +141,12 @@ describe('stdio needs no credentials (the spawning host decides)', () => {
 describe('binding (§15.6: loopback by default)', () => {
   const serve = (env: Record<string, string>) =>
     new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--http', '0.0.0.0:0'], {
-        cwd: ROOT,
-        env: { ...process.env, RCP_ENCODER: 'none', ...env },
-      });
+      const child = track(
+        spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--http', '0.0.0.0:0'], {
+          cwd: ROOT,
+          env: { ...process.env, RCP_ENCODER: 'none', ...env },
+        }),
+      );
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => {
         stderr += chunk.toString();
@@ -186,15 +189,17 @@ describe('binding (§15.6: loopback by default)', () => {
 
 describe('rcp-server config --print', () => {
   it('prints the effective configuration from file and environment, with plain API keys and the Redis password hidden', async () => {
-    const child = spawn(process.execPath, ['bin/rcp-server.js', 'config', '--print'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        RCP_API_KEYS: JSON.stringify([{ key: WRITE_KEY, scopes: ['write'] }]),
-        RCP_HTTP_PORT: '9099',
-        RCP_REDIS_URL: 'redis://ops:hunter2@cache:6379/0',
-      },
-    });
+    const child = track(
+      spawn(process.execPath, ['bin/rcp-server.js', 'config', '--print'], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          RCP_API_KEYS: JSON.stringify([{ key: WRITE_KEY, scopes: ['write'] }]),
+          RCP_HTTP_PORT: '9099',
+          RCP_REDIS_URL: 'redis://ops:hunter2@cache:6379/0',
+        },
+      }),
+    );
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     const exit = await new Promise((resolve) => child.once('close', resolve));

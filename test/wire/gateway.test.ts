@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/gateway/federation.js';
 import { assertValidFrame } from '../helpers/schema.js';
+import { until } from '../helpers/children.js';
 import { freePort, startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js';
 
@@ -192,7 +193,10 @@ describe('a gateway over stdio, federating another gateway', () => {
     readFrames(outer.child, (frame) => frames.push(frame as Frame));
     const ask = async (id: number, method: string, params: object) => {
       outer.child.stdin.write(`${JSON.stringify(request(id, method, params))}\n`);
-      for (let i = 0; i < 1200 && !frames.some((f) => f.id === id); i++) await new Promise((r) => setTimeout(r, 25));
+      await until(
+        () => frames.some((f) => f.id === id),
+        () => `no answer to ${id}: ${outer.stderr()}`,
+      );
       const frame = frames.find((f) => f.id === id)!;
       assertValidFrame(frame, method);
       return frame;
@@ -346,11 +350,13 @@ describe('supervision', () => {
     expect(children).toHaveLength(1);
     process.kill(children[0]!, 'SIGKILL');
     let answer: RetrieveResult | undefined;
-    for (let i = 0; i < 40 && (answer?.hits.length ?? 0) === 0; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 250));
+    // Until the restarted engine serves (after the backoff and its own start-up), however long that takes here.
+    const served = async () => {
       const frame = await call(gw.origin, 'retrieve', { query: 'heart', k: 2 });
       if (frame.result !== undefined) answer = frame.result as RetrieveResult;
-    }
+      return (answer?.hits.length ?? 0) > 0;
+    };
+    await until(served, () => `the engine never served again: ${gw.stderr()}`, { intervalMs: 250 });
     expect(answer?.hits.map((hit) => hit.id)).toContain('heart#0');
     expect(gw.stderr()).toMatch(/engine exited; restarting/);
   });
@@ -401,11 +407,10 @@ describe('§5.2 a gateway keeps a session of its own on each HTTP engine', () =>
     await primary.stop();
     expect(await served()).toEqual(['on-standby#0']);
     primary = await serveEngine();
+    // Until the Selector's probe finds the primary again, however long its start and the next probe take here.
     let back: string[] = [];
-    for (let i = 0; i < 60 && back[0] !== 'on-primary#0'; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      back = await served();
-    }
+    const takenBack = async () => (back = await served())[0] === 'on-primary#0';
+    await until(takenBack, () => `still served ${JSON.stringify(back)}: ${selector.stderr()}`, { intervalMs: 250 });
     expect(back).toEqual(['on-primary#0']);
   });
 });

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { registerTestMethods } from '../fixtures/test-methods.js';
+import { untilLogged } from '../helpers/children.js';
 import { assertValidFrame } from '../helpers/schema.js';
 import { INITIALIZE, request, spawnStdio, testConfig } from '../helpers/wire.js';
 
@@ -293,6 +294,10 @@ describe('§5.2 HTTP transport', () => {
   });
 });
 
+/** The line the binary logs once its HTTP listener is open; waited for as it comes (children.ts), not on a clock. */
+const LISTENING = /"address":"(http:\/\/[^"]+)"/;
+
+/** Each process is ended when the file's tests are done (children.ts), whether or not its test got to stop it. */
 describe('§5.2 the real binary over HTTP', () => {
   it('serve --http [HOST:]PORT listens, answers, and exits 0 on SIGTERM', async () => {
     const server = spawnStdio({ config: { 'log.level': 'info' } }, [
@@ -301,12 +306,7 @@ describe('§5.2 the real binary over HTTP', () => {
       '--http',
       '127.0.0.1:0',
     ]);
-    let address: string | undefined;
-    for (let i = 0; i < 200 && address === undefined; i++) {
-      address = /"address":"(http:\/\/[^"]+)"/.exec(server.stderr())?.[1];
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    expect(address).toBeDefined();
+    const address = (await untilLogged(server, LISTENING))[1]!;
     const response = await fetch(`${address}/rcp/ping`, {
       method: 'POST',
       body: JSON.stringify(request(1, 'ping', { nonce: 3 })),
@@ -325,14 +325,7 @@ describe('§5.2 the real binary over HTTP', () => {
         '--http',
         '127.0.0.1:0',
       ]);
-    const listening = async (server: ReturnType<typeof serve>) => {
-      for (let i = 0; i < 400; i++) {
-        const address = /"address":"(http:\/\/[^"]+)"/.exec(server.stderr())?.[1];
-        if (address !== undefined) return address;
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-      throw new Error(`never listened: ${server.stderr()}`);
-    };
+    const listening = async (server: ReturnType<typeof serve>) => (await untilLogged(server, LISTENING))[1]!;
     const call = (address: string, id: number, method: string, params: object) =>
       fetch(`${address}/rcp/${method}`, { method: 'POST', body: JSON.stringify(request(id, method, params)) }).then(
         async (response) => (await response.json()) as { result?: Record<string, unknown>; error?: unknown },
@@ -368,10 +361,7 @@ describe('§5.2 the real binary over HTTP', () => {
     });
     await new Promise((resolve) => embed.once('continue', resolve));
     server.child.kill('SIGTERM');
-    for (let i = 0; i < 400 && !server.stderr().includes('"msg":"shutting down"'); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    expect(server.stderr()).toMatch(/"msg":"shutting down"/);
+    await untilLogged(server, /"msg":"shutting down"/);
     embed.end(body);
     const answer = await inFlight;
     expect((answer.result?.vectors as unknown[] | undefined)?.length).toBe(250);
@@ -380,9 +370,7 @@ describe('§5.2 the real binary over HTTP', () => {
     // Saved on the way out: the next start opens the index without replaying the write.
     const again = serve();
     const next = await listening(again);
-    for (let i = 0; i < 400 && !again.stderr().includes('corpus ready'); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await untilLogged(again, /corpus ready/);
     expect(again.stderr()).toMatch(/"denseIndex":"loaded at seq 1"/);
     expect(await call(next, 4, 'initialize', { protocolVersion: 1, capabilities: {} })).toHaveProperty('result');
     const found = await call(next, 5, 'retrieve', { query: 'written before the signal', k: 1, mode: 'sparse' });

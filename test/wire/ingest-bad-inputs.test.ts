@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/wire.js';
+import { track } from '../helpers/children.js';
 
 /**
  * `rcp-server ingest` as an operator runs it, on inputs that used to end the run or slip in as text: each bad file or
@@ -43,13 +44,11 @@ interface Ingested {
 let runs = 0;
 function ingest(...paths: string[]): Promise<Ingested> {
   const data = join(WORK, `data-${runs++}`);
-  const child = spawn(
-    process.execPath,
-    ['--import', PRINT_MAX_RSS, 'bin/rcp-server.js', 'ingest', '--data', data, ...paths],
-    {
+  const child = track(
+    spawn(process.execPath, ['--import', PRINT_MAX_RSS, 'bin/rcp-server.js', 'ingest', '--data', data, ...paths], {
       cwd: ROOT,
       env: { ...process.env, RCP_LOG_LEVEL: 'warn' },
-    },
+    }),
   );
   let stdout = '';
   let stderr = '';

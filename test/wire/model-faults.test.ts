@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import type { Session } from '../../src/protocol/session.js';
 import { writeFixture } from '../fixtures/bert-models.js';
+import { track } from '../helpers/children.js';
 import { error } from '../helpers/frames.js';
 import { connect, INITIALIZE, request, ROOT, testConfig, TRANSPORTS, type Frame } from '../helpers/wire.js';
 
@@ -136,10 +137,12 @@ describe('load failures: readiness and logs say why', () => {
 
 describe('configuration mistakes stop start-up with clear text (docs/architecture.md §6: not wire codes)', () => {
   it('an encoder directory without a readable manifest: exit 2, the path named on stderr', async () => {
-    const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio'], {
-      cwd: ROOT,
-      env: { ...process.env, RCP_ENCODER: join(MODELS, 'no-such-model') },
-    });
+    const child = track(
+      spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio'], {
+        cwd: ROOT,
+        env: { ...process.env, RCP_ENCODER: join(MODELS, 'no-such-model') },
+      }),
+    );
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise((resolve) => child.once('close', resolve));
@@ -172,7 +175,7 @@ describe('configuration mistakes stop start-up with clear text (docs/architectur
   ])('%s: exit 2 and one line saying why', async (_what, args, line) => {
     writeFileSync(join(MODELS, 'a-file'), 'not a directory');
     writeFileSync(join(MODELS, 'bad.yaml'), 'http:\n  port: [1,\n  host: x\n');
-    const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio', ...args], { cwd: ROOT });
+    const child = track(spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio', ...args], { cwd: ROOT }));
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.stdin.end();
@@ -186,10 +189,12 @@ describe('configuration mistakes stop start-up with clear text (docs/architectur
 
   it('a cross-encoder configured as the encoder: exit 2, one line naming it, no stack trace', async () => {
     const reranker = fixture('a-reranker', { kind: 'cross-encoder' });
-    const child = spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio'], {
-      cwd: ROOT,
-      env: { ...process.env, RCP_ENCODER: join(MODELS, reranker) },
-    });
+    const child = track(
+      spawn(process.execPath, ['bin/rcp-server.js', 'serve', '--stdio'], {
+        cwd: ROOT,
+        env: { ...process.env, RCP_ENCODER: join(MODELS, reranker) },
+      }),
+    );
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise((resolve) => child.once('close', resolve));

@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { registerTestMethods } from '../fixtures/test-methods.js';
+import { track, until } from '../helpers/children.js';
 import { freePort } from '../helpers/processes.js';
 import { connect, INITIALIZE, request, testConfig, type Connection, type Frame } from '../helpers/wire.js';
 
@@ -20,11 +21,13 @@ const RATES = { reads: 0.5, writes: 0, models: 0 };
 
 let redis: ChildProcess | undefined;
 let url = '';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function startRedis(): Promise<void> {
   const port = await freePort();
-  redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
+  // Tracked at once: ended when the file's tests are done, even if a test stopped (SIGSTOP) it and then failed.
+  redis = track(
+    spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']),
+  );
   await new Promise<void>((resolve, reject) => {
     let out = '';
     redis?.stdout?.on('data', (chunk: Buffer) => {
@@ -191,8 +194,7 @@ describe.skipIf(!HAS_REDIS && process.env.CI === undefined)('rate limits while R
 
       // Once Redis answers again the replica says so and spends the shared budget: a caller new to both replicas
       // gets one answer between them (each replica's own bucket would give it one on each).
-      for (let i = 0; i < 200 && (await fallback(originA!)) !== '0'; i++) await sleep(50);
-      expect(await fallback(originA!)).toBe('0');
+      await until(async () => (await fallback(originA!)) === '0', 'the replica back on Redis', { intervalMs: 50 });
       expect([(await echo(originA!, third)).answer, (await echo(originB!, third)).answer]).toEqual(['ok', -32011]);
       const lines = logged.split('\n').filter((line) => /Redis rate-limit store/.test(line));
       expect(lines.map((line) => (JSON.parse(line) as { level: number }).level)).toEqual([40, 30]);

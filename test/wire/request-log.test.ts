@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { until } from '../helpers/children.js';
 import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js';
 
 /**
@@ -25,9 +26,10 @@ async function runBinary(
   readFrames(server.child, (frame) => answers.push(frame as Frame));
   for (const frame of requests) {
     server.child.stdin.write(`${JSON.stringify(frame)}\n`);
-    for (let i = 0; i < 800 && !answers.some((answer) => answer.id === frame.id); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await until(
+      () => answers.some((answer) => answer.id === frame.id),
+      () => `no answer to ${JSON.stringify(frame.id)}: ${server.stderr()}`,
+    );
   }
   server.child.stdin.end();
   return { answers, stderr: server.stderr(), code: await server.exited };

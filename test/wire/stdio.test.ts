@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { until, untilLogged } from '../helpers/children.js';
 import { INITIALIZE, readFrames, request, spawnStdio, type StdioChild } from '../helpers/wire.js';
 import { assertValidFrame } from '../helpers/schema.js';
 
@@ -15,12 +16,11 @@ describe('§5.1 stdio transport', () => {
       frames.push(frame as Record<string, unknown>);
     });
   };
-  const waitFor = async (count: number, timeoutMs = 10_000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (frames.length < count) {
-      if (Date.now() > deadline) throw new Error(`expected ${count} frames, got ${JSON.stringify(frames)}`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+  const waitFor = async (count: number) => {
+    await until(
+      () => frames.length >= count,
+      () => `expected ${count} frames, got ${JSON.stringify(frames)}`,
+    );
     return frames;
   };
   const line = (frame: object) => `${JSON.stringify(frame)}\n`;
@@ -82,9 +82,7 @@ describe('§5.1 stdio transport', () => {
     await waitFor(2);
     expect(frames[1]).toMatchObject({ id: 1, error: { code: -32603, message: 'internal error' } });
     expect(JSON.stringify(frames[1])).not.toContain('secret');
-    for (let i = 0; i < 100 && !server.stderr().includes('secret internal detail'); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await untilLogged(server, /secret internal detail/);
     expect(server.stderr()).toContain('method failed');
     expect(server.stderr()).toContain('secret internal detail');
   });

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPrivateAddress, PolicyUriFetcher, type FetchPolicy } from '../../../src/content/uri-fetcher.js';
 import { ConfigError, loadConfig } from '../../../src/config/index.js';
 import { RpcError } from '../../../src/protocol/errors.js';
+import { track } from '../../helpers/children.js';
 
 /** §15.5 SSRF policy of the Content uri fetcher: what it refuses, over real files and real sockets. */
 const POLICY: FetchPolicy = {
@@ -298,9 +299,9 @@ async function startSwapper(a: string, b: string): Promise<ChildProcess> {
       child.once('exit', () => resolve(false));
       child.stdout?.once('data', () => resolve(true));
     });
-  const viaPython = spawn('python3', ['-c', python, a, b], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const viaPython = track(spawn('python3', ['-c', python, a, b], { stdio: ['ignore', 'pipe', 'ignore'] }));
   if (await started(viaPython)) return viaPython;
-  const viaNode = spawn(process.execPath, ['-e', node, a, b], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const viaNode = track(spawn(process.execPath, ['-e', node, a, b], { stdio: ['ignore', 'pipe', 'ignore'] }));
   if (await started(viaNode)) return viaNode;
   throw new Error('could not start a process swapping the directories');
 }
