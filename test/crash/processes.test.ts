@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { track } from '../helpers/children.js';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 import { INITIALIZE, readFrames, request, ROOT, spawnStdio, type StdioChild } from '../helpers/wire.js';
 
@@ -72,7 +73,7 @@ function ingest(file: string): Promise<{ code: number | null; stderr: string }> 
     cwd: ROOT,
     env: { ...process.env, RCP_LOG_LEVEL: 'warn', RCP_MODELS_ENCODER: ENCODER_DIR },
   });
-  started.push({ stop: () => child.kill('SIGKILL') });
+  track(child);
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return new Promise((resolve) => child.once('close', (code) => resolve({ code, stderr })));
@@ -156,7 +157,7 @@ describe('one data dir, many processes (docs/architecture.md §5)', () => {
         ),
       );
       await Promise.race([fiveAcknowledged, Promise.all(pending)]);
-    expect(acknowledged.length).toBeGreaterThanOrEqual(5);
+      expect(acknowledged.length).toBeGreaterThanOrEqual(5);
       (victim.server as StdioChild).child.kill('SIGKILL');
       await Promise.all(pending);
       const head = Math.max(
