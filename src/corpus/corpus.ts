@@ -266,9 +266,14 @@ export class Corpus implements CorpusWriter, CorpusReader {
   }
 
   async #follow(through = this.store.seq): Promise<void> {
-    if (through <= this.#indexes.appliedSeq) return;
-    if (this.store.prunedThrough > this.#indexes.appliedSeq) await this.#reload();
-    await this.#indexes.follow(through);
+    const from = this.#indexes.appliedSeq;
+    if (through <= from) return;
+    if (this.store.prunedThrough <= from) {
+      await this.#indexes.follow(through);
+      // A save in another process may have pruned removals this follow was still to read: then it reloads.
+      if (this.store.prunedThrough <= from) return;
+    }
+    await this.#reload();
   }
 
   /**

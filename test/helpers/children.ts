@@ -23,9 +23,12 @@ export function track<T extends ChildProcess>(child: T): T {
   return child;
 }
 
-afterAll(async () => {
-  await Promise.all([...live].map((child) => end(child)));
-});
+// Benches (bench/) start servers through the same helpers outside vitest: there the exit hook below ends them.
+if (process.env.VITEST !== undefined) {
+  afterAll(async () => {
+    await Promise.all([...live].map((child) => end(child)));
+  });
+}
 process.once('exit', () => {
   for (const child of live) kill(child);
 });
