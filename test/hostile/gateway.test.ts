@@ -7,7 +7,8 @@ import { request, type Frame } from '../helpers/wire.js';
 
 /**
  * A gateway (§16) in front of real engine processes, attacked where its deadlines meet its engines': a write whose
- * deadline the engine just about uses up must be answered with the truth about what was applied (§12, §13.1, §16.2).
+ * deadline the engine just about uses up must be answered with the truth about what was applied (§12, §13.1, §16.2);
+ * an engine that accepts connections and never answers (SIGSTOPped) must not cost every query its whole deadline.
  */
 const running: ServerProcess[] = [];
 const dataDir = () => mkdtempSync(join(tmpdir(), 'rcp-engine-'));
@@ -16,6 +17,9 @@ const registryFile = (engines: object[]): string => {
   writeFileSync(file, JSON.stringify({ engines }));
   return file;
 };
+type Degraded = { engine: string; code: number }[];
+type Retrieved = { hits: { meta: { engine: string } }[]; _meta?: { degraded?: Degraded } };
+
 async function start(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
   const server = await startHttpProcess(args, env);
   running.push(server);
@@ -90,4 +94,70 @@ describe('a gateway write under a deadline the engine just about uses up', () =>
       }
     }
   }, 300_000);
+});
+
+describe('a gateway over two engines, one of which stops answering (SIGSTOP)', () => {
+  let healthy: ServerProcess;
+  let hung: ServerProcess;
+  let gateway: ServerProcess;
+  const documents = [
+    { id: 'heart', text: 'The heart pumps blood through arteries and veins.' },
+    { id: 'lung', text: 'The lungs move oxygen into the blood.' },
+    { id: 'brain', text: 'The brain sends signals through the nerves.' },
+    { id: 'plant', text: 'Plants turn sunlight and water into sugar.' },
+  ];
+  beforeAll(async () => {
+    [healthy, hung] = await Promise.all([
+      start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]),
+      start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()]),
+    ]);
+    const registry = registryFile([
+      { id: 'e1', transport: 'http', url: `${healthy.origin}/rcp` },
+      { id: 'e2', transport: 'http', url: `${hung.origin}/rcp` },
+    ]);
+    gateway = await start(['gateway', '--registry', registry, '--id', 'gw', '--http', '127.0.0.1:0'], {
+      RCP_FEDERATION_DOWN_FOR_MS: '1000',
+    });
+    expect((await call(gateway.origin, 'index/add', { documents })).error).toBeUndefined();
+  }, 120_000);
+
+  it('marks the hung engine down after its first timeouts and answers from the other at once, then takes it back', async () => {
+    const deadlineMs = 3_000;
+    const retrieve = async () => {
+      const started = performance.now();
+      const frame = await call(gateway.origin, 'retrieve', { query: 'blood', k: 4, _meta: { deadlineMs } });
+      return { frame, ms: performance.now() - started, answer: frame.result as Retrieved };
+    };
+    const timings: number[] = [];
+    try {
+      hung.child.kill('SIGSTOP');
+      for (let i = 0; i < 8; i++) {
+        const { frame, ms, answer } = await retrieve();
+        expect(frame.error, JSON.stringify(frame.error)).toBeUndefined();
+        expect(answer.hits.length).toBeGreaterThan(0);
+        expect(answer._meta?.degraded?.map((d) => d.engine)).toEqual(['e2']);
+        timings.push(Math.round(ms));
+      }
+      // Before: every one waited out the engine's budget (about 2.7 s of the 3 s). After: the first three, then none.
+      expect(
+        timings.slice(3).every((ms) => ms < deadlineMs / 4),
+        timings.join(', '),
+      ).toBe(true);
+      expect(gateway.stderr()).toContain('engine marked down; failing fast');
+      const metrics = await (await fetch(`${gateway.origin}/metrics`)).text();
+      expect(metrics).toMatch(/rcp_gateway_engine_down\{engine="e2"\} 1/);
+      expect(metrics).toMatch(/rcp_gateway_engine_marked_down_total\{engine="e2"\} [1-9]/);
+    } finally {
+      hung.child.kill('SIGCONT');
+    }
+    // Once it answers again, a probe after the back-off brings it back into the fan-out.
+    let back = false;
+    for (let i = 0; i < 200 && !back; i++) {
+      const { answer } = await retrieve();
+      back = answer.hits.some((hit) => hit.meta.engine === 'e2') && answer._meta?.degraded === undefined;
+      if (!back) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(back).toBe(true);
+    expect(gateway.stderr()).toContain('engine answered its probe; marked up');
+  }, 180_000);
 });
