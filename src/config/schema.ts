@@ -336,7 +336,7 @@ export const ConfigSchema = Section({
       downAfter: Type.Integer({
         minimum: 1,
         default: 3,
-        description: 'Calls in a row to an engine without an answer (-32014, -32010) before it is marked down.',
+        description: 'Calls in a row to an engine that got no answer (timed out, link down) before it is marked down.',
       }),
       downForMs: Type.Integer({
         minimum: 50,

@@ -2,11 +2,11 @@ import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';
 import type { Logger } from '../protocol/logger.js';
 import type { JsonObject } from '../protocol/messages.js';
-import type { EngineCallOptions, EngineInfo, RemoteEngine } from './remote-engine.js';
+import { UnansweredError, type EngineCallOptions, type EngineInfo, type RemoteEngine } from './remote-engine.js';
 
 /** When an engine is marked down, and for how long (docs/federation.md). */
 export interface FailFastSettings {
-  /** Calls in a row that got no answer (-32014, -32010) before the engine is marked down. */
+  /** Calls in a row that got no answer (UnansweredError) before the engine is marked down. */
   readonly downAfter: number;
   /** The first back-off; it doubles each time a probe fails, up to MAX_DOWN_MS. */
   readonly downForMs: number;
@@ -25,7 +25,7 @@ export interface EngineState {
 
 /**
  * An engine behind fail-fast (§16.2 partial failure: the others answer): after `downAfter` calls in a row that got no
- * answer — a timeout (-32014) or a dead link (-32010) — it is marked down for a back-off, and every call to it is
+ * answer (UnansweredError: its link timed out or died; the engine's own errors are answers) — it is marked down for a back-off, and every call to it is
  * -32010 at once (with `retryAfterMs`) rather than waiting out each request's deadline on an engine that accepts
  * connections and never answers. After the back-off, one call goes through as the probe: an answer of any kind
  * (a result or the engine's own error) brings it back; none marks it down again for twice as long. Logged each way.
@@ -87,7 +87,7 @@ export class FailFastEngine implements RemoteEngine {
       this.#answered(probe);
       return result;
     } catch (error) {
-      if (unanswered(error)) this.#unanswered(probe, error as RpcError);
+      if (error instanceof UnansweredError) this.#unanswered(probe, error);
       else if (!(error instanceof RpcError && error.code === RpcErrorCode.Cancelled)) this.#answered(probe);
       else if (probe) this.#probing = false;
       throw error;
@@ -140,11 +140,4 @@ export class FailFastEngine implements RemoteEngine {
     this.#markedDown += 1;
     this.log.warn({ engine: this.id, reason, downForMs: this.#downForMs }, 'engine marked down; failing fast');
   }
-}
-
-/** No answer from the engine: its link timed out or died (§12: -32014, -32010). */
-function unanswered(error: unknown): boolean {
-  return (
-    error instanceof RpcError && (error.code === RpcErrorCode.Timeout || error.code === RpcErrorCode.BackendUnavailable)
-  );
 }

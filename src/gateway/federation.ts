@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import type { RemoteEngine } from './remote-engine.js';
+import { UnansweredError, type RemoteEngine } from './remote-engine.js';
 import type { RequestContext } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
@@ -189,12 +189,10 @@ async function shardCall(
   ctx.commit();
   const meta = isJsonObject(params._meta) ? params._meta : {};
   const forwarded = scopedForCaller({ ...params, _meta: { ...meta, deadlineMs: budget } }, ctx.caller);
-  const started = performance.now();
   try {
     return await engine.call(method, forwarded, { deadlineMs: left, attempts: settings.attempts });
   } catch (error) {
-    const unanswered = error instanceof RpcError && error.code === RpcErrorCode.Timeout;
-    if (!unanswered || performance.now() - started < left - 1) throw error;
+    if (!(error instanceof UnansweredError && error.code === RpcErrorCode.Timeout)) throw error;
     throw new RpcError(
       RpcErrorCode.Timeout,
       `engine ${engine.id} did not answer ${method} within ${Math.round(left)} ms: its part may have been applied ` +

@@ -56,7 +56,10 @@ describe('a gateway write under a deadline the engine just about uses up', () =>
   beforeAll(async () => {
     engine = await start(['serve', '--http', '127.0.0.1:0', '--data', dataDir()], { RCP_LOG_LEVEL: 'debug' });
     const registry = registryFile([{ id: 'e1', transport: 'http', url: `${engine.origin}/rcp` }]);
-    gateway = await start(['gateway', '--registry', registry, '--id', 'gw', '--http', '127.0.0.1:0']);
+    // Fail-fast (docs/federation.md) stays out of it: every write here must reach the engine.
+    gateway = await start(['gateway', '--registry', registry, '--id', 'gw', '--http', '127.0.0.1:0'], {
+      RCP_FEDERATION_DOWN_AFTER: '1000',
+    });
   }, 120_000);
 
   it('answers -32014 only when the documents were not applied (or says they may have been), else the result', async () => {
