@@ -50,6 +50,8 @@ export interface AppOptions {
   logger?: FastifyBaseLogger;
   /** Readiness of what the registered methods depend on beyond models and corpus (a gateway's engines). */
   health?: () => { ready: boolean; [detail: string]: unknown };
+  /** A gateway's engines and their fail-fast state (src/gateway/fail-fast.ts), for metrics. */
+  downstream?: () => readonly { engine: string; down: boolean; markedDown: number }[];
   /** Called by close(), after the servers have drained. */
   onClose?: () => Promise<void>;
   /** The configuration file the settings came from, if any: `file` content uris never serve it (§15.5). */
@@ -117,6 +119,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     throw new AppStartError(error as Error, models.close());
   }
   const metrics = new Metrics(config.server.version, models, corpus);
+  if (options.downstream !== undefined) metrics.downstream(options.downstream);
   if (corpus !== undefined)
     registerCorpusMethods(registry, config, corpus, { models, rerankers, content, metrics, logger });
   const health = healthOf(models, corpus, options.health);

@@ -161,6 +161,29 @@ export class Metrics {
     });
   }
 
+  /** A gateway's engines (src/gateway/fail-fast.ts): which are marked down now, and how often each has been. */
+  downstream(read: () => readonly { engine: string; down: boolean; markedDown: number }[]): void {
+    new Gauge({
+      name: 'rcp_gateway_engine_down',
+      help: 'Whether the gateway has marked an engine down (1: calls to it fail fast until a probe answers).',
+      labelNames: ['engine'],
+      registers: [this.registry],
+      collect() {
+        for (const state of read()) this.set({ engine: state.engine }, state.down ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'rcp_gateway_engine_marked_down_total',
+      help: 'Times the gateway has marked an engine down after calls in a row without an answer.',
+      labelNames: ['engine'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const state of read()) this.inc({ engine: state.engine }, state.markedDown);
+      },
+    });
+  }
+
   #processMetrics = false;
 
   /** Process metrics (CPU, memory, event-loop lag, GC): started once, when metrics are actually served. */

@@ -333,6 +333,16 @@ export const ConfigSchema = Section({
         default: 2000,
         description: "Selector mode: how often each engine's liveness is probed with ping (§7.15).",
       }),
+      downAfter: Type.Integer({
+        minimum: 1,
+        default: 3,
+        description: 'Calls in a row to an engine that got no answer (timed out, link down) before it is marked down.',
+      }),
+      downForMs: Type.Integer({
+        minimum: 50,
+        default: 5000,
+        description: 'How long an engine marked down is failed fast before one call probes it (doubling to 60 s).',
+      }),
     },
     {
       description:

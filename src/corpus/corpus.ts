@@ -345,7 +345,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     await this.#whenReady();
     if (this.replica !== undefined) {
       pointOfNoReturn(caller);
-      const { seq, deletedIds } = await this.replica.delete(ids);
+      const { seq, deletedIds } = await this.replica.delete(ids, caller.signal);
       await this.replica.caughtUpTo(seq);
       return { deleted: deletedIds.length, indexVersion: String(seq) };
     }
@@ -373,7 +373,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
     pointOfNoReturn(options);
     const ids = prepared.map((document) => document.id);
     const chunks = prepared.reduce((sum, document) => sum + document.chunks.length, 0);
-    const committed = await replica.upsert(prepared, key === undefined ? undefined : { key, result: { ids, chunks } });
+    const idempotency = key === undefined ? undefined : { key, result: { ids, chunks } };
+    const committed = await replica.upsert(prepared, idempotency, options.signal);
     return answered(committed.repeated ?? { ids, chunks, indexVersion: String(committed.seq) });
   }
 

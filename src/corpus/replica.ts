@@ -252,12 +252,13 @@ export class Replica {
       });
   }
 
-  upsert(documents: readonly NewDocument[], idempotency?: Idempotency): Promise<Committed> {
-    return this.#connected().upsert(documents, idempotency);
+  /** `signal`: the caller's, which abandons a write the database does not answer in time (§13.1). */
+  upsert(documents: readonly NewDocument[], idempotency?: Idempotency, signal?: AbortSignal): Promise<Committed> {
+    return this.#connected().upsert(documents, idempotency, signal);
   }
 
-  delete(ids: readonly string[]): Promise<Committed & { deletedIds: string[] }> {
-    return this.#connected().delete(ids);
+  delete(ids: readonly string[], signal?: AbortSignal): Promise<Committed & { deletedIds: string[] }> {
+    return this.#connected().delete(ids, signal);
   }
 
   /**

@@ -2,7 +2,7 @@ import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { Logger } from '../protocol/logger.js';
-import type { EngineCallOptions, EngineInfo, RemoteEngine } from './remote-engine.js';
+import { UnansweredError, type EngineCallOptions, type EngineInfo, type RemoteEngine } from './remote-engine.js';
 import { HttpChannel, StdioChannel, type Channel } from '../client/channel.js';
 import { Requester } from '../client/requester.js';
 import {
@@ -195,7 +195,7 @@ export class Engine implements RemoteEngine {
    */
   #failure(error: unknown, signal: AbortSignal | undefined): unknown {
     if (error instanceof ClientTimeoutError) {
-      return new RpcError(RpcErrorCode.Timeout, 'timeout', {
+      return new UnansweredError(RpcErrorCode.Timeout, 'timeout', {
         detail: `engine ${this.id}: no answer in ${error.timeoutMs} ms`,
       });
     }
@@ -204,7 +204,8 @@ export class Engine implements RemoteEngine {
     }
     const unanswered = [ConnectionClosedError, HttpStatusError, UnreadableFrameError];
     if (unanswered.some((type) => error instanceof type)) {
-      return RpcError.backendUnavailable(`engine ${this.id}: ${(error as Error).message}`, 250);
+      const detail = `engine ${this.id}: ${(error as Error).message}`;
+      return new UnansweredError(RpcErrorCode.BackendUnavailable, 'backend unavailable', { detail, retryAfterMs: 250 });
     }
     return error;
   }

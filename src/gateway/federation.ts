@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import type { RemoteEngine } from './remote-engine.js';
+import { UnansweredError, type RemoteEngine } from './remote-engine.js';
 import type { RequestContext } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
@@ -8,7 +8,8 @@ import type { MethodDefinition, MethodRegistry } from '../protocol/registry.js';
 import { firstAnswer } from './failover.js';
 import { registerRetrieve } from './federated-retrieve.js';
 import { scopedForCaller } from './forwarding.js';
-import type { FederationSettings } from './federated-hops.js';
+import { engineBudget, type FederationSettings } from './federated-hops.js';
+import { RpcErrorCode } from '../protocol/codes.js';
 
 /**
  * The gateway's methods (§16): it is an RCP server to its clients and an RCP client to its engines.
@@ -104,11 +105,7 @@ function registerIndex(registry: MethodRegistry, shards: readonly RemoteEngine[]
   // Shards are ordered by registry id, not priority, so re-prioritising engines never moves documents.
   const byId = [...shards].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const call = (engine: RemoteEngine, method: string, params: JsonObject, ctx: RequestContext) =>
-    engine.call(method, scopedForCaller(params, ctx.caller), {
-      deadlineMs: ctx.remainingMs(),
-      signal: ctx.signal,
-      attempts: settings.attempts,
-    });
+    shardCall(engine, method, params, ctx, settings);
 
   const add: MethodDefinition<typeof IndexAddParams> = {
     method: 'index/add',
@@ -171,6 +168,38 @@ function registerIndex(registry: MethodRegistry, shards: readonly RemoteEngine[]
   };
   const index = { ...(byId[0]?.info?.capabilities.index as JsonObject), shards: byId.length };
   registry.register(add, index).register(remove, {});
+}
+
+/**
+ * One shard's part of a write (§16.2 budget): the engine gets a strictly smaller deadline than ours (engineBudget, the
+ * reserve retrieve keeps for fusion), so its own answer — its result, or its -32014 when it applied nothing (§13.1) —
+ * comes back in the reserve. Once sent, the write is this request's commit: our own deadline no longer answers it
+ * with a bare -32014 (the engine may be applying it); only the engine's answer, or after the whole of what was left
+ * no answer, which says the write may have been applied.
+ */
+async function shardCall(
+  engine: RemoteEngine,
+  method: string,
+  params: JsonObject,
+  ctx: RequestContext,
+  settings: FederationSettings,
+): Promise<JsonObject> {
+  const left = ctx.remainingMs();
+  const budget = engineBudget(left, settings.fusionReserveMs);
+  ctx.commit();
+  const meta = isJsonObject(params._meta) ? params._meta : {};
+  const forwarded = scopedForCaller({ ...params, _meta: { ...meta, deadlineMs: budget } }, ctx.caller);
+  try {
+    return await engine.call(method, forwarded, { deadlineMs: left, attempts: settings.attempts });
+  } catch (error) {
+    if (!(error instanceof UnansweredError && error.code === RpcErrorCode.Timeout)) throw error;
+    throw new RpcError(
+      RpcErrorCode.Timeout,
+      `engine ${engine.id} did not answer ${method} within ${Math.round(left)} ms: its part may have been applied ` +
+        '(retry with the same idempotencyKey)',
+      { ...error.data, engine: engine.id },
+    );
+  }
 }
 
 /** One shard's part of a gateway write: the engine, the document ids it owns, and the call that writes them. */

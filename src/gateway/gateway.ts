@@ -1,5 +1,6 @@
 import { createApp, type App, type AppOptions } from '../app.js';
 import { Engine, type EngineSpec } from './engine.js';
+import { FailFastEngine } from './fail-fast.js';
 import type { Config } from '../config/index.js';
 import { registerFederation } from './federation.js';
 import { Selector } from './selector.js';
@@ -18,7 +19,9 @@ export async function createGateway(
 ): Promise<App> {
   const { federation } = config;
   const client = { name: federation.id, version: config.server.version };
-  const engines = specs.map((spec) => new Engine(spec, client, logger));
+  // An engine that stops answering is marked down and failed fast, not waited on by every request (fail-fast.ts).
+  const failFast = { downAfter: federation.downAfter, downForMs: federation.downForMs };
+  const engines = specs.map((spec) => new FailFastEngine(new Engine(spec, client, logger), failFast, logger));
   await Promise.all(
     engines.map((engine) =>
       engine.connect(federation.connectTimeoutMs).catch((error: unknown) => {
@@ -53,6 +56,7 @@ export async function createGateway(
     logger,
     methods: (registry) =>
       selector === undefined ? registerFederation(registry, engines, settings) : selector.register(registry),
+    downstream: () => engines.map((engine) => engine.state),
     health: () => {
       const reached = engines.filter((engine) => engine.info !== undefined).map((engine) => engine.id);
       return {

@@ -1,3 +1,5 @@
+import { RpcError } from '../protocol/errors.js';
+
 /** The gateway's port to a downstream engine (§16): src/gateway/engine.ts implements it over the typed client. */
 
 /** What an engine said about itself at initialize (§7.1), cached per connection (§13.2). */
@@ -32,3 +34,9 @@ export interface RemoteEngine {
   alive(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
+
+/**
+ * A failure that is no answer of the engine's: its link timed out (-32014) or died, or what came back was not an
+ * answer (-32010). The engine's own errors are plain RpcErrors; only these say nothing of what it did.
+ */
+export class UnansweredError extends RpcError {}

@@ -436,7 +436,8 @@ function effectiveDeadline(serverMs: number, requested: unknown): number {
   if (typeof requested !== 'number' || !(requested > 0 && requested <= Number.MAX_SAFE_INTEGER)) {
     throw RpcError.invalidParams('_meta.deadlineMs', 'milliseconds remaining: a number above 0');
   }
-  return Math.min(serverMs, Math.ceil(requested));
+  // §4.6 does not make it an integer: a fraction is kept as given, never rounded up into a longer deadline.
+  return Math.min(serverMs, requested);
 }
 
 /**

@@ -7,7 +7,7 @@ import { accessFor } from '../protocol/method-table.js';
 import { mergeReplies, requestId, screen, type Screened } from '../protocol/screen.js';
 import type { Reply, Session } from '../protocol/session.js';
 import type { Admission } from './admission.js';
-import { authorizer, type ApiKeys, type Caller } from './auth.js';
+import { authorize, authorizer, type ApiKeys, type Caller } from './auth.js';
 import { BodyAbandoned, BodyRefusal, receiveBody, type BodyBudget } from './body.js';
 import { sendReplies, stream, type AnswerOptions } from './http-answer.js';
 import type { RcpRoute } from './http-route.js';
@@ -81,6 +81,8 @@ export async function serveRcp(
   if (caller instanceof Refused) return caller.send();
   const typed = screenMediaType(request, response);
   if (typed instanceof Refused) return typed.send();
+  const scoped = screenPathScope(response, route.method, caller);
+  if (scoped instanceof Refused) return scoped.send();
   const exchange: Exchange = { request, response, route, caller, callerId: caller?.id ?? listener.addressOf(request) };
   const body = await readBody(exchange, listener);
   if (body instanceof Refused) return body.send();
@@ -132,6 +134,22 @@ function authenticate(
 function screenMediaType(request: IncomingMessage, response: ServerResponse): Refused | undefined {
   const unreadable = unreadableBody(request.headers);
   return unreadable === undefined ? undefined : new Refused(() => refuseMediaType(response, unreadable));
+}
+
+/**
+ * §15.6 before the body: `POST /rcp/<method>` names its method (§5.2: a body member naming another is -32600, so none
+ * can run another), and a key without that method's scope is answered -32012 from the path alone, the body unread
+ * (the connection closes after the answer) rather than read and parsed first. `POST /rcp` names no method: its
+ * members are checked once parsed (checkScopes).
+ */
+function screenPathScope(
+  response: ServerResponse,
+  pathMethod: string | undefined,
+  caller: Caller | undefined,
+): Refused | undefined {
+  if (pathMethod === undefined || caller === undefined) return undefined;
+  const refusal = authorize(caller, pathMethod);
+  return refusal === undefined ? undefined : refusedWith(response, refusal, { connection: 'close' });
 }
 
 /**

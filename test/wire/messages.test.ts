@@ -189,6 +189,9 @@ describe.each(TRANSPORTS)('envelopes, notifications, batches, cancellation over 
     }
     const fractional = await conn.exchange(request(9, 'x-test/sleep', { ms: 10, _meta: { deadlineMs: 500.5 } }));
     expect(fractional).toMatchObject({ result: { slept: 10 } });
+    // §4.6 lists deadlineMs among no integers: a fraction is the deadline as given, never rounded up to a longer one.
+    const short = await conn.exchange(request(10, 'x-test/sleep', { ms: 1_000, _meta: { deadlineMs: 1.5 } }));
+    expect(short).toMatchObject({ error: { code: -32014, message: 'deadline of 1.5 ms elapsed' } });
   });
 
   it('§13.1 §7.14 a write past its commit is answered with its result, whatever the deadline or a cancel says', async () => {

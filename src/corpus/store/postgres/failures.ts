@@ -28,3 +28,31 @@ export function unavailable(error: unknown, detail: string): unknown {
   const reason = (error as Error).message;
   return RpcError.backendUnavailable(`the store of record is unavailable (${reason}); ${detail}`, RETRY_AFTER_MS);
 }
+
+/**
+ * A write whose caller stopped waiting (§13.1: its deadline, a cancel, its transport gone) while the database did not
+ * answer: the caller's own code (-32014, -32006), with `detail` saying what was applied — nothing when COMMIT was never
+ * sent, perhaps once it was (a hung server may still run it when it wakes).
+ */
+export function abandoned(signal: AbortSignal, detail: string): RpcError {
+  const reason = RpcError.fromAbort(signal.reason);
+  return new RpcError(
+    reason.code,
+    `${reason.message} while the store of record did not answer; ${detail}`,
+    reason.data,
+  );
+}
+
+/**
+ * `work`, or the rejection `onAbort()` gives as soon as `signal` aborts (the work is left to settle unheard): a
+ * database that hangs must not hold a request past its deadline (§13.1).
+ */
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined, onAbort: () => Error): Promise<T> {
+  if (signal === undefined) return work;
+  return new Promise<T>((resolve, reject) => {
+    const abort = (): void => reject(onAbort());
+    signal.addEventListener('abort', abort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+    if (signal.aborted) abort();
+  });
+}

@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Changes, ChangedDocument } from '../changes.js';
 import { IDEMPOTENCY_KEPT, type DocumentOrigin, type Idempotency, type NewDocument } from '../writes.js';
 import { LOCKS, migrate, text, utf8 } from './schema.js';
-import { unavailable } from './failures.js';
+import { abandoned, unavailable, untilAborted } from './failures.js';
 import { PostgresSeen, type SeenBounds } from './seen.js';
 import { PostgresSessions } from './sessions.js';
 
@@ -94,9 +94,12 @@ export class PostgresStore {
     return rememberedAnswer(this.#pool, key);
   }
 
-  /** Upserts documents in one transaction (each replaces any stored one with its id); a keyed repeat writes nothing. */
-  upsert(documents: readonly NewDocument[], idempotency?: Idempotency): Promise<Committed> {
-    return this.#transaction(async (client) => {
+  /**
+   * Upserts documents in one transaction (each replaces any stored one with its id); a keyed repeat writes nothing.
+   * `signal` is the caller's: when it aborts first, the transaction is abandoned (see #transaction).
+   */
+  upsert(documents: readonly NewDocument[], idempotency?: Idempotency, signal?: AbortSignal): Promise<Committed> {
+    return this.#transaction(signal, async (client) => {
       if (idempotency !== undefined) {
         const repeated = await rememberedAnswer(client, idempotency.key);
         if (repeated !== undefined) return { seq: Number(repeated.indexVersion), repeated };
@@ -117,8 +120,8 @@ export class PostgresStore {
   }
 
   /** Deletes documents and their chunks; absent ids are not an error and a delete of none takes no seq (§7.11). */
-  delete(ids: readonly string[]): Promise<Committed & { deletedIds: string[] }> {
-    return this.#transaction(async (client) => {
+  delete(ids: readonly string[], signal?: AbortSignal): Promise<Committed & { deletedIds: string[] }> {
+    return this.#transaction(signal, async (client) => {
       const found = await client.query<{ id: Buffer }>('SELECT id FROM rcp_documents WHERE id = ANY($1)', [
         [...new Set(ids)].map(utf8),
       ]);
@@ -162,33 +165,49 @@ export class PostgresStore {
 
   /**
    * Runs `body` as one write transaction in commit order (the advisory lock). A database that cannot be reached
-   * rejects with -32010 retryable; one lost during COMMIT says that the write may have been applied.
+   * rejects with -32010 retryable; one lost during COMMIT says that the write may have been applied. When `signal`
+   * aborts first (§13.1: a database that hangs holds no request past its deadline), the connection is dropped and the
+   * caller's -32014 or -32006 says what was applied: nothing before COMMIT was sent (the server never sees it, and a
+   * transaction without it is rolled back), perhaps after.
    */
-  async #transaction<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  async #transaction<T>(signal: AbortSignal | undefined, body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const nothing = 'nothing was applied';
     let client: pg.PoolClient;
+    const connecting = this.#pool.connect();
     try {
-      client = await this.#pool.connect();
+      client = await untilAborted(connecting, signal, () => {
+        connecting.then(
+          (late) => late.release(),
+          () => undefined,
+        );
+        return abandoned(signal!, nothing);
+      });
     } catch (error) {
-      throw unavailable(error, 'nothing was applied');
+      throw unavailable(error, nothing);
     }
     let committing = false;
     let failed = false;
-    try {
+    let dropped = false;
+    const maybe = 'the write may have been applied (retry with the same idempotencyKey)';
+    const run = (async () => {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock($1)', [LOCKS.writeOrder]);
       const result = await body(client);
       committing = true;
       await client.query('COMMIT');
       return result;
+    })();
+    try {
+      return await untilAborted(run, signal, () => {
+        dropped = true;
+        run.catch(() => undefined);
+        return abandoned(signal!, committing ? maybe : nothing);
+      });
     } catch (error) {
       failed = true;
+      if (dropped) throw error;
       await client.query('ROLLBACK').catch(() => undefined);
-      throw unavailable(
-        error,
-        committing
-          ? 'the connection was lost during the commit: the write may have been applied (retry with the same idempotencyKey)'
-          : 'nothing was applied',
-      );
+      throw unavailable(error, committing ? `the connection was lost during the commit: ${maybe}` : nothing);
     } finally {
       // A client that failed mid-transaction is dropped, not returned to the pool in an unknown state.
       client.release(failed);
