@@ -121,12 +121,30 @@ function openDatabase(file: string, readOnly: boolean): Database.Database {
   const db = new Database(file, { readonly: readOnly, fileMustExist: readOnly });
   try {
     checkStore(db, file);
+    requireKnownSchema(db, file);
     if (!readOnly) migrate(db);
     requireConsistentSeq(db);
     return db;
   } catch (error) {
     db.close();
     throw error;
+  }
+}
+
+/**
+ * The store's layout, recorded by every writer: a store written by a newer rcp-server (processes of several versions
+ * may share a dir) may hold what this one cannot read or would undo, so it is refused rather than served or migrated.
+ */
+const STORE_SCHEMA = 2;
+
+function requireKnownSchema(db: Database.Database, file: string): void {
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'").pluck().all();
+  if (tables.length === 0) return;
+  const recorded = Number(db.prepare("SELECT value FROM meta WHERE key = 'schema'").pluck().get() ?? 0);
+  if (recorded > STORE_SCHEMA) {
+    throw new StoreError(
+      `${file} has store schema ${recorded}, newer than this rcp-server's (${STORE_SCHEMA}): run the newer version`,
+    );
   }
 }
 
@@ -151,6 +169,7 @@ function migrate(db: Database.Database): void {
   addColumns(db);
   // This store's identity: saved index files name the store they were built from.
   db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store', ?)").run(randomUUID());
+  db.prepare(SET_META).run('schema', String(STORE_SCHEMA));
 }
 
 /** The write sequence must be a number no row is ahead of (it numbers the next write and every indexVersion). */

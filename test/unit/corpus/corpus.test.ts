@@ -442,6 +442,16 @@ describe('corpus: store + dense + lexical in step', () => {
     await corpus.close();
   });
 
+  it('a store written by a newer rcp-server (its schema ahead of this one) is refused, naming both', async () => {
+    const corpus = await open('newer-schema');
+    await corpus.add(docs(2), { chunk: false, contextual: false });
+    await corpus.close();
+    const db = new Database(join(ROOT, 'newer-schema', 'corpus.sqlite'));
+    db.prepare("UPDATE meta SET value = '99' WHERE key = 'schema'").run();
+    db.close();
+    expect(() => new Corpus(settings('newer-schema'), encoder, log)).toThrow(/store schema 99, newer than this/);
+  });
+
   it("a write sequence behind the store's rows is refused (it would number two corpora alike)", async () => {
     const corpus = await open('seq-behind');
     for (let i = 0; i < 3; i++) await corpus.add(docs(2, `w${i}`), { chunk: false, contextual: false });
