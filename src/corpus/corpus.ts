@@ -108,7 +108,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
     private readonly encoder: Encoder,
     private readonly log: Logger,
   ) {
-    this.store = openStore(settings.dir, { readOnly: !this.#localWritable, agreed: agreedSettings(settings) });
+    const agreed = { ...agreedSettings(settings), 'models.encoder': encoder.info.identity };
+    this.store = openStore(settings.dir, { readOnly: !this.#localWritable, agreed });
     if (settings.store !== undefined && !this.store.alone) {
       void this.store.close();
       throw new CorpusError(
@@ -400,9 +401,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
   assertVersion(pinned: string | undefined): void {
     const current = String(this.#indexes.appliedSeq);
     if (pinned === undefined || pinned === current) return;
-    if (this.replica !== undefined && /^\d+$/.test(pinned) && Number(pinned) > this.#indexes.appliedSeq) {
-      // A version another replica has applied and this one has not yet: it will, within the replication lag.
-      throw RpcError.backendUnavailable(`this replica has not reached indexVersion ${pinned} yet (at ${current})`, 250);
+    if (/^\d+$/.test(pinned) && Number(pinned) > this.#indexes.appliedSeq) {
+      // A version another replica or process of the dir has applied and this one has not yet: it will, within the
+      // lag (docs/architecture.md §5), so the client may retry.
+      throw RpcError.backendUnavailable(`this process has not reached indexVersion ${pinned} yet (at ${current})`, 250);
     }
     // Retrying cannot bring an old snapshot back: say so (§12.2 lets data.retryable narrow the code's default).
     throw new RpcError(RpcErrorCode.BackendUnavailable, 'snapshot unavailable', {

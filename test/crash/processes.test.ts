@@ -2,6 +2,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { track } from '../helpers/children.js';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
@@ -68,16 +70,52 @@ async function httpServer(): Promise<Client> {
   return { call, server };
 }
 
-function ingest(file: string): Promise<{ code: number | null; stderr: string }> {
+/** An `rcp-server mcp` process on the shared dir, through the MCP SDK's own client. */
+async function mcpProcess(): Promise<McpClient> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['bin/rcp-server.js', 'mcp', '--data', DATA],
+    cwd: ROOT,
+    env: { ...(process.env as Record<string, string>), RCP_LOG_LEVEL: 'warn', RCP_MODELS_ENCODER: ENCODER_DIR },
+    stderr: 'pipe',
+  });
+  const client = new McpClient({ name: 'processes-test', version: '1.0.0' });
+  await client.connect(transport);
+  started.push({ stop: () => client.close() });
+  return client;
+}
+
+type ToolResult = { isError?: boolean; structuredContent?: { hits?: { id: string }[] } };
+
+/** The hit ids the MCP process serves for QUERY once they are `expected` (asked again until they are). */
+async function mcpServes(client: McpClient, expected: readonly string[]): Promise<string[]> {
+  for (;;) {
+    const found = (await client.callTool({
+      name: 'retrieve',
+      arguments: { query: QUERY.query, k: QUERY.k, mode: QUERY.mode },
+    })) as ToolResult;
+    expect(found.isError).toBeFalsy();
+    const ids = found.structuredContent?.hits?.map((hit) => hit.id) ?? [];
+    if (ids.join() === expected.join()) return ids;
+  }
+}
+
+function ingest(file: string): Promise<{ code: number | null; stderr: string; stdout: string }> {
   const child = spawn(process.execPath, ['bin/rcp-server.js', 'ingest', '--data', DATA, file], {
     cwd: ROOT,
     env: { ...process.env, RCP_LOG_LEVEL: 'warn', RCP_MODELS_ENCODER: ENCODER_DIR },
   });
   track(child);
+  ingesting = child;
   let stderr = '';
+  let stdout = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stderr })));
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stderr, stdout })));
 }
+
+/** The ingest running now (for a test to kill). */
+let ingesting: ReturnType<typeof spawn> | undefined;
 
 const add = (client: Client, id: string, text: string) => client.call('index/add', { documents: [{ id, text }] });
 
@@ -105,13 +143,14 @@ const versionOf = (reply: Reply) => Number((reply.result as { indexVersion: stri
 
 describe('one data dir, many processes (docs/architecture.md §5)', () => {
   it(
-    'stdio, HTTP and ingest processes write side by side and converge to the same hits and indexVersion',
+    'stdio, HTTP, MCP and ingest processes write side by side and converge to the same hits and indexVersion',
     {
       timeout: 300_000,
     },
     async () => {
       const stdio = await Promise.all([stdioServer(), stdioServer(), stdioServer()]);
       const http = await httpServer();
+      const mcp = await mcpProcess();
       const all = [...stdio, http];
       const file = join(WORK, 'ingest.jsonl');
       const lines = Array.from({ length: 30 }, (_, i) => JSON.stringify({ _id: `ingested-${i}`, text: `zebra ${i}` }));
@@ -123,6 +162,11 @@ describe('one data dir, many processes (docs/architecture.md §5)', () => {
         ),
       );
       for (const reply of writes) expect(reply.error).toBeUndefined();
+      const viaMcp = (await mcp.callTool({
+        name: 'index_add',
+        arguments: { documents: [{ id: 'mcp-0', text: 'zebra heart mcp blood' }] },
+      })) as ToolResult;
+      expect(viaMcp.isError).toBeFalsy();
       expect((await ingested).code, (await ingested).stderr).toBe(0);
       // The same ids written by two processes at once: one version of each, everywhere.
       const raced = await Promise.all(
@@ -131,6 +175,11 @@ describe('one data dir, many processes (docs/architecture.md §5)', () => {
       const head = Math.max(...[...writes, ...raced].map(versionOf));
       const served = await converged(all, head);
       expect(served.hits.length).toBe(20);
+      // The MCP process serves the same hits, in the same order (its tool answers carry no indexVersion).
+      await mcpServes(
+        mcp,
+        served.hits.map((hit) => hit.id),
+      );
       const documents = await converged(all, head).then(() =>
         Promise.all(all.map((client) => client.call('retrieve', { ...QUERY, query: 'same', k: 3, mode: 'sparse' }))),
       );
@@ -172,6 +221,34 @@ describe('one data dir, many processes (docs/architecture.md §5)', () => {
         const reply = await witness.call('retrieve', { query: `okapi${n}`, k: 1, mode: 'sparse', includeText: false });
         expect((reply.result as Retrieved).hits[0]?.id).toBe(`${id}#0`);
       }
+    },
+  );
+
+  it(
+    'kill -9 of an ingest beside a server loses no batch it wrote; run again, it resumes',
+    { timeout: 300_000 },
+    async () => {
+      const witness = await stdioServer();
+      const file = join(WORK, 'killed-ingest.jsonl');
+      const total = 150;
+      const lines = Array.from({ length: total }, (_, i) => JSON.stringify({ _id: `kiwi-${i}`, text: `kiwi ${i}` }));
+      writeFileSync(file, `${lines.join('\n')}\n`);
+      const kiwis = async () => {
+        const reply = await witness.call('retrieve', { query: 'kiwi', k: 200, mode: 'sparse', includeText: false });
+        return (reply.result as Retrieved).hits.length;
+      };
+      const first = ingest(file);
+      let seen = await kiwis();
+      while (seen === 0) seen = await kiwis();
+      ingesting!.kill('SIGKILL');
+      await first;
+      expect(await kiwis()).toBeGreaterThanOrEqual(seen);
+      const again = await ingest(file);
+      expect(again.code, again.stderr).toBe(0);
+      const [, added, unchanged] = /ingested (\d+) documents .*; (\d+) unchanged/.exec(again.stdout) ?? [];
+      expect(Number(added) + Number(unchanged)).toBe(total);
+      expect(Number(unchanged)).toBeGreaterThanOrEqual(seen);
+      while ((await kiwis()) < total);
     },
   );
 });

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer } from 'node:net';
-import { end, track, until, untilLogged } from './children.js';
+import { end, EVENT_TIMEOUT_MS, track, until, untilLogged } from './children.js';
 import { ROOT } from './wire.js';
 
 /** A port nobody listens on right now (for servers that must know each other's address before they start). */
@@ -31,7 +31,11 @@ export interface ServerProcess {
 export async function startHttpProcess(
   args: readonly string[],
   env: NodeJS.ProcessEnv = {},
-  { ready = true, monitorKey }: { ready?: boolean; monitorKey?: string | undefined } = {},
+  {
+    ready = true,
+    monitorKey,
+    readyWithinMs = EVENT_TIMEOUT_MS,
+  }: { ready?: boolean; monitorKey?: string | undefined; readyWithinMs?: number } = {},
 ): Promise<ServerProcess> {
   const child = track(
     spawn(process.execPath, ['bin/rcp-server.js', ...args], {
@@ -47,7 +51,7 @@ export async function startHttpProcess(
   let origin: string;
   try {
     origin = (await untilLogged(server, /"address":"(http:\/\/[^"]+)"/))[1]!;
-    if (ready) await untilReady(origin, monitorKey, () => `${args.join(' ')}: ${stderr}`);
+    if (ready) await untilReady(origin, monitorKey, readyWithinMs, () => `${args.join(' ')}: ${stderr}`);
   } catch (error) {
     await end(child);
     throw new Error(`${args.join(' ')}: ${(error as Error).message}`);
@@ -67,12 +71,17 @@ export async function startHttpProcess(
  * Polls `GET /readyz` until 200 (with `monitorKey` where the server has keys); fails (with `describe()`) if the
  * server is not ready within EVENT_TIMEOUT_MS.
  */
-async function untilReady(origin: string, monitorKey: string | undefined, describe: () => string): Promise<void> {
+async function untilReady(
+  origin: string,
+  monitorKey: string | undefined,
+  timeoutMs: number,
+  describe: () => string,
+): Promise<void> {
   const headers: Record<string, string> = monitorKey === undefined ? {} : { authorization: `Bearer ${monitorKey}` };
   const ready = () =>
     fetch(`${origin}/readyz`, { headers }).then(
       (response) => response.status === 200,
       () => false,
     );
-  await until(ready, () => `never ready: ${describe()}`, { intervalMs: 100 });
+  await until(ready, () => `never ready: ${describe()}`, { timeoutMs, intervalMs: 100 });
 }

@@ -135,21 +135,28 @@ export class DenseIndex {
     seq: number,
     options: Pick<DenseIndexOptions, 'space' | 'dimension'> & { store: string },
   ): Promise<void> {
-    if (savedFiles(dir).some((saved) => saved.seq >= seq)) return;
+    // Only this very seq: a file ahead of the store (left by a restore, dropped in) must not stop every save.
+    if (savedFiles(dir).some((saved) => saved.seq === seq)) return;
     const file = join(dir, `dense-${seq}-${randomBytes(4).toString('hex')}.hnsw`);
-    const reply = await this.#call({ op: 'save', file: `${file}.tmp` }); // flushed by the worker
-    const sum: SavedIndexSum = {
-      seq,
-      bytes: reply.digest?.bytes ?? -1,
-      sha256: reply.digest?.sha256 ?? '',
-      count: reply.count ?? 0,
-      ...options,
-    };
-    writeFileSync(`${sumOf(file)}.tmp`, JSON.stringify(sum));
-    syncPath(`${sumOf(file)}.tmp`);
-    renameSync(`${sumOf(file)}.tmp`, sumOf(file));
-    renameSync(`${file}.tmp`, file);
-    syncPath(dir);
+    try {
+      const reply = await this.#call({ op: 'save', file: `${file}.tmp` }); // flushed by the worker
+      const sum: SavedIndexSum = {
+        seq,
+        bytes: reply.digest?.bytes ?? -1,
+        sha256: reply.digest?.sha256 ?? '',
+        count: reply.count ?? 0,
+        ...options,
+      };
+      writeFileSync(`${sumOf(file)}.tmp`, JSON.stringify(sum));
+      syncPath(`${sumOf(file)}.tmp`);
+      renameSync(`${sumOf(file)}.tmp`, sumOf(file));
+      renameSync(`${file}.tmp`, file);
+      syncPath(dir);
+    } finally {
+      // A save that failed (a full disk) leaves nothing behind to keep the disk full.
+      removeFile(`${file}.tmp`);
+      removeFile(`${sumOf(file)}.tmp`);
+    }
     for (const older of savedFiles(dir)) if (older.seq < seq && settled(older.file)) removePair(older.file);
   }
 

@@ -242,7 +242,7 @@ function checked(file: string, open: () => Database.Database): Database.Database
  */
 export class CorpusStore {
   /** Reads, and the few small writes made outside a client's write (the encoder's name at start, pruning on save). */
-  readonly #db: Connection;
+  #db: Connection;
   /**
    * Client writes (index/add, index/delete) run on the writer thread's own connection (writer-thread.ts), started at
    * the first one: a write's commit is synchronous and a large one held the event loop 170 ms. Reads here see only
@@ -523,10 +523,23 @@ export class CorpusStore {
    * memory shared by the processes: microseconds, no I/O when nothing changed).
    */
   changed(): boolean {
+    if (this.#db.db.memory) return this.#created();
     const version = this.#db.db.pragma('data_version', { simple: true }) as number;
     const moved = version !== this.#dataVersion;
     this.#dataVersion = version;
     return moved;
+  }
+
+  /**
+   * A read-only process started on a dir no writer had served yet holds an empty store in memory: once a writer has
+   * created the store file, it opens that (and follows it from the start).
+   */
+  #created(): boolean {
+    if (!existsSync(this.#file)) return false;
+    const db = checked(this.#file, () => openDatabase(this.#file, true));
+    this.#db.db.close();
+    this.#db = new Connection(db);
+    return true;
   }
 
   /**

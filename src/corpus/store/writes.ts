@@ -90,9 +90,14 @@ export class Connection {
   }
 }
 
+const WAL_KEPT_BYTES = 4 * 1024 * 1024;
+
 /** WAL, full sync (a write is on disk when its commit returns) and foreign keys: settings of each connection. */
 export function configure(db: Database.Database): void {
   db.pragma('journal_mode = WAL');
+  // After a checkpoint the WAL is cut back to this: a burst of writes, or a reader that held it, does not leave it
+  // at its high-water mark for good.
+  db.pragma(`journal_size_limit = ${WAL_KEPT_BYTES}`);
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
 }

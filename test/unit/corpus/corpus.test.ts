@@ -127,6 +127,28 @@ describe('corpus: many processes over one data dir (docs/architecture.md §5)', 
     await alone.close();
   });
 
+  it('a read-only process started before any writer serves what a writer then writes', async () => {
+    const reader = await open('reader-first', { writable: false });
+    const writer = await open('reader-first');
+    const { indexVersion } = await writer.add(docs(3, 'w'), { chunk: false, contextual: false });
+    await reached(reader, indexVersion);
+    expect(await reader.stats()).toMatchObject({ documents: 3, dense: 3, lexical: 3 });
+    await Promise.all([reader.close(), writer.close()]);
+  });
+
+  it('a stray saved file ahead of the store (dropped in, left by a restore) does not stop saving', async () => {
+    const corpus = await open('stray');
+    await corpus.add(docs(3), { chunk: false, contextual: false });
+    await corpus.save();
+    const dir = join(ROOT, 'stray');
+    for (const name of readdirSync(dir).filter((file) => /^dense-1-/.test(file)))
+      cpSync(join(dir, name), join(dir, name.replace(/^dense-1-[0-9a-f]+/, 'dense-99999999-abcd1234')));
+    await corpus.add(docs(2, 'later'), { chunk: false, contextual: false });
+    await corpus.save();
+    expect(readdirSync(dir).some((name) => /^dense-2-[0-9a-f]+\.hnsw$/.test(name))).toBe(true);
+    await corpus.close();
+  });
+
   it('a process behind the removals the store keeps loads its indexes again, and serves the store as it is', async () => {
     const a = await open('behind');
     const b = await open('behind', { followMs: 60_000 });
@@ -516,6 +538,10 @@ describe('corpus: store + dense + lexical in step', () => {
     expect(() => corpus.assertVersion(indexVersion)).not.toThrow();
     await corpus.add(docs(1, 'next'), { chunk: false, contextual: false });
     expect(() => corpus.assertVersion(indexVersion)).toThrow(expect.objectContaining({ code: -32010 }));
+    // A version ahead of this process (another process of the dir wrote it) will be reached: a retry may succeed.
+    expect(() => corpus.assertVersion('99')).toThrow(
+      expect.objectContaining({ code: -32010, data: expect.objectContaining({ retryable: true }) as unknown }),
+    );
     await corpus.close();
   });
 
