@@ -128,14 +128,17 @@ export class DerivedIndexes {
     return { space, dimension, m, efConstruction, efSearch, initialCapacity: 1024 };
   }
 
-  /** Applies a committed write to both indexes and the maps. */
+  /**
+   * Applies a committed write to both indexes and the maps, so that a reader never sees two versions of a document
+   * at once (§7.10). Recall keeps only placed labels (a label's place is how a hit names the client's document), so:
+   * the new chunks go into both indexes unplaced, then in one synchronous step they are placed and the replaced ones
+   * unplaced, then the replaced ones leave the indexes. (A search made before that step and filtered after it may
+   * miss the document for that one request: no version of it was in its list.)
+   */
   async apply(write: WriteResult): Promise<void> {
     const removed = new Set(write.removed);
     // A document given twice in one batch: its first chunks were replaced inside the same transaction.
     const added = write.added.filter((chunk) => !removed.has(chunk.label));
-    // A label is placed before any index can return it, and unplaced only after both have dropped it: a concurrent
-    // retrieve never holds a label it cannot name (hits carry the client's document id, never an internal label).
-    for (const chunk of added) this.#chunkPlace.set(chunk.label, { docId: chunk.docId, ordinal: chunk.ordinal });
     if (added.length > 0) {
       await this.#dense.add(
         added.map((chunk) => chunk.label),
@@ -143,13 +146,19 @@ export class DerivedIndexes {
         this.settings.dimension,
       );
     }
+    await this.#addLexical(added, new Map(write.written.map(({ id, meta }) => [id, meta])));
+    this.#switch(write, added, removed);
     if (removed.size > 0) await this.#dense.remove([...removed]);
     for (const label of removed) {
       this.#lexical.remove(label);
-      this.#chunkPlace.delete(label);
       this.chunks?.delete(label);
     }
-    await this.#addLexical(added, new Map(write.written.map(({ id, meta }) => [id, meta])));
+  }
+
+  /** The step a reader cannot see into: the write's chunks and documents become the corpus, at its seq. */
+  #switch(write: WriteResult, added: WriteResult['added'], removed: ReadonlySet<number>): void {
+    for (const chunk of added) this.#chunkPlace.set(chunk.label, { docId: chunk.docId, ordinal: chunk.ordinal });
+    for (const label of removed) this.#chunkPlace.delete(label);
     for (const { id, meta, origin } of write.written) {
       this.#documentMeta.set(id, meta);
       this.#documentOrigin.set(id, origin);

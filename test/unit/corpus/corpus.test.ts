@@ -168,6 +168,34 @@ describe('corpus: many processes over one data dir (docs/architecture.md §5)', 
 });
 
 describe('corpus: store + dense + lexical in step', () => {
+  it('§7.10 a reader during an upsert never sees the document twice (its old and new chunks at once)', async () => {
+    const corpus = await open('atomic');
+    await corpus.add(docs(20), { chunk: false, contextual: false });
+    const text = (i: number) => `the unicorn version ${i} in the study of blood`;
+    await corpus.add([{ id: 'same', text: text(0) }], { chunk: false, contextual: false });
+    const vector = corpus.vectorOf((await corpus.searchLexical('unicorn', 1))[0]!.label)!;
+    let writing = true;
+    const writer = (async () => {
+      for (let i = 1; i <= 30; i++)
+        await corpus.add([{ id: 'same', text: text(i) }], { chunk: false, contextual: false });
+      writing = false;
+    })();
+    const seen: number[] = [];
+    const placed = (hits: { label: number }[]) =>
+      hits.filter(({ label }) => corpus.placeOf(label)?.docId === 'same').length;
+    while (writing) {
+      // What recall keeps of each list: the labels placed once both lists are in (retrieval/recall.ts).
+      const [lexical, dense] = [await corpus.searchLexical('unicorn', 5), await corpus.searchDense(vector, 21)];
+      seen.push(placed(lexical), placed(dense));
+    }
+    await writer;
+    expect(seen).toContain(1);
+    // A search made before the switch and filtered after it may miss the document for that request (the old label
+    // unplaced, the new one not in its list): what stays is never two versions at once.
+    expect(seen).not.toContain(2);
+    await corpus.close();
+  });
+
   it('upserts by id: re-adding replaces, never duplicates, in every index', async () => {
     const corpus = await open('upsert');
     await corpus.add(docs(5), { chunk: false, contextual: false });
