@@ -136,6 +136,21 @@ describe('corpus: many processes over one data dir (docs/architecture.md §5)', 
     await Promise.all([reader.close(), writer.close()]);
   });
 
+  it('a process opening the dir while another saves its dense index loads a valid index', async () => {
+    const a = await open('saving');
+    await a.add(docs(300), { chunk: false, contextual: false });
+    await a.save();
+    await a.add(docs(100, 'more'), { chunk: false, contextual: false });
+    const saving = a.save(); // its temporary files are being written as b lists the dir
+    const b = await open('saving');
+    await saving;
+    expect(await b.stats()).toMatchObject({ documents: 400, dense: 400, indexVersion: '2' });
+    // Every stored vector is found (itself, or a document of the same text: 'more-i' repeats 'doc-i').
+    for (const chunk of b.store.chunks())
+      expect((await b.searchDense(chunk.vector, 1))[0]?.score).toBeGreaterThan(0.999);
+    await Promise.all([a.close(), b.close()]);
+  });
+
   it('a stray saved file ahead of the store (dropped in, left by a restore) does not stop saving', async () => {
     const corpus = await open('stray');
     await corpus.add(docs(3), { chunk: false, contextual: false });
