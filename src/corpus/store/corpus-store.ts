@@ -292,8 +292,10 @@ export class CorpusStore {
       if (recorded === value) continue;
       if (this.#lock.alone) this.setMeta(`agreed.${name}`, value);
       else if (recorded !== undefined) {
+        // A read-only process cannot tell whether others still serve the dir: it keeps to what the last writers used.
+        const who = this.#db.db.readonly ? 'the last writers of' : 'the processes serving';
         throw new StoreError(
-          `${name} is ${recorded} in the processes serving ${dir}, but ${value} here: ` +
+          `${name} is ${recorded} in ${who} ${dir}, but ${value} here: ` +
             'start this one with the same setting, or stop them first',
         );
       }
