@@ -1,7 +1,14 @@
 import { capabilityFor, isCoreMethod, METHODS } from '../protocol/method-table.js';
 import { HttpChannel, StdioChannel, type Channel, type Frame } from './channel.js';
 import { RpcError } from '../protocol/errors.js';
-import type { RetrieveParams } from '../protocol/schemas/params.js';
+import type {
+  EmbedParams,
+  EmbedSparseParams,
+  IndexAddParams,
+  IndexDeleteParams,
+  RerankParams,
+  RetrieveParams,
+} from '../protocol/schemas/params.js';
 import type { ResultOf } from '../protocol/schemas/results.js';
 import { Requester } from './requester.js';
 import { DEFAULT_RETRY, retrying, type RetryPolicy } from './retry.js';
@@ -59,7 +66,16 @@ export type StreamEvent =
 /** A §7.7 hit, as protocol/schemas/hit.ts declares it. */
 export type { Hit } from '../protocol/schemas/hit.js';
 /** Each method's params and result, derived from the protocol's one TypeBox declaration of them. */
-export type { RetrieveParams } from '../protocol/schemas/params.js';
+export type {
+  ContentBlock,
+  EmbedParams,
+  EmbedSparseParams,
+  IndexAddParams,
+  IndexDeleteParams,
+  RerankParams,
+  RetrieveParams,
+  TextInput,
+} from '../protocol/schemas/params.js';
 export type { ResultOf } from '../protocol/schemas/results.js';
 
 export async function connect(options: ConnectOptions): Promise<RcpClient> {
@@ -194,26 +210,23 @@ export class RcpClient {
     return this.request<ResultOf<'retrieve'>>('retrieve', params, options);
   }
 
-  embed(params: { inputs: unknown[]; kind?: 'query' | 'document'; encoding?: string }, options?: CallOptions) {
+  embed(params: EmbedParams, options?: CallOptions) {
     return this.request<ResultOf<'embed'>>('embed', params, options);
   }
 
-  embedSparse(params: { texts: string[]; kind?: 'query' | 'document' }, options?: CallOptions) {
+  embedSparse(params: EmbedSparseParams, options?: CallOptions) {
     return this.request<ResultOf<'embed/sparse'>>('embed/sparse', params, options);
   }
 
-  rerank(params: { query: string; passages: unknown[]; topN?: number; method?: string }, options?: CallOptions) {
+  rerank(params: RerankParams, options?: CallOptions) {
     return this.request<ResultOf<'rerank'>>('rerank', params, options);
   }
 
-  indexAdd(
-    params: { documents: { id?: string; text: string; meta?: Record<string, unknown> }[] },
-    options?: CallOptions,
-  ) {
+  indexAdd(params: IndexAddParams, options?: CallOptions) {
     return this.request<ResultOf<'index/add'>>('index/add', params, options);
   }
 
-  indexDelete(params: { ids: string[] }, options?: CallOptions) {
+  indexDelete(params: IndexDeleteParams, options?: CallOptions) {
     return this.request<ResultOf<'index/delete'>>('index/delete', params, options);
   }
 

@@ -1,21 +1,18 @@
-import { Type, type Static } from '@sinclair/typebox';
 import type { UriFetcher } from '../content/index.js';
 import { RpcError } from '../protocol/errors.js';
-import { ContentBlock } from '../protocol/schemas/params.js';
-
-/**
- * §4.8 Content blocks. This server is text-only (no `modalities` advertised, so `["text"]`): a bare string and a
- * `text` block are the same thing; any other block type is -32005, a text block without `text` is -32602. A `text`
- * block — or a `blob` of a `text/*` type — may instead point at its text with `uri`, which is dereferenced only under
- * the operator's fetch policy (§15.5; off by default: -32602).
- */
-export const TextInput = Type.Union([Type.String(), ContentBlock]);
-export type TextInput = Static<typeof TextInput>;
+import type { TextInput } from '../protocol/schemas/params.js';
 
 /** How many uris one request may have in flight at once (§15.5: bounded fan-out). */
 const FETCH_CONCURRENCY = 8;
 
-/** Reads the text of inputs; `field` names them in errors (`inputs.2`, the validator's dotted style). */
+/**
+ * §4.8 Content blocks (declared in protocol/schemas/params.ts). This server is text-only (no `modalities` advertised,
+ * so `["text"]`): a bare string and a `text` block are the same thing; any other block type is -32005, a text block
+ * without `text` is -32602. A `text` block — or a `blob` of a `text/*` type — may instead point at its text with
+ * `uri`, which is dereferenced only under the operator's fetch policy (§15.5; off by default: -32602).
+ *
+ * Reads the text of inputs; `field` names them in errors (`inputs.2`, the validator's dotted style).
+ */
 export class ContentReader {
   constructor(private readonly fetcher: UriFetcher) {}
 

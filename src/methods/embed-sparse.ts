@@ -1,11 +1,11 @@
-import { Type } from '@sinclair/typebox';
 import { TimeSlice } from '../protocol/time-slice.js';
 import type { CorpusReader } from '../corpus/index.js';
 import type { TextKind } from '../models/index.js';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
-import { TextInput, type ContentReader } from './content.js';
+import { EmbedSparseParams } from '../protocol/schemas/params.js';
+import type { ContentReader } from './content.js';
 
 /**
  * `embed/sparse` (§7.4) from the lexical index — honest about what it is: not a learned (SPLADE) model but BM25's
@@ -16,13 +16,6 @@ import { TextInput, type ContentReader } from './content.js';
  * terms that collide share an index (their weights add). `kind` absent means document.
  */
 export const SPARSE_VOCABULARY = 2 ** 24;
-
-const EmbedSparseParams = Type.Object({
-  texts: Type.Optional(Type.Array(TextInput)),
-  /** Content blocks, as `embed` takes them (§7.3). */
-  inputs: Type.Optional(Type.Array(TextInput)),
-  kind: Type.Optional(Type.Union([Type.Literal('query'), Type.Literal('document')])),
-});
 
 export interface SparseSettings {
   readonly batchLimit: number;

@@ -1,20 +1,12 @@
-import { Type } from '@sinclair/typebox';
 import type { Encoder } from '../models/index.js';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
+import { EmbedParams } from '../protocol/schemas/params.js';
 import { encodeF32Base64 } from '../protocol/vectors.js';
-import { TextInput, type ContentReader } from './content.js';
+import type { ContentReader } from './content.js';
 
 export const EMBED_ENCODINGS = ['json', 'f32-base64'] as const;
-
-const EmbedParams = Type.Object({
-  inputs: Type.Optional(Type.Array(TextInput)),
-  /** §7.3: the legacy name, accepted as a synonym. */
-  texts: Type.Optional(Type.Array(TextInput)),
-  kind: Type.Optional(Type.Union([Type.Literal('query'), Type.Literal('document')])),
-  encoding: Type.Optional(Type.String()),
-});
 
 export interface EmbedLimits {
   /** Most inputs per call; more is -32013 PayloadTooLarge (§12: "batch size, inputs count"). */

@@ -1,28 +1,10 @@
-import { Type } from '@sinclair/typebox';
 import type { CorpusWriter } from '../corpus/index.js';
 import { callerScoped } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import { requireWellFormed } from '../protocol/validation.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
-
-/** §15.5: ids are kept in memory and returned with every hit; 1,024 characters is far beyond any real id. */
-const MAX_ID_CHARS = 1024;
-const DocumentId = Type.String({ minLength: 1, maxLength: MAX_ID_CHARS });
-
-const IndexAddParams = Type.Object({
-  documents: Type.Array(
-    Type.Object({
-      id: Type.Optional(DocumentId),
-      text: Type.String(),
-      meta: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    }),
-  ),
-  chunk: Type.Optional(Type.Boolean()),
-  contextual: Type.Optional(Type.Boolean()),
-});
-
-const IndexDeleteParams = Type.Object({ ids: Type.Array(Type.String({ maxLength: MAX_ID_CHARS })) });
+import { IndexAddParams, IndexDeleteParams } from '../protocol/schemas/params.js';
 
 export interface IndexLimits {
   readonly writable: boolean;

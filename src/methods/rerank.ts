@@ -1,9 +1,8 @@
-import { Type } from '@sinclair/typebox';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
-import { ContentBlock } from '../protocol/schemas/params.js';
-import { TextInput, type ContentReader } from './content.js';
+import { RerankParams } from '../protocol/schemas/params.js';
+import type { ContentReader } from './content.js';
 
 /** §6: `rerank.methods` ⊆ these. */
 export type RerankMethod = 'cross-encoder' | 'colbert' | 'llm';
@@ -25,16 +24,6 @@ export interface Reranker {
   readonly model: string;
   readonly score: PassageScorer;
 }
-
-const RerankParams = Type.Object({
-  query: Type.Union([Type.String(), ContentBlock, Type.Array(ContentBlock)]),
-  passages: Type.Optional(Type.Array(TextInput)),
-  /** Accepted as a synonym of `passages`: the upstream harness and several RAG clients send it. */
-  documents: Type.Optional(Type.Array(TextInput)),
-  method: Type.Optional(Type.String()),
-  model: Type.Optional(Type.String()),
-  topN: Type.Optional(Type.Integer({ minimum: 1 })),
-});
 
 export interface RerankLimits {
   /** Most passages per call; more is -32013 PayloadTooLarge, like embed.batchLimit. */

@@ -1,9 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 
 /**
- * The params of the methods whose params are declared for more than the server's own validation: one TypeBox
- * declaration each, from which the server's validator (ajv), the typed client's types (`Static`) and the gateway's
- * checks all derive.
+ * The params of the methods the typed client calls: one TypeBox declaration each, from which the server's validator
+ * (ajv, through each method's definition), the typed client's types (`Static`) and the gateway's checks all derive.
  */
 
 /** §4.8 a Content block as a client sends it (methods/content.ts reads it; this server is text-only). */
@@ -14,6 +13,11 @@ export const ContentBlock = Type.Object({
   data: Type.Optional(Type.String()),
   uri: Type.Optional(Type.String()),
 });
+export type ContentBlock = Static<typeof ContentBlock>;
+
+/** §4.8 one text input: a bare string or a Content block (methods/content.ts reads its text). */
+export const TextInput = Type.Union([Type.String(), ContentBlock]);
+export type TextInput = Static<typeof TextInput>;
 
 /** §15.5 option names and versions are short: a longer one is -32602 naming it (and is never echoed in a note). */
 const OPTION = 64;
@@ -64,3 +68,56 @@ export const RetrieveParams = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 4096 })),
 });
 export type RetrieveParams = Static<typeof RetrieveParams>;
+
+/** §7.3 `embed`. */
+export const EmbedParams = Type.Object({
+  inputs: Type.Optional(Type.Array(TextInput)),
+  /** §7.3: the legacy name, accepted as a synonym. */
+  texts: Type.Optional(Type.Array(TextInput)),
+  kind: Type.Optional(Type.Union([Type.Literal('query'), Type.Literal('document')])),
+  encoding: Type.Optional(Type.String()),
+});
+export type EmbedParams = Static<typeof EmbedParams>;
+
+/** §7.4 `embed/sparse`. */
+export const EmbedSparseParams = Type.Object({
+  texts: Type.Optional(Type.Array(TextInput)),
+  /** Content blocks, as `embed` takes them (§7.3). */
+  inputs: Type.Optional(Type.Array(TextInput)),
+  kind: Type.Optional(Type.Union([Type.Literal('query'), Type.Literal('document')])),
+});
+export type EmbedSparseParams = Static<typeof EmbedSparseParams>;
+
+/** §7.6 `rerank`. */
+export const RerankParams = Type.Object({
+  query: Type.Union([Type.String(), ContentBlock, Type.Array(ContentBlock)]),
+  passages: Type.Optional(Type.Array(TextInput)),
+  /** Accepted as a synonym of `passages`: the upstream harness and several RAG clients send it. */
+  documents: Type.Optional(Type.Array(TextInput)),
+  method: Type.Optional(Type.String()),
+  model: Type.Optional(Type.String()),
+  topN: Type.Optional(Type.Integer({ minimum: 1 })),
+});
+export type RerankParams = Static<typeof RerankParams>;
+
+/** §15.5: ids are kept in memory and returned with every hit; 1,024 characters is far beyond any real id. */
+const MAX_ID_CHARS = 1024;
+const DocumentId = Type.String({ minLength: 1, maxLength: MAX_ID_CHARS });
+
+/** §7.10 `index/add`. */
+export const IndexAddParams = Type.Object({
+  documents: Type.Array(
+    Type.Object({
+      id: Type.Optional(DocumentId),
+      text: Type.String(),
+      meta: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    }),
+  ),
+  chunk: Type.Optional(Type.Boolean()),
+  contextual: Type.Optional(Type.Boolean()),
+});
+export type IndexAddParams = Static<typeof IndexAddParams>;
+
+/** §7.11 `index/delete`. */
+export const IndexDeleteParams = Type.Object({ ids: Type.Array(Type.String({ maxLength: MAX_ID_CHARS })) });
+export type IndexDeleteParams = Static<typeof IndexDeleteParams>;
