@@ -59,7 +59,8 @@ describe.each(TRANSPORTS)('index/add and index/delete over %s (§7.10, §7.11)',
     let applied = 0;
     for (let i = 0; i < 3; i++) {
       const answer = await call('index/add', { ...params, _meta: { ...params._meta, deadlineMs: 1 } });
-      if ((answer as Frame).error === undefined) applied = 1; // the key makes any later attempt a repeat
+      if ((answer as Frame).error === undefined)
+        applied = 1; // the key makes any later attempt a repeat
       else expect(error(answer).code).toBe(-32014);
     }
     // What the answers said is what happened: the next write's version counts the attempts that were applied.

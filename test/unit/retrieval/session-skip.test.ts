@@ -19,7 +19,7 @@ describe('§7.7.3 session dedup in the pipeline', () => {
       's',
       returned.map((id) => ({ id })),
     );
-    const seen = (await seenBefore(sessions, 'c', 's', undefined));
+    const seen = await seenBefore(sessions, 'c', 's', undefined);
     expect(labels(skipSeen(scored(...ranking.map((label): [number, number] => [label, 1])), seen, idOf))).toEqual(kept);
   });
 
@@ -27,7 +27,7 @@ describe('§7.7.3 session dedup in the pipeline', () => {
     const sessions = new SessionDedup(60);
     await rememberReturned(sessions, 'c', undefined, [{ id: 'doc#1' }]);
     expect(sessions.bytes).toBe(0);
-    expect((await seenBefore(sessions, 'c', undefined, undefined))).toBeUndefined();
+    expect(await seenBefore(sessions, 'c', undefined, undefined)).toBeUndefined();
     const ranked = scored([1, 1]);
     expect(skipSeen(ranked, undefined, idOf)).toBe(ranked);
   });
@@ -37,14 +37,14 @@ describe('§7.7.3 session dedup in the pipeline', () => {
     await rememberReturned(sessions, 'c', 's', [{ id: 'doc#1' }]);
     const mark = (await seenBefore(sessions, 'c', 's', undefined))!.mark; // the first page's
     await rememberReturned(sessions, 'c', 's', [{ id: 'doc#2' }]); // the first page's own hits
-    const seen = (await seenBefore(sessions, 'c', 's', mark));
+    const seen = await seenBefore(sessions, 'c', 's', mark);
     expect(labels(skipSeen(scored([1, 1], [2, 1], [3, 1]), seen, idOf))).toEqual([2, 3]);
   });
 
   it('§15.6 sessions belong to callers: another caller’s same sessionId skips nothing', async () => {
     const sessions = new SessionDedup(60);
     await rememberReturned(sessions, 'alice', 's', [{ id: 'doc#1' }]);
-    expect(labels(skipSeen(scored([1, 1]), (await seenBefore(sessions, 'bob', 's', undefined)), idOf))).toEqual([1]);
+    expect(labels(skipSeen(scored([1, 1]), await seenBefore(sessions, 'bob', 's', undefined), idOf))).toEqual([1]);
   });
 
   it('ids are remembered as strings (a numeric id too)', async () => {

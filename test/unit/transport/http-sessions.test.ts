@@ -80,7 +80,7 @@ describe('§5.2 HTTP session store', () => {
     expect(store.resolve({ name: 'mine' }, 'polite', false)).toBe(polite);
   });
 
-  it('§15.5 many callers opening one session each cannot push out a caller\'s few: the store refuses them', () => {
+  it("§15.5 many callers opening one session each cannot push out a caller's few: the store refuses them", () => {
     const store = make({ maxSessions: 5 });
     const victim = store.resolve({ name: 'victim' }, '127.0.0.1', false);
     const answers = Array.from({ length: 6 }, (_, i) => store.resolve({ name: 's' }, `127.0.0.${i + 2}`, false));
