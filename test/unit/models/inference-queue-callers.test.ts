@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InferenceQueue } from '../../../src/models/inference-queue.js';
-
-/** A runner that records each model call's inputs and answers with the inputs doubled, each call taking `delayMs`. */
-function recorder(delayMs: number) {
-  const calls: number[][] = [];
-  const run = async (inputs: readonly number[]) => {
-    calls.push([...inputs]);
-    await new Promise((resolve) => setTimeout(resolve, delayMs));
-    return inputs.map((n) => n * 2);
-  };
-  return { calls, run };
-}
+import { recorder } from '../../helpers/recorder.js';
 
 const options = { maxWaitMs: 0, maxBatchTokens: 100_000, maxBatchItems: 4, maxQueuedItems: 1000 };
 /** `count` texts of `tokens` tokens, numbered from `first`. */

@@ -2,17 +2,7 @@ import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { bucketLength, InferenceQueue } from '../../../src/models/inference-queue.js';
 import { RpcError } from '../../../src/protocol/errors.js';
-
-/** A runner that records each model call's inputs and answers with the inputs doubled. */
-function recorder(delayMs = 0) {
-  const calls: number[][] = [];
-  const run = async (inputs: readonly number[]) => {
-    calls.push([...inputs]);
-    await new Promise((resolve) => setTimeout(resolve, delayMs));
-    return inputs.map((n) => n * 2);
-  };
-  return { calls, run };
-}
+import { recorder } from '../../helpers/recorder.js';
 
 const options = { maxWaitMs: 20, maxBatchTokens: 1024, maxBatchItems: 64, maxQueuedItems: 100 };
 const items = (...lengths: number[]) => lengths.map((tokens, i) => ({ input: i, tokens }));
