@@ -3,6 +3,7 @@ import { RpcError } from '../protocol/errors.js';
 import type { Logger } from '../protocol/logger.js';
 import { TimeSlice } from '../protocol/time-slice.js';
 import { cosineSimilarity, dotProduct } from '../protocol/vectors.js';
+import { withoutPassword } from '../platform/urls.js';
 import type { Encoder, ModelHealth, TextKind } from '../models/index.js';
 import { StartupError } from '../startup-error.js';
 import { ChunkCache } from './chunk-cache.js';
@@ -541,21 +542,10 @@ function agreedSettings(settings: CorpusSettings): Record<string, string> {
     'index.space': space,
     'index.m': String(m),
     'index.efConstruction': String(efConstruction),
-    'store.url': settings.store === undefined ? '(none)' : redacted(settings.store.url),
+    'store.url': settings.store === undefined ? '(none)' : withoutPassword(settings.store.url),
   };
   for (const [name, value] of Object.entries(bm25)) agreed[`index.bm25.${name}`] = JSON.stringify(value);
   return agreed;
-}
-
-/** A database URL without its password (it is kept in the store's meta and may be printed). */
-function redacted(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.password = '';
-    return parsed.toString();
-  } catch {
-    return '(unparsed)';
-  }
 }
 
 /** The store, or a CorpusError (a start-up error) when the store is unfit or the dir's processes disagree. */

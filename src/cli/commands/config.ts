@@ -1,5 +1,6 @@
 import type { ConfigCommand } from '../../cli.js';
 import type { Config } from '../../config/index.js';
+import { withoutPassword } from '../../platform/urls.js';
 import { loadSettings } from '../startup.js';
 
 /** `rcp-server config --print`: the effective configuration (file < environment) on stdout, secrets hidden. */
@@ -17,6 +18,6 @@ function redact(config: Config): Config {
       ...config.auth,
       apiKeys: config.auth.apiKeys.map((key) => (key.key === undefined ? key : { ...key, key: '***' })),
     },
-    redis: { ...config.redis, url: config.redis.url.replace(/\/\/([^@/]*):[^@/]*@/, '//$1:***@') },
+    redis: { ...config.redis, url: withoutPassword(config.redis.url) },
   };
 }
