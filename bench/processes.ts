@@ -8,21 +8,16 @@
  */
 import { rmSync } from 'node:fs';
 import { startHttpProcess, type ServerProcess } from '../test/helpers/processes.js';
+import { call } from './client.js';
 import { syntheticDir } from './corpus.js';
 import { benchEncoder } from './settings.js';
 
 const CHUNKS = Number(process.env.RCP_BENCH_CHUNKS ?? 100_000);
 const SAMPLES = 40;
 
-async function call(origin: string, method: string, params: object): Promise<Record<string, unknown>> {
-  const response = await fetch(`${origin}/rcp/${method}`, {
-    method: 'POST',
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const frame = (await response.json()) as { result?: Record<string, unknown>; error?: unknown };
-  if (frame.result === undefined) throw new Error(`${method}: ${JSON.stringify(frame.error)}`);
-  return frame.result;
-}
+/** A result of a call through the bench client (client.ts: one kept-alive connection per server). */
+const result = async (origin: string, method: string, params: object) =>
+  (await call(origin, method, params)) as Record<string, unknown>;
 
 /** Spawned, listening and ready (GET /readyz 200): the milliseconds it took, and the server. */
 async function timedStart(dir: string): Promise<{ ms: number; server: ServerProcess }> {
@@ -57,12 +52,12 @@ async function lag(writer: string, reader: string): Promise<void> {
   for (let i = 0; i < SAMPLES; i++) {
     const word = `lagword${i}x${Date.now()}`;
     const sent = performance.now();
-    await call(writer, 'index/add', { documents: [{ id: `lag-${i}`, text: `${word} measured` }] });
+    await result(writer, 'index/add', { documents: [{ id: `lag-${i}`, text: `${word} measured` }] });
     const acknowledged = performance.now();
     writes.push(acknowledged - sent);
     for (;;) {
-      const result = await call(reader, 'retrieve', { query: word, k: 1, mode: 'sparse' });
-      if ((result.hits as unknown[]).length > 0) break;
+      const found = await result(reader, 'retrieve', { query: word, k: 1, mode: 'sparse' });
+      if ((found.hits as unknown[]).length > 0) break;
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
     visible.push(performance.now() - acknowledged);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { isFile, removeFile, syncPath } from '../../platform/files.js';
 import { WorkerChannel } from '../../platform/worker-thread.js';
 import type { DenseIndexOptions, DenseReply, DenseRequest } from './worker-protocol.js';
-import { SAVED_INDEX, type SavedIndexSum } from './saved-file.js';
+import { SAVE_CUT_SHORT, SAVED_INDEX, SAVED_SUM, type SavedIndexSum } from './saved-file.js';
 
 /**
  * How long a file another process may still be opening is left alone: a superseded pair (a process that listed it
@@ -185,8 +185,8 @@ function settled(file: string): boolean {
 function removeStale(dir: string): void {
   for (const name of existsSync(dir) ? readdirSync(dir) : []) {
     const file = join(dir, name);
-    const cutShort = /^dense-\d+(-[0-9a-f]+)?\.(hnsw|sum)\.tmp$/.test(name);
-    const orphan = /^dense-\d+(-[0-9a-f]+)?\.sum$/.test(name) && !existsSync(file.replace(/\.sum$/, '.hnsw'));
+    const cutShort = SAVE_CUT_SHORT.test(name);
+    const orphan = SAVED_SUM.test(name) && !existsSync(file.replace(/\.sum$/, '.hnsw'));
     if ((cutShort || orphan) && settled(file)) removeFile(file);
   }
 }

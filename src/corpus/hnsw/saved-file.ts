@@ -6,7 +6,11 @@ import { closeSync, openSync, readSync } from 'node:fs';
  * the token (random per save) keeps two processes that save the same seq from writing over each other's pair. Files
  * from before several processes could share a dir have no token.
  */
-export const SAVED_INDEX = /^dense-(\d+)(?:-[0-9a-f]+)?\.hnsw$/;
+const STEM = String.raw`dense-(\d+)(?:-[0-9a-f]+)?`;
+export const SAVED_INDEX = new RegExp(String.raw`^${STEM}\.hnsw$`);
+/** A saved index's sum, and either file of a save cut short (its temporary names). */
+export const SAVED_SUM = new RegExp(String.raw`^${STEM}\.sum$`);
+export const SAVE_CUT_SHORT = new RegExp(String.raw`^${STEM}\.(?:hnsw|sum)\.tmp$`);
 
 /**
  * What a saved index file must be, kept beside it (`dense-<seq>.sum`): its size and SHA-256, and the settings it

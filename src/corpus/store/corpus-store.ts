@@ -16,6 +16,7 @@ import {
   Connection,
   IDEMPOTENCY_KEPT,
   SET_META,
+  storedAnswer,
   type DocumentOrigin,
   type Idempotency,
   type NewDocument,
@@ -94,6 +95,19 @@ function chunkBodyOf(row: Omit<ChunkRow, 'vector'>): ChunkBody {
 /** Rows read per page when streaming the store (a page of chunks with their vectors is ~2.5 MB). */
 const PAGE_ROWS = 1024;
 
+/**
+ * The rows of a query read a page at a time by its key (`page(last)`: the rows after the last one read, `first`
+ * before any): no statement stays open between pages, so the connection serves other reads meanwhile.
+ */
+function* paged<Key, Row extends Key>(page: (last: Key) => Row[], first: Key): Generator<Row> {
+  for (let last = first; ;) {
+    const rows = page(last);
+    yield* rows;
+    if (rows.length < PAGE_ROWS) return;
+    last = rows[rows.length - 1]!;
+  }
+}
+
 const NOTHING = { added: [], removed: [], written: [], deletedIds: [] };
 
 const VECTORS_OF = 'SELECT label, vector FROM chunks WHERE label IN (SELECT value FROM json_each(?))';
@@ -121,7 +135,6 @@ function openDatabase(file: string, readOnly: boolean): Database.Database {
   const db = new Database(file, { readonly: readOnly, fileMustExist: readOnly });
   try {
     checkStore(db, file);
-    requireKnownSchema(db, file);
     if (!readOnly) migrate(db);
     requireConsistentSeq(db);
     return db;
@@ -137,22 +150,18 @@ function openDatabase(file: string, readOnly: boolean): Database.Database {
  */
 const STORE_SCHEMA = 2;
 
-function requireKnownSchema(db: Database.Database, file: string): void {
-  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'").pluck().all();
-  if (tables.length === 0) return;
-  const recorded = Number(db.prepare("SELECT value FROM meta WHERE key = 'schema'").pluck().get() ?? 0);
-  if (recorded > STORE_SCHEMA) {
-    throw new StoreError(
-      `${file} has store schema ${recorded}, newer than this rcp-server's (${STORE_SCHEMA}): run the newer version`,
-    );
-  }
-}
-
-/** Refuses another program's database, and one SQLite finds damaged. */
+/** Refuses another program's database, one of a newer schema (STORE_SCHEMA), and one SQLite finds damaged. */
 function checkStore(db: Database.Database, file: string): void {
   const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
   if (tables.length > 0 && !tables.includes('meta')) {
     throw new StoreError(`${file} is not an rcp-server store (it has other tables: ${tables.slice(0, 3).join(', ')})`);
+  }
+  const schema =
+    tables.length > 0 ? Number(db.prepare("SELECT value FROM meta WHERE key = 'schema'").pluck().get() ?? 0) : 0;
+  if (schema > STORE_SCHEMA) {
+    throw new StoreError(
+      `${file} has store schema ${schema}, newer than this rcp-server's (${STORE_SCHEMA}): run the newer version`,
+    );
   }
   const problems = db.pragma('quick_check', { simple: false }) as { quick_check: string }[];
   if (problems[0]?.quick_check !== 'ok') {
@@ -241,12 +250,13 @@ function checked(file: string, open: () => Database.Database): Database.Database
  * higher `seq` are removed. Chunk labels come from AUTOINCREMENT, so a label is never reused.
  */
 export class CorpusStore {
-  /** Reads, and the few small writes made outside a client's write (the encoder's name at start, pruning on save). */
+  /** Reads, and the few small writes made at start (the encoder's name, the agreed settings). */
   #db: Connection;
   /**
    * Client writes (index/add, index/delete) run on the writer thread's own connection (writer-thread.ts), started at
    * the first one: a write's commit is synchronous and a large one held the event loop 170 ms. Reads here see only
-   * committed writes (WAL snapshots). The corpus runs one write at a time, so the two connections never contend.
+   * committed writes (WAL snapshots). The corpus runs one write at a time; other processes' writers contend with this
+   * one through SQLite's write lock (BEGIN IMMEDIATE, writer-thread.ts).
    */
   #writer: WorkerChannel<WriterRequest, WriterReply> | undefined;
   #dataVersion = 0;
@@ -374,8 +384,7 @@ export class CorpusStore {
 
   /** The result a previous write with this idempotency key returned, if any (§7.10), among the latest kept. */
   idempotentResult(key: string): unknown {
-    const row = this.#sql('SELECT result FROM idempotency WHERE key = ?').get(key) as { result: string } | undefined;
-    return row === undefined ? undefined : (JSON.parse(row.result) as unknown);
+    return storedAnswer(this.#db, key);
   }
 
   /**
@@ -452,19 +461,19 @@ export class CorpusStore {
   }
 
   /**
-   * Every chunk (or those written after `afterSeq`), in write order, streamed a page at a time: no statement stays
-   * open between pages, so the connection serves other reads meanwhile (read them inside `snapshot` for one state).
+   * Every chunk (or those written after `afterSeq`), in write order, streamed a page at a time (read it inside
+   * `snapshot` for one state).
    */
   *chunks(afterSeq = 0): Generator<StoredChunk> {
     const page = this.#sql(
-      'SELECT * FROM chunks WHERE seq > ? AND (seq, label) > (?, ?) ORDER BY seq, label LIMIT ' + PAGE_ROWS,
+      `SELECT * FROM chunks WHERE seq > ? AND (seq, label) > (?, ?) ORDER BY seq, label LIMIT ${PAGE_ROWS}`,
     );
-    for (let last = { seq: afterSeq, label: -1 }; ;) {
-      const rows = page.all(afterSeq, last.seq, last.label) as (ChunkRow & { seq: number })[];
-      for (const row of rows) yield chunkOf(row);
-      if (rows.length < PAGE_ROWS) return;
-      last = rows[rows.length - 1]!;
-    }
+    type Row = ChunkRow & { seq: number };
+    const rows = paged((last: Pick<Row, 'seq' | 'label'>) => page.all(afterSeq, last.seq, last.label) as Row[], {
+      seq: afterSeq,
+      label: -1,
+    });
+    for (const row of rows) yield chunkOf(row);
   }
 
   /**
@@ -474,14 +483,9 @@ export class CorpusStore {
   *chunkTexts(): Generator<{ label: number; docId: string; ordinal: number; text: string; context: string }> {
     type Row = ChunkRow & { sum?: Uint8Array | null };
     const page = this.#sql(`SELECT * FROM chunks WHERE label > ? ORDER BY label LIMIT ${PAGE_ROWS}`);
-    for (let last = -1; ;) {
-      const rows = page.all(last) as Row[];
-      for (const row of rows) {
-        if (!intact(row.sum, chunkSum(row))) throw damaged(`chunk ${row.label}`);
-        yield { label: row.label, docId: row.doc_id, ordinal: row.ordinal, text: row.text, context: row.context };
-      }
-      if (rows.length < PAGE_ROWS) return;
-      last = rows[rows.length - 1]!.label;
+    for (const row of paged((last: Pick<Row, 'label'>) => page.all(last.label) as Row[], { label: -1 })) {
+      if (!intact(row.sum, chunkSum(row))) throw damaged(`chunk ${row.label}`);
+      yield { label: row.label, docId: row.doc_id, ordinal: row.ordinal, text: row.text, context: row.context };
     }
   }
 
@@ -489,14 +493,9 @@ export class CorpusStore {
   *documentMetas(): Generator<{ id: string; meta: Record<string, unknown>; origin: DocumentOrigin }> {
     type Row = DocumentColumns & { origin: DocumentOrigin; sum?: Uint8Array | null };
     const page = this.#sql(`SELECT * FROM documents WHERE id > ? ORDER BY id LIMIT ${PAGE_ROWS}`);
-    for (let last = ''; ;) {
-      const rows = page.all(last) as Row[];
-      for (const row of rows) {
-        if (!intact(row.sum, documentSum(row))) throw damaged(`document ${JSON.stringify(row.id)}`);
-        yield { id: row.id, meta: JSON.parse(row.meta) as Record<string, unknown>, origin: row.origin };
-      }
-      if (rows.length < PAGE_ROWS) return;
-      last = rows[rows.length - 1]!.id;
+    for (const row of paged((last: Pick<Row, 'id'>) => page.all(last.id) as Row[], { id: '' })) {
+      if (!intact(row.sum, documentSum(row))) throw damaged(`document ${JSON.stringify(row.id)}`);
+      yield { id: row.id, meta: JSON.parse(row.meta) as Record<string, unknown>, origin: row.origin };
     }
   }
 

@@ -119,6 +119,12 @@ export function addColumns(db: Database.Database): void {
 
 const blob = (vector: Float32Array) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
 
+/** The answer a keyed write gave (§7.10), while its key is among those kept. */
+export function storedAnswer(connection: Connection, key: string): Record<string, unknown> | undefined {
+  const answer = connection.sql('SELECT result FROM idempotency WHERE key = ?').pluck().get(key) as string | undefined;
+  return answer === undefined ? undefined : (JSON.parse(answer) as Record<string, unknown>);
+}
+
 /** Upserts documents: each replaces any previous one with its id (its old chunks become tombstones). */
 export function upsertRows(
   connection: Connection,
@@ -128,12 +134,9 @@ export function upsertRows(
   const sql = (text: string) => connection.sql(text);
   if (idempotency !== undefined) {
     // Another process may have committed this key since the caller looked (§7.10: a retry gets the first answer).
-    const first = sql('SELECT result FROM idempotency WHERE key = ?').pluck().get(idempotency.key) as
-      string | undefined;
-    if (first !== undefined) {
-      const repeated = JSON.parse(first) as Record<string, unknown>;
+    const repeated = storedAnswer(connection, idempotency.key);
+    if (repeated !== undefined)
       return { seq: Number(repeated.indexVersion), added: [], removed: [], deletedIds: [], repeated };
-    }
   }
   const seq = connection.seq + 1;
   const removed: number[] = [];
