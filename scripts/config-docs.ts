@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { format, resolveConfig } from 'prettier';
 import { ConfigSchema, DERIVED_ENVIRONMENT, ENVIRONMENT } from '../src/config/index.js';
+import { cell, typeOf, type SchemaNode } from './schema-text.js';
 
 /**
  * `npm run docs:config`: writes docs/configuration.md from ConfigSchema (src/config/schema.ts), the one declaration of every
@@ -10,24 +11,6 @@ import { ConfigSchema, DERIVED_ENVIRONMENT, ENVIRONMENT } from '../src/config/in
  * test/unit/config-docs.test.ts renders it again and fails when the file differs.
  */
 export const DOCS_FILE = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
-
-/** The JSON Schema keywords ConfigSchema uses (TypeBox writes plain JSON Schema). */
-interface SchemaNode {
-  type?: string;
-  description?: string;
-  default?: unknown;
-  properties?: Record<string, SchemaNode>;
-  required?: string[];
-  patternProperties?: Record<string, SchemaNode>;
-  items?: SchemaNode;
-  anyOf?: SchemaNode[];
-  const?: unknown;
-  minimum?: number;
-  maximum?: number;
-  minLength?: number;
-  pattern?: string;
-  minItems?: number;
-}
 
 /** Defaults computed at run time: named for the reader, not printed as this machine's values. */
 const COMPUTED_DEFAULTS: Record<string, string> = {
@@ -94,51 +77,6 @@ const aliasesOf = (path: string) =>
     .filter(([, setting]) => setting.path === path)
     .map(([alias]) => `\`${alias}\``)
     .join(', ');
-
-/** A table cell: one line, its pipes escaped (GitHub tables split on them, even inside code spans). */
-const cell = (text: string) => text.replace(/\s*\n\s*/g, ' ').replace(/\|/g, '\\|');
-
-function typeOf(node: SchemaNode): string {
-  if (node.anyOf !== undefined) return `one of ${node.anyOf.map(typeOf).join(', ')}`;
-  if (node.const !== undefined)
-    return `\`${typeof node.const === 'string' ? node.const : JSON.stringify(node.const)}\``;
-  switch (node.type) {
-    case 'integer':
-    case 'number':
-      return `${node.type}${range(node)}`;
-    case 'string':
-      return [
-        node.minLength === 1 ? 'non-empty string' : 'string',
-        node.minLength !== undefined && node.minLength > 1 ? `of at least ${node.minLength} characters` : '',
-        node.pattern === undefined ? '' : `matching \`${node.pattern}\``,
-      ]
-        .filter(Boolean)
-        .join(' ');
-    case 'array': {
-      const least = node.minItems === undefined ? '' : ` of at least ${node.minItems}`;
-      return `list${least}${node.items === undefined ? '' : `, each ${typeOf(node.items)}`}`;
-    }
-    case 'object':
-      return objectTypeOf(node);
-    default:
-      return node.type ?? 'any';
-  }
-}
-
-function objectTypeOf(node: SchemaNode): string {
-  const [values] = Object.values(node.patternProperties ?? {});
-  if (values !== undefined) return `map, each value ${typeOf(values)}`;
-  const members = Object.entries(node.properties ?? {}).map(
-    ([key, child]) => `${key}${node.required?.includes(key) === true ? '' : '?'}: ${typeOf(child)}`,
-  );
-  return `object { ${members.join('; ')} }`;
-}
-
-function range({ minimum, maximum }: SchemaNode): string {
-  if (minimum !== undefined && maximum !== undefined) return `, ${minimum} to ${maximum}`;
-  if (minimum !== undefined) return ` ≥ ${minimum}`;
-  return maximum === undefined ? '' : ` ≤ ${maximum}`;
-}
 
 function defaultOf(path: string, node: SchemaNode): string {
   const computed = COMPUTED_DEFAULTS[path];

@@ -3,51 +3,19 @@ import { RpcError } from '../protocol/errors.js';
 import type { Logger } from '../protocol/logger.js';
 import { TimeSlice } from '../protocol/time-slice.js';
 import { cosineSimilarity, dotProduct } from '../protocol/vectors.js';
-import { withoutPassword } from '../platform/urls.js';
 import type { Encoder, ModelHealth, TextKind } from '../models/index.js';
-import { StartupError } from '../startup-error.js';
 import { ChunkCache } from './chunk-cache.js';
-import type { DenseIndexOptions } from './hnsw/dense-index.js';
 import { DerivedIndexes } from './indexes.js';
-import type { Bm25Options } from './lexical/bm25.js';
-import type { FieldType, MetadataLimits } from './metadata.js';
 import type { ChunkBody, ChunkPlace, CorpusDocument, CorpusReader, CorpusWriter, WriteCaller } from './ports.js';
 import { prepareDocuments, type AddOptions } from './prepare.js';
 import { Replica, type ReplicaTarget } from './replica.js';
-import {
-  CorpusStore,
-  type DocumentOrigin,
-  type StoredDocument,
-  type StoreOptions,
-  type WriteResult,
-} from './store/corpus-store.js';
+import { openCorpusStore, writesLocally, type CorpusSettings } from './settings.js';
+import type { CorpusStore, DocumentOrigin, StoredDocument } from './store/corpus-store.js';
 import { StoreError } from './store/dir-lock.js';
+import { WriteOrder } from './write-order.js';
 
 export { contentHash, type AddOptions } from './prepare.js';
-
-export interface CorpusSettings {
-  readonly dir: string;
-  readonly space: DenseIndexOptions['space'];
-  readonly m: number;
-  readonly efConstruction: number;
-  readonly efSearch: number;
-  readonly saveIntervalMs: number;
-  /** `index.followMs`: how often other processes' writes to the data dir are looked for (default 50). */
-  readonly followMs?: number | undefined;
-  readonly maxDocumentBytes: number;
-  readonly metadata: MetadataLimits;
-  readonly fields: Readonly<Record<string, FieldType>>;
-  readonly bm25: Bm25Options;
-  /** `index.writable`; false: nothing in the dir is ever written (it may be on a read-only filesystem). */
-  readonly writable?: boolean | undefined;
-  /**
-   * A PostgreSQL store of record shared by replicas (`store.url`): the data dir then holds this replica's snapshot of
-   * it, written only by catching up (replica.ts).
-   */
-  readonly store?: { readonly url: string; readonly pollMs: number } | undefined;
-  /** `index.chunkCacheBytes`: chunk texts kept in memory for building hits; 0 or absent reads each from the store. */
-  readonly chunkCacheBytes?: number | undefined;
-}
+export { CorpusError, type CorpusSettings } from './settings.js';
 
 export interface AddResult {
   readonly ids: string[];
@@ -66,22 +34,15 @@ export interface CorpusStats {
 /** How often, by default, other processes' writes to the data dir are looked for (`index.followMs`). */
 const FOLLOW_MS = 50;
 
-/** How long indexes replaced by a reload stay open for the searches that were using them. */
-const RETIRED_MS = 30_000;
-
 /** Stored vectors read per statement (64 × 2 KB rows: well under a millisecond). */
 const VECTOR_BATCH = 64;
-
-/** A data dir that cannot serve this configuration: a start-up error with clear text, never a wire code. */
-export class CorpusError extends StartupError {
-  override name = 'CorpusError';
-}
 
 /**
  * The corpus: the durable store of record plus the two derived indexes, kept in step. A write is validated whole,
  * chunked and embedded outside the write lock (prepare.ts), then committed in one SQLite transaction (durable on
  * return) and applied to the dense and lexical indexes (indexes.ts) before it is acknowledged — all or nothing, in
- * commit order. This class holds what joins them: readiness, the order of writes, replicas, and the read side.
+ * commit order. This class holds what joins them: readiness, writes (ordered by write-order.ts), replicas, and the
+ * read side; settings.ts opens the store for its settings.
  *
  * Start-up (in the background; not ready until done): the newest saved dense index is loaded and the writes after its
  * sequence number are replayed from the store (stored vectors, never re-embedded); a missing or corrupt file means a
@@ -90,14 +51,12 @@ export class CorpusError extends StartupError {
  */
 export class Corpus implements CorpusWriter, CorpusReader {
   readonly store: CorpusStore;
-  #indexes: DerivedIndexes;
+  readonly #order: WriteOrder;
   readonly #ready: Promise<void>;
   #state: { status: 'loading' } | { status: 'ready' } | { status: 'failed'; reason: string; fatal: boolean } = {
     status: 'loading',
   };
-  #writes: Promise<unknown> = Promise.resolve();
   #timer: NodeJS.Timeout | undefined;
-  #follower: NodeJS.Timeout | undefined;
   #closing = false;
   /** Recently served chunks (text and offsets, never vectors), bounded in bytes: no store read per hit when warm. */
   readonly #chunks: ChunkCache | undefined;
@@ -109,25 +68,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
     private readonly encoder: Encoder,
     private readonly log: Logger,
   ) {
-    const agreed = { ...agreedSettings(settings), 'models.encoder': encoder.info.identity };
-    this.store = openStore(settings.dir, { readOnly: !this.#localWritable, agreed });
-    if (settings.store !== undefined && !this.store.alone) {
-      void this.store.close();
-      throw new CorpusError(
-        `data dir ${settings.dir} is served by another process: a replica's data dir holds its own snapshot`,
-      );
-    }
+    this.store = openCorpusStore(settings, encoder);
     this.#chunks = settings.chunkCacheBytes ? new ChunkCache(settings.chunkCacheBytes) : undefined;
-    const built = this.store.getMeta('encoder');
-    if (built !== undefined && built !== encoder.info.identity && this.store.counts().chunks > 0) {
-      void this.store.close();
-      throw new CorpusError(
-        `data dir ${settings.dir} was embedded with ${built}, but the configured encoder is ${encoder.info.identity}; ` +
-          're-ingest into a new data dir (or configure the original encoder)',
-      );
-    }
-    if (built !== encoder.info.identity && this.#localWritable) this.store.setMeta('encoder', encoder.info.identity);
-    this.#indexes = this.#derived();
+    this.#order = new WriteOrder(this.store, () => this.#derived(), log);
     this.replica =
       settings.store && new Replica({ ...settings.store, encoder: encoder.info.identity }, this.#target(), log);
     this.#ready = this.#open().then(
@@ -136,8 +79,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
         this.#state = { status: 'ready' };
         // Closed while loading: no timers to start (they would outlive the store).
         if (this.#closing) return;
-        if (this.replica === undefined) this.#followOthers(settings.followMs ?? FOLLOW_MS);
-        if (!this.#localWritable) return;
+        if (this.replica === undefined) this.#order.followOthers(settings.followMs ?? FOLLOW_MS);
+        if (!writesLocally(settings)) return;
         // A failed periodic save is logged (the next one retries); it never becomes an unhandled rejection.
         this.#timer = setInterval(
           () => void this.save().catch((error: unknown) => this.#saveFailed(error)),
@@ -155,27 +98,17 @@ export class Corpus implements CorpusWriter, CorpusReader {
     );
   }
 
-  /** Indexes to derive from the store, empty until loaded. */
-  #derived(): DerivedIndexes {
-    const { settings } = this;
-    const { space, m, efConstruction, efSearch, bm25 } = settings;
-    const writable = this.#localWritable;
-    const options = {
-      dir: settings.dir,
-      space,
-      m,
-      efConstruction,
-      efSearch,
-      dimension: this.dimension,
-      bm25,
-      writable,
-    };
-    return new DerivedIndexes(this.store, options, this.#chunks, this.log);
+  /** The indexes searches read now (write-order.ts swaps them on a reload). */
+  get #indexes(): DerivedIndexes {
+    return this.#order.indexes;
   }
 
-  /** Whether this process writes its data dir: a server that takes writes, or a replica catching up. */
-  get #localWritable(): boolean {
-    return this.settings.writable !== false || this.settings.store !== undefined;
+  /** Indexes to derive from the store, empty until loaded. */
+  #derived(): DerivedIndexes {
+    const { space, m, efConstruction, efSearch, bm25, dir } = this.settings;
+    const writable = writesLocally(this.settings);
+    const options = { dir, space, m, efConstruction, efSearch, dimension: this.dimension, bm25, writable };
+    return new DerivedIndexes(this.store, options, this.#chunks, this.log);
   }
 
   /** What a replica brings up to date: the local snapshot, and the indexes after it, in write order. */
@@ -187,7 +120,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
       },
       getMeta: (key) => this.store.getMeta(key),
       setMeta: (key, value) => this.store.setMeta(key, value),
-      apply: (changes) => this.#serialized(async () => this.#indexes.apply(await this.store.apply(changes))),
+      apply: (changes) => this.#order.serialized(async () => this.#indexes.apply(await this.store.apply(changes))),
     };
   }
 
@@ -247,75 +180,6 @@ export class Corpus implements CorpusWriter, CorpusReader {
     );
   }
 
-  /**
-   * Every `everyMs`, applies what other processes serving the data dir committed (docs/architecture.md §5), in order
-   * with this process's own writes: a look at the store's data version, microseconds when nothing changed.
-   */
-  #followOthers(everyMs: number): void {
-    this.#follower = setInterval(() => {
-      try {
-        if (this.store.changed()) void this.#caughtUp().catch((error: unknown) => this.#followFailed(error));
-      } catch (error) {
-        this.#followFailed(error);
-      }
-    }, everyMs);
-    this.#follower.unref();
-  }
-
-  /** After every earlier write: applies the store's writes through `through` (its head unless said), in order. */
-  #caughtUp(through?: number): Promise<void> {
-    return this.#serialized(() => this.#follow(through));
-  }
-
-  async #follow(through = this.store.seq): Promise<void> {
-    const from = this.#indexes.appliedSeq;
-    if (through <= from) return;
-    if (this.store.prunedThrough <= from) {
-      await this.#indexes.follow(through);
-      // A save in another process may have pruned removals this follow was still to read: then it reloads.
-      if (this.store.prunedThrough <= from) return;
-    }
-    await this.#reload();
-  }
-
-  /**
-   * This process fell further behind the store than the removals it keeps (pruned at a save, one save interval
-   * behind): its indexes are loaded again, as at start. Searches under way finish on the old ones, closed after.
-   */
-  async #reload(): Promise<void> {
-    const old = this.#indexes;
-    this.log.warn(
-      { applied: old.appliedSeq, prunedThrough: this.store.prunedThrough },
-      'corpus: behind the removals the store keeps; loading its indexes again',
-    );
-    const fresh = this.#derived();
-    await fresh.load();
-    this.#indexes = fresh;
-    setTimeout(() => void old.close(), RETIRED_MS).unref();
-  }
-
-  /** A follow that failed is logged, and tried again at the next change. */
-  #followFailed(error: unknown): void {
-    this.log.error({ reason: (error as Error).message }, 'corpus: could not apply the writes of other processes');
-  }
-
-  /**
-   * This process's committed write, applied: at once if it is the next, else with the writes before it read back
-   * from the store. (A write that changed nothing took no seq of its own: the store's head is where it stands.)
-   */
-  async #applyOwn(write: WriteResult): Promise<void> {
-    const changed = write.repeated === undefined && write.written.length + write.deletedIds.length > 0;
-    if (changed && write.seq === this.#indexes.appliedSeq + 1) await this.#indexes.apply(write);
-    else await this.#follow(write.seq);
-  }
-
-  /** Runs `write` after every earlier write: commits and index updates happen in sequence order. */
-  #serialized<T>(write: () => Promise<T>): Promise<T> {
-    const next = this.#writes.then(write, write);
-    this.#writes = next.catch(() => undefined);
-    return next;
-  }
-
   async add(documents: readonly CorpusDocument[], options: AddOptions): Promise<AddResult> {
     await this.#whenReady();
     if (this.replica !== undefined) return this.#addToStore(this.replica, documents, options);
@@ -323,12 +187,12 @@ export class Corpus implements CorpusWriter, CorpusReader {
     const previous = key === undefined ? undefined : await this.#repeated(key);
     if (previous !== undefined) return previous;
     const prepared = await prepareDocuments(documents, options, this.encoder, this.settings);
-    return this.#serialized(async () => {
+    return this.#order.serialized(async () => {
       pointOfNoReturn(options);
       const ids = prepared.map((document) => document.id);
       const chunks = prepared.reduce((sum, document) => sum + document.chunks.length, 0);
       const write = await this.store.upsert(prepared, key === undefined ? undefined : { key, result: { ids, chunks } });
-      await this.#applyOwn(write);
+      await this.#order.applyOwn(write);
       return (write.repeated as AddResult | undefined) ?? { ids, chunks, indexVersion: String(write.seq) };
     });
   }
@@ -339,7 +203,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
    */
   async #repeated(key: string): Promise<AddResult | undefined> {
     const previous = this.store.idempotentResult(key) as AddResult | undefined;
-    if (previous !== undefined) await this.#caughtUp(Number(previous.indexVersion));
+    if (previous !== undefined) await this.#order.caughtUp(Number(previous.indexVersion));
     return previous;
   }
 
@@ -351,10 +215,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
       await this.replica.caughtUpTo(seq);
       return { deleted: deletedIds.length, indexVersion: String(seq) };
     }
-    return this.#serialized(async () => {
+    return this.#order.serialized(async () => {
       pointOfNoReturn(caller);
       const write = await this.store.delete(ids);
-      await this.#applyOwn(write);
+      await this.#order.applyOwn(write);
       return { deleted: write.deletedIds.length, indexVersion: String(write.seq) };
     });
   }
@@ -382,8 +246,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   /** Saves the dense index if it changed since the last save; tombstones it covers are pruned. */
   async save(): Promise<void> {
-    if (this.#state.status !== 'ready' || !this.#localWritable) return;
-    await this.#serialized(() => this.#indexes.save());
+    if (this.#state.status !== 'ready' || !writesLocally(this.settings)) return;
+    await this.#order.serialized(() => this.#indexes.save());
   }
 
   #saveFailed(error: unknown): void {
@@ -518,7 +382,6 @@ export class Corpus implements CorpusWriter, CorpusReader {
   async close(): Promise<void> {
     this.#closing = true;
     clearInterval(this.#timer);
-    clearInterval(this.#follower);
     await this.replica?.close();
     await this.#ready;
     try {
@@ -526,35 +389,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
     } catch (error) {
       this.#saveFailed(error);
     }
-    await this.#writes;
-    await this.#indexes.close();
+    await this.#order.close();
     await this.store.close();
-  }
-}
-
-/**
- * What every process serving one data dir must build alike (docs/architecture.md §5), by the names of their
- * settings: two processes must never serve differently built indexes of one corpus.
- */
-function agreedSettings(settings: CorpusSettings): Record<string, string> {
-  const { space, m, efConstruction, bm25 } = settings;
-  const agreed: Record<string, string> = {
-    'index.space': space,
-    'index.m': String(m),
-    'index.efConstruction': String(efConstruction),
-    'store.url': settings.store === undefined ? '(none)' : withoutPassword(settings.store.url),
-  };
-  for (const [name, value] of Object.entries(bm25)) agreed[`index.bm25.${name}`] = JSON.stringify(value);
-  return agreed;
-}
-
-/** The store, or a CorpusError (a start-up error) when the store is unfit or the dir's processes disagree. */
-function openStore(dir: string, options: StoreOptions): CorpusStore {
-  try {
-    return new CorpusStore(dir, options);
-  } catch (error) {
-    if (error instanceof StoreError) throw new CorpusError(error.message);
-    throw error;
   }
 }
 

@@ -132,7 +132,7 @@ export class DerivedIndexes {
    * Applies a committed write to both indexes and the maps, so that a reader never sees two versions of a document
    * at once (§7.10). Recall keeps only placed labels (a label's place is how a hit names the client's document), so:
    * the new chunks go into both indexes unplaced, then in one synchronous step they are placed and the replaced ones
-   * unplaced, then the replaced ones leave the indexes. (A search made before that step and filtered after it may
+   * unplaced and taken out of the lexical index, then they leave the dense index. (A search made before that step and filtered after it may
    * miss the document for that one request: no version of it was in its list.)
    */
   async apply(write: WriteResult): Promise<void> {
@@ -149,16 +149,20 @@ export class DerivedIndexes {
     await this.#addLexical(added, new Map(write.written.map(({ id, meta }) => [id, meta])));
     this.#switch(write, added, removed);
     if (removed.size > 0) await this.#dense.remove([...removed]);
+  }
+
+  /**
+   * The step a reader cannot see into: the write's chunks and documents become the corpus, at its seq. The replaced
+   * chunks leave the lexical index here too: its N, df and avgdl score every hit, so a search that sees this seq must
+   * not count them (the dense index scores each vector alone, and unplaced labels are never hits).
+   */
+  #switch(write: WriteResult, added: WriteResult['added'], removed: ReadonlySet<number>): void {
+    for (const chunk of added) this.#chunkPlace.set(chunk.label, { docId: chunk.docId, ordinal: chunk.ordinal });
     for (const label of removed) {
+      this.#chunkPlace.delete(label);
       this.#lexical.remove(label);
       this.chunks?.delete(label);
     }
-  }
-
-  /** The step a reader cannot see into: the write's chunks and documents become the corpus, at its seq. */
-  #switch(write: WriteResult, added: WriteResult['added'], removed: ReadonlySet<number>): void {
-    for (const chunk of added) this.#chunkPlace.set(chunk.label, { docId: chunk.docId, ordinal: chunk.ordinal });
-    for (const label of removed) this.#chunkPlace.delete(label);
     for (const { id, meta, origin } of write.written) {
       this.#documentMeta.set(id, meta);
       this.#documentOrigin.set(id, origin);

@@ -5,6 +5,7 @@ import type { RequestContext } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition, MethodRegistry } from '../protocol/registry.js';
+import { CatalogListParams } from '../protocol/schemas/params.js';
 import { firstAnswer } from './failover.js';
 import { registerRetrieve } from './federated-retrieve.js';
 import { scopedForCaller } from './forwarding.js';
@@ -72,9 +73,9 @@ export function federatedCapabilities(engines: readonly RemoteEngine[]): JsonObj
 }
 
 function registerCatalog(registry: MethodRegistry, engines: readonly RemoteEngine[]): void {
-  const definition: MethodDefinition<typeof AnyParams> = {
+  const definition: MethodDefinition<typeof CatalogListParams> = {
     method: 'catalog/list',
-    params: AnyParams,
+    params: CatalogListParams,
     handler: () => ({
       engines: engines.map((engine) => ({
         id: engine.id,

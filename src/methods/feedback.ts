@@ -1,8 +1,8 @@
-import { Type } from '@sinclair/typebox';
 import type { CorpusReader } from '../corpus/index.js';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
+import { FeedbackParams } from '../protocol/schemas/params.js';
 
 /**
  * `feedback` (§7.16): signals about how hits fared downstream, counted in metrics and otherwise not kept: nothing in
@@ -11,21 +11,6 @@ import type { MethodDefinition } from '../protocol/registry.js';
  * review: one warning log line naming them, and a counter by kind (§15.3). `accepted` counts every well-formed
  * signal, acted on or not.
  */
-const Signal = Type.Object({
-  hitId: Type.Union([Type.String({ maxLength: 1024 }), Type.Number()]),
-  used: Type.Optional(Type.Boolean()),
-  cited: Type.Optional(Type.Boolean()),
-  helpful: Type.Optional(Type.Boolean()),
-  reward: Type.Optional(Type.Number({ minimum: -1, maximum: 1 })),
-  poisonSuspected: Type.Optional(Type.Boolean()),
-  injectionSuspected: Type.Optional(Type.Boolean()),
-});
-const FeedbackParams = Type.Object({
-  sessionId: Type.Optional(Type.String({ maxLength: 256 })),
-  query: Type.Optional(Type.String()),
-  signals: Type.Array(Signal),
-});
-
 export interface FeedbackSettings {
   readonly maxSignals: number;
   /** `limits.maxQueryChars`: a `query` is what a retrieve was asked, and no longer (§15.5). */

@@ -1,8 +1,8 @@
-import { Type } from '@sinclair/typebox';
 import type { CorpusReader } from '../corpus/index.js';
 import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
+import { MAX_QUERIES, TransformParams } from '../protocol/schemas/params.js';
 
 /**
  * `query/transform` (§7.8) with the methods that really run here, and only those advertised: `rewrite`
@@ -11,13 +11,6 @@ import type { MethodDefinition } from '../protocol/registry.js';
  * (§15.5: the fan-out of multi-query).
  */
 export const TRANSFORM_METHODS = ['rewrite', 'multi-query'] as const;
-export const MAX_QUERIES = 8;
-
-const TransformParams = Type.Object({
-  query: Type.String({ minLength: 1 }),
-  method: Type.String(),
-  n: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_QUERIES })),
-});
 
 export function transformMethod(
   corpus: CorpusReader,

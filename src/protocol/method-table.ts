@@ -10,6 +10,8 @@ export type MethodClass = 'reads' | 'writes' | 'models';
 
 /** Everything the server knows about a method apart from its handler: one declaration, read by every layer. */
 export interface MethodDeclaration {
+  /** Where RCP/1 defines it. */
+  readonly section: string;
   /** The capability key that gates it (§6.2); null: always served (§7.1, §7.2, §7.12, §7.15). */
   readonly capability: string | null;
   readonly access: MethodAccess;
@@ -17,10 +19,11 @@ export interface MethodDeclaration {
   readonly rateClass: MethodClass | null;
 }
 
-const LIFECYCLE = { capability: null, access: 'lifecycle', rateClass: null } as const;
-const read = (capability: string, rateClass: MethodClass = 'reads') =>
-  ({ capability, access: 'read', rateClass }) as const;
-const write = (capability: string, rateClass: MethodClass) => ({ capability, access: 'write', rateClass }) as const;
+const lifecycle = (section: string) => ({ section, capability: null, access: 'lifecycle', rateClass: null }) as const;
+const read = (section: string, capability: string, rateClass: MethodClass = 'reads') =>
+  ({ section, capability, access: 'read', rateClass }) as const;
+const write = (section: string, capability: string, rateClass: MethodClass) =>
+  ({ section, capability, access: 'write', rateClass }) as const;
 
 /**
  * §7: every RCP/1 method. Vendor extension methods `x-<vendor>/<name>` are gated by the capability key
@@ -28,23 +31,23 @@ const write = (capability: string, rateClass: MethodClass) => ({ capability, acc
  * read: its cost is a retrieve's.)
  */
 export const METHODS = {
-  initialize: LIFECYCLE,
-  info: LIFECYCLE,
-  ping: LIFECYCLE,
-  shutdown: LIFECYCLE,
-  embed: read('embed', 'models'),
-  'embed/sparse': read('sparseEmbed', 'models'),
-  'embed/multi': read('multiVector', 'models'),
-  rerank: read('rerank', 'models'),
-  retrieve: read('retrieve'),
-  'query/transform': read('transform'),
-  graph: read('graph'),
-  'index/add': write('index', 'writes'),
-  'index/delete': write('index', 'writes'),
-  'catalog/list': read('catalog'),
-  feedback: read('feedback'),
-  'memory/build': write('memory', 'reads'),
-  'memory/recall': read('memory'),
+  initialize: lifecycle('§7.1'),
+  info: lifecycle('§7.2'),
+  ping: lifecycle('§7.15'),
+  shutdown: lifecycle('§7.12'),
+  embed: read('§7.3', 'embed', 'models'),
+  'embed/sparse': read('§7.4', 'sparseEmbed', 'models'),
+  'embed/multi': read('§7.5', 'multiVector', 'models'),
+  rerank: read('§7.6', 'rerank', 'models'),
+  retrieve: read('§7.7', 'retrieve'),
+  'query/transform': read('§7.8', 'transform'),
+  graph: read('§7.9', 'graph'),
+  'index/add': write('§7.10', 'index', 'writes'),
+  'index/delete': write('§7.11', 'index', 'writes'),
+  'catalog/list': read('§7.13', 'catalog'),
+  feedback: read('§7.16', 'feedback'),
+  'memory/build': write('§7.17', 'memory', 'reads'),
+  'memory/recall': read('§7.17', 'memory'),
 } as const satisfies Record<string, MethodDeclaration>;
 
 export type CoreMethod = keyof typeof METHODS;

@@ -1,8 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 
 /**
- * The params of the methods the typed client calls: one TypeBox declaration each, from which the server's validator
- * (ajv, through each method's definition), the typed client's types (`Static`) and the gateway's checks all derive.
+ * The params of every method this server serves past the lifecycle: one TypeBox declaration each, from which the
+ * server's validator (ajv, through each method's definition), the typed client's types (`Static`), the gateway's
+ * checks and docs/methods.md (scripts/method-docs.ts) all derive.
  */
 
 /** §4.8 a Content block as a client sends it (methods/content.ts reads it; this server is text-only). */
@@ -121,3 +122,47 @@ export type IndexAddParams = Static<typeof IndexAddParams>;
 /** §7.11 `index/delete`. */
 export const IndexDeleteParams = Type.Object({ ids: Type.Array(Type.String({ maxLength: MAX_ID_CHARS })) });
 export type IndexDeleteParams = Static<typeof IndexDeleteParams>;
+
+/** §7.8 `query/transform`: `n` is bounded (§15.5: the fan-out of multi-query). */
+export const MAX_QUERIES = 8;
+export const TransformParams = Type.Object({
+  query: Type.String({ minLength: 1 }),
+  method: Type.String(),
+  n: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_QUERIES })),
+});
+export type TransformParams = Static<typeof TransformParams>;
+
+/** §7.16 one signal about a hit. */
+const Signal = Type.Object({
+  hitId: Type.Union([Type.String({ maxLength: MAX_ID_CHARS }), Type.Number()]),
+  used: Type.Optional(Type.Boolean()),
+  cited: Type.Optional(Type.Boolean()),
+  helpful: Type.Optional(Type.Boolean()),
+  reward: Type.Optional(Type.Number({ minimum: -1, maximum: 1 })),
+  poisonSuspected: Type.Optional(Type.Boolean()),
+  injectionSuspected: Type.Optional(Type.Boolean()),
+});
+
+/** §7.16 `feedback`. */
+export const FeedbackParams = Type.Object({
+  sessionId: Type.Optional(Type.String({ maxLength: 256 })),
+  query: Type.Optional(Type.String()),
+  signals: Type.Array(Signal),
+});
+export type FeedbackParams = Static<typeof FeedbackParams>;
+
+/** §7.13 `catalog/list` (served by the gateway) takes none of its own. */
+export const CatalogListParams = Type.Object({});
+
+/** The params of each method served past the lifecycle, by name (docs/methods.md is rendered from it). */
+export const PARAMS = {
+  embed: EmbedParams,
+  'embed/sparse': EmbedSparseParams,
+  rerank: RerankParams,
+  retrieve: RetrieveParams,
+  'query/transform': TransformParams,
+  'index/add': IndexAddParams,
+  'index/delete': IndexDeleteParams,
+  'catalog/list': CatalogListParams,
+  feedback: FeedbackParams,
+} as const;
