@@ -5,7 +5,7 @@ import type { RequestContext } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition, MethodRegistry } from '../protocol/registry.js';
-import { CatalogListParams } from '../protocol/schemas/params.js';
+import { CatalogListParams, IndexAddParams, IndexDeleteParams } from '../protocol/schemas/params.js';
 import { firstAnswer } from './failover.js';
 import { registerRetrieve } from './federated-retrieve.js';
 import { scopedForCaller } from './forwarding.js';
@@ -26,10 +26,6 @@ import { RpcErrorCode } from '../protocol/codes.js';
 export type { FederationSettings };
 
 const AnyParams = Type.Object({});
-const IndexAddParams = Type.Object({
-  documents: Type.Array(Type.Object({ id: Type.Optional(Type.String()), text: Type.String() }), { minItems: 1 }),
-});
-const IndexDeleteParams = Type.Object({ ids: Type.Array(Type.String()) });
 
 /** Feature capabilities passed through from the engines (union, §16.4): retrieve options the engines honour. */
 const PASSED_THROUGH = ['filter', 'citations'] as const;
