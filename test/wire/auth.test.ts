@@ -188,7 +188,7 @@ describe('binding (§15.6: loopback by default)', () => {
 });
 
 describe('rcp-server config --print', () => {
-  it('prints the effective configuration from file and environment, with plain API keys and the Redis password hidden', async () => {
+  it('prints the effective configuration from file and environment, with plain API keys, the cursor key and url passwords hidden', async () => {
     const child = track(
       spawn(process.execPath, ['bin/rcp-server.js', 'config', '--print'], {
         cwd: ROOT,
@@ -197,6 +197,8 @@ describe('rcp-server config --print', () => {
           RCP_API_KEYS: JSON.stringify([{ key: WRITE_KEY, scopes: ['write'] }]),
           RCP_HTTP_PORT: '9099',
           RCP_REDIS_URL: 'redis://ops:hunter2@cache:6379/0',
+          RCP_STORE_URL: 'postgres://rcp:swordfish@db:5432/rcp',
+          RCP_RETRIEVE_CURSOR_SECRET: 'cursor-signing-key-42',
         },
       }),
     );
@@ -209,10 +211,15 @@ describe('rcp-server config --print', () => {
       http: { port: number };
       auth: { apiKeys: { key: string }[] };
       redis: { url: string };
+      store: { url: string };
+      retrieve: { cursorSecret: string };
     };
     expect(printed.http.port).toBe(9099);
     expect(printed.auth.apiKeys[0]?.key).toBe('***');
     expect(stdout).not.toContain('hunter2');
     expect(printed.redis.url).toBe('redis://ops:***@cache:6379/0');
+    for (const secret of ['swordfish', 'cursor-signing-key-42']) expect(stdout).not.toContain(secret);
+    expect(printed.store.url).toBe('postgres://rcp:***@db:5432/rcp');
+    expect(printed.retrieve.cursorSecret).toBe('***');
   });
 });

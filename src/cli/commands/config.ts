@@ -10,7 +10,10 @@ export function configCommand(command: ConfigCommand): number {
   return 0;
 }
 
-/** The configuration with secrets hidden: plain API keys and a Redis password become "***" (a sha256 is no secret). */
+/**
+ * The configuration with secrets hidden: plain API keys, the cursor-signing key and the passwords in the Redis and
+ * PostgreSQL urls become "***" (a sha256 is no secret).
+ */
 function redact(config: Config): Config {
   return {
     ...config,
@@ -19,5 +22,7 @@ function redact(config: Config): Config {
       apiKeys: config.auth.apiKeys.map((key) => (key.key === undefined ? key : { ...key, key: '***' })),
     },
     redis: { ...config.redis, url: withoutPassword(config.redis.url) },
+    store: { ...config.store, url: withoutPassword(config.store.url) },
+    retrieve: { ...config.retrieve, cursorSecret: config.retrieve.cursorSecret === '' ? '' : '***' },
   };
 }
