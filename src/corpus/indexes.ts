@@ -4,6 +4,8 @@ import type { TextKind } from '../models/index.js';
 import type { ChunkCache } from './chunk-cache.js';
 import { DenseIndex, type DenseIndexOptions } from './hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from './lexical/bm25.js';
+import { readLexical, writeLexical } from './lexical/saved-lexical.js';
+import { companionOf } from './hnsw/saved-file.js';
 import { multiQuery, rewriteQuery } from './lexical/query-transform.js';
 import type { ChunkPlace } from './ports.js';
 import { lexicalText } from './prepare.js';
@@ -32,7 +34,7 @@ export interface IndexSettings {
  */
 export class DerivedIndexes {
   readonly #dense = new DenseIndex();
-  readonly #lexical: Bm25Index;
+  #lexical: Bm25Index;
   readonly #chunkPlace = new Map<number, ChunkPlace>();
   readonly #documentMeta = new Map<string, Record<string, unknown>>();
   readonly #documentOrigin = new Map<string, DocumentOrigin>();
@@ -58,16 +60,17 @@ export class DerivedIndexes {
 
   /**
    * Loads the newest saved dense index and replays the store's writes after it (a rebuild when none verifies), then
-   * builds the lexical index and the maps from the store, in time slices. Returns the seq the dense file was saved at
-   * (0: rebuilt).
+   * the lexical index saved with it, brought up to date from the store (rebuilt from every chunk's text when it
+   * does not verify), and the maps, in time slices. Returns the seqs the two were loaded at (0: rebuilt).
    */
-  load(): Promise<number> {
+  load(): Promise<{ dense: number; lexical: number }> {
     // One snapshot of the store: other processes write on while this one loads, and the indexes must be of one seq.
     return this.store.snapshot(() => this.#load());
   }
 
-  async #load(): Promise<number> {
-    let savedSeq = await this.#loadDense();
+  async #load(): Promise<{ dense: number; lexical: number }> {
+    const dense = await this.#loadDense();
+    let savedSeq = dense.seq;
     // The store is the truth: a dense index that holds other labels than the store's chunks (a file that lied about
     // what it held, rows relabelled since) is rebuilt from it.
     if (savedSeq > 0 && !sameLabels(await this.#dense.labels(), this.store.labels())) {
@@ -83,19 +86,56 @@ export class DerivedIndexes {
       this.#documentOrigin.set(id, origin);
       await slice.due();
     }
-    for (const { label, docId, ordinal, text, context } of this.store.chunkTexts()) {
-      this.#chunkPlace.set(label, { docId, ordinal });
-      await this.#lexical.addInSlices(label, lexicalText(text, context), slice, this.#documentMeta.get(docId));
-      await slice.due();
-    }
+    const lexical = await this.#loadLexical(savedSeq > 0 ? dense.file : undefined, savedSeq, slice);
     this.#savedSeq = savedSeq;
     this.#appliedSeq = this.store.seq;
-    return savedSeq;
+    return { dense: savedSeq, lexical };
   }
 
-  async #loadDense(): Promise<number> {
+  /**
+   * The lexical index saved with the dense index at `seq`, brought up to the store, and every chunk placed; rebuilt
+   * from every chunk's text when there is none, it does not verify, or it then disagrees with the store. Returns the
+   * seq it was loaded at (0: rebuilt).
+   */
+  async #loadLexical(denseFile: string | undefined, seq: number, slice: TimeSlice): Promise<number> {
+    const restored = denseFile === undefined ? undefined : await this.#readLexical(companionOf(denseFile), seq);
+    if (restored !== undefined) this.#lexical = restored;
+    const lexicalSeq = restored === undefined ? 0 : seq;
+    await this.#placeChunks(lexicalSeq, slice);
+    if (lexicalSeq === 0 || this.#lexical.size === this.#chunkPlace.size) return lexicalSeq;
+    this.log.warn({ dir: this.settings.dir }, 'saved lexical index disagrees with the store; rebuilding it');
+    this.#lexical = new Bm25Index(this.settings.bm25);
+    this.#chunkPlace.clear();
+    await this.#placeChunks(0, slice);
+    return 0;
+  }
+
+  /**
+   * Every chunk placed, and the lexical index brought up to the store: the text of each chunk written after
+   * `lexicalSeq` analysed and added (every chunk's when 0: a rebuild), the removals after it taken out.
+   */
+  async #placeChunks(lexicalSeq: number, slice: TimeSlice): Promise<void> {
+    for (const { label, docId, ordinal, text, context, seq } of this.store.chunkTexts()) {
+      this.#chunkPlace.set(label, { docId, ordinal });
+      if (seq > lexicalSeq) {
+        await this.#lexical.addInSlices(label, lexicalText(text, context), slice, this.#documentMeta.get(docId));
+      }
+      await slice.due();
+    }
+    if (lexicalSeq > 0) for (const label of this.store.tombstonesAfter(lexicalSeq)) this.#lexical.remove(label);
+  }
+
+  /** The lexical index in `file`, if it verifies as saved at `seq` of this store with these settings. */
+  async #readLexical(file: string, seq: number): Promise<Bm25Index | undefined> {
+    const restored = await readLexical(file, { seq, store: this.store.id, options: this.settings.bm25 });
+    if (typeof restored !== 'string') return restored;
+    this.log.warn({ dir: this.settings.dir, file, reason: restored }, 'saved lexical index not used; rebuilding it');
+    return undefined;
+  }
+
+  async #loadDense(): Promise<{ seq: number; file?: string | undefined }> {
     const store = { id: this.store.id, seq: this.store.seq };
-    const { seq, discarded } = await this.#dense.open(this.settings.dir, this.#denseOptions(), store, {
+    const { seq, discarded, file } = await this.#dense.open(this.settings.dir, this.#denseOptions(), store, {
       keep: !this.settings.writable,
     });
     for (const reason of discarded) this.log.warn({ dir: this.settings.dir, reason }, 'saved dense index discarded');
@@ -103,7 +143,7 @@ export class DerivedIndexes {
       this.log.warn({ dir: this.settings.dir }, 'no usable saved dense index; rebuilding it from the store');
     }
     await this.#replay(seq);
-    return seq;
+    return { seq, file };
   }
 
   /** Replay: chunks written after `savedSeq` (all of them on a rebuild), then removals after it. */
@@ -212,7 +252,10 @@ export class DerivedIndexes {
     const seq = this.#appliedSeq;
     if (seq === this.#savedSeq) return;
     const { dir, space, dimension } = this.settings;
-    await this.#dense.save(dir, seq, { space, dimension, store: this.store.id });
+    const lexical = { seq, store: this.store.id, options: this.settings.bm25 };
+    await this.#dense.save(dir, seq, { space, dimension, store: this.store.id }, (file) =>
+      writeLexical(file, this.#lexical, lexical),
+    );
     await this.store.pruneTombstones(this.#savedSeq);
     this.#savedSeq = seq;
   }

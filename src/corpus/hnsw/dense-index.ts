@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { isFile, removeFile, syncPath } from '../../platform/files.js';
 import { WorkerChannel } from '../../platform/worker-thread.js';
 import type { DenseIndexOptions, DenseReply, DenseRequest } from './worker-protocol.js';
-import { SAVE_CUT_SHORT, SAVED_INDEX, SAVED_SUM, type SavedIndexSum } from './saved-file.js';
+import {
+  companionOf,
+  SAVE_CUT_SHORT,
+  SAVED_COMPANION,
+  SAVED_INDEX,
+  SAVED_SUM,
+  type SavedIndexSum,
+} from './saved-file.js';
 
 /**
  * How long a file another process may still be opening is left alone: a superseded pair (a process that listed it
@@ -51,14 +58,14 @@ export class DenseIndex {
     options: DenseIndexOptions,
     store: { id: string; seq: number },
     { keep = false }: { keep?: boolean } = {},
-  ): Promise<{ seq: number; count: number; discarded: string[] }> {
+  ): Promise<{ seq: number; count: number; discarded: string[]; file?: string }> {
     const discarded: string[] = [];
     if (!keep) removeStale(dir);
     for (const { seq, file } of savedFiles(dir)) {
       // A file ahead of this process's view of the store is another's newer save: not loaded, not removed.
       if (seq > store.seq) continue;
       const reason = await this.#tryOpen(file, seq, store.id, options);
-      if (reason === undefined) return { seq, count: await this.count(), discarded };
+      if (reason === undefined) return { seq, count: await this.count(), discarded, file };
       discarded.push(`${file}: ${reason.reason}`);
       if (!keep && (reason.damaged || settled(file))) removePair(file);
     }
@@ -127,13 +134,15 @@ export class DenseIndex {
   }
 
   /**
-   * Saves atomically and durably as `dense-<seq>-<token>.hnsw` with its sum, then removes older files no process
-   * may still be opening. Nothing is written when a file at `seq` is there already (another process saved it).
+   * Saves atomically and durably as `dense-<seq>-<token>.hnsw` with its sum, and `companion` (the lexical index at
+   * the same seq) written to the file it is given, then removes older files no process may still be opening. Nothing
+   * is written when a file at `seq` is there already (another process saved it).
    */
   async save(
     dir: string,
     seq: number,
     options: Pick<DenseIndexOptions, 'space' | 'dimension'> & { store: string },
+    companion?: (file: string) => Promise<void>,
   ): Promise<void> {
     // Only this very seq: a file ahead of the store (left by a restore, dropped in) must not stop every save.
     if (savedFiles(dir).some((saved) => saved.seq === seq)) return;
@@ -149,13 +158,15 @@ export class DenseIndex {
       };
       writeFileSync(`${sumOf(file)}.tmp`, JSON.stringify(sum));
       syncPath(`${sumOf(file)}.tmp`);
+      await companion?.(`${companionOf(file)}.tmp`); // flushed by the writer
       renameSync(`${sumOf(file)}.tmp`, sumOf(file));
+      // Before the index file: a reader that sees the index sees what was saved with it.
+      if (companion !== undefined) renameSync(`${companionOf(file)}.tmp`, companionOf(file));
       renameSync(`${file}.tmp`, file);
       syncPath(dir);
     } finally {
       // A save that failed (a full disk) leaves nothing behind to keep the disk full.
-      removeFile(`${file}.tmp`);
-      removeFile(`${sumOf(file)}.tmp`);
+      for (const part of [file, sumOf(file), companionOf(file)]) removeFile(`${part}.tmp`);
     }
     for (const older of savedFiles(dir)) if (older.seq < seq && settled(older.file)) removePair(older.file);
   }
@@ -181,19 +192,21 @@ function settled(file: string): boolean {
   return changed === undefined || Date.now() - changed > GRACE_MS;
 }
 
-/** Temporary files of saves cut short (a crash), and sums whose index file never came, once settled. */
+/** Temporary files of saves cut short (a crash), and sums and companions whose index file is gone, once settled. */
 function removeStale(dir: string): void {
   for (const name of existsSync(dir) ? readdirSync(dir) : []) {
     const file = join(dir, name);
     const cutShort = SAVE_CUT_SHORT.test(name);
-    const orphan = SAVED_SUM.test(name) && !existsSync(file.replace(/\.sum$/, '.hnsw'));
+    const orphan = (SAVED_SUM.test(name) || SAVED_COMPANION.test(name)) && !existsSync(file.replace(/\.\w+$/, '.hnsw'));
     if ((cutShort || orphan) && settled(file)) removeFile(file);
   }
 }
 
+/** Removes a saved index with its sum and companion. */
 function removePair(file: string): void {
   removeFile(file);
   removeFile(sumOf(file));
+  removeFile(companionOf(file));
 }
 
 function readSum(file: string): SavedIndexSum | undefined {

@@ -8,9 +8,20 @@ import { closeSync, openSync, readSync } from 'node:fs';
  */
 const STEM = String.raw`dense-(\d+)(?:-[0-9a-f]+)?`;
 export const SAVED_INDEX = new RegExp(String.raw`^${STEM}\.hnsw$`);
-/** A saved index's sum, and either file of a save cut short (its temporary names). */
+/** A saved index's sum. */
 export const SAVED_SUM = new RegExp(String.raw`^${STEM}\.sum$`);
-export const SAVE_CUT_SHORT = new RegExp(String.raw`^${STEM}\.(?:hnsw|sum)\.tmp$`);
+
+/**
+ * The file saved with a dense index under its name, `dense-<seq>-<token>.bm25`: the lexical index at the same seq
+ * (lexical/saved-lexical.ts), checked by its own digest. Removed with its index; an index without one has its
+ * lexical index rebuilt from the store.
+ */
+export const COMPANION = 'bm25';
+export const SAVED_COMPANION = new RegExp(String.raw`^${STEM}\.${COMPANION}$`);
+export const companionOf = (file: string) => file.replace(/\.hnsw$/, `.${COMPANION}`);
+
+/** Any file of a save cut short (its temporary names). */
+export const SAVE_CUT_SHORT = new RegExp(String.raw`^${STEM}\.(?:hnsw|sum|${COMPANION})\.tmp$`);
 
 /**
  * What a saved index file must be, kept beside it (`dense-<seq>.sum`): its size and SHA-256, and the settings it

@@ -53,9 +53,9 @@ export interface LexicalHit {
  * `bound · max(1, avgdl / boundAverage)` bounds it at any later avgdl; removals only lower the true maximum.
  */
 class Posting {
-  docs = new Int32Array(4);
+  docs: Int32Array<ArrayBufferLike> = new Int32Array(4);
   /** Term frequencies: counts, weighted by field (multiples of 1/WEIGHT_STEP) when fields are weighed in. */
-  tfs = new Float32Array(4);
+  tfs: Float32Array<ArrayBufferLike> = new Float32Array(4);
   length = 0;
   live = 0;
   bound = 0;
@@ -68,6 +68,23 @@ interface DocEntry {
   readonly terms: readonly string[];
   readonly tfs: Float32Array;
   readonly length: number;
+}
+
+/**
+ * The index as flat arrays (lexical/saved-lexical.ts writes and reads them): its postings concatenated in vocabulary
+ * order, and lengths and labels by internal id. Per-document term lists are not kept: they are the postings read the
+ * other way, rebuilt by `Bm25Index.restore`.
+ */
+export interface Bm25State {
+  readonly ids: number;
+  readonly vocabulary: readonly string[];
+  /** Where each term's postings end in `docs` and `tfs` (they start where the previous term's end). */
+  readonly ends: Uint32Array;
+  readonly docs: Int32Array;
+  readonly tfs: Float32Array;
+  /** By internal id, `ids` of each: the length (−1: removed) and the label. */
+  readonly lengths: Float64Array;
+  readonly labels: Float64Array;
 }
 
 /** One query term as a search sees it: the posting arrays as they were when the search began. */
@@ -86,7 +103,8 @@ interface Cursor {
 /**
  * Okapi BM25 over an in-memory inverted index with incremental add and delete. Postings are typed arrays of internal
  * document ids and term frequencies; document lengths (−1 once removed) and labels are typed arrays by id; the
- * running total gives avgdl. Rebuilt from the store at start (it is derived data; see the corpus).
+ * running total gives avgdl. Saved beside the dense index and restored from it (`state`, `restore`), or rebuilt from
+ * the store (it is derived data; see the corpus).
  *   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5));  score = Σ idf · tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl))
  * summed over the query's distinct terms (a repeated query term counts once), in the order they first occur.
  *
@@ -125,6 +143,81 @@ export class Bm25Index {
 
   get size(): number {
     return this.#entries.size;
+  }
+
+  /** The index as flat arrays, copied in time slices (the caller keeps writes out until it is done). */
+  async state(slice = new TimeSlice()): Promise<Bm25State> {
+    const vocabulary = [...this.#postings.keys()];
+    const ends = new Uint32Array(vocabulary.length);
+    let total = 0;
+    vocabulary.forEach((term, t) => (ends[t] = total += this.#postings.get(term)!.length));
+    const docs = new Int32Array(total);
+    const tfs = new Float32Array(total);
+    for (let t = 0, start = 0; t < vocabulary.length; start = ends[t++]!) {
+      const posting = this.#postings.get(vocabulary[t]!)!;
+      docs.set(posting.docs.subarray(0, posting.length), start);
+      tfs.set(posting.tfs.subarray(0, posting.length), start);
+      if (t % STEPS_PER_CHECK === 0) await slice.due();
+    }
+    const ids = this.#ids;
+    return {
+      ids,
+      vocabulary,
+      ends,
+      docs,
+      tfs,
+      lengths: this.#lengths.slice(0, ids),
+      labels: this.#labels.slice(0, ids),
+    };
+  }
+
+  /**
+   * An index in the state `state` describes, built without analysing any text: each term's postings are views of the
+   * state's arrays (exactly as long as the list, so the first append copies them), and each document's term list is
+   * the postings read the other way, in vocabulary order.
+   */
+  static async restore(options: Bm25Options, state: Bm25State, slice = new TimeSlice()): Promise<Bm25Index> {
+    const index = new Bm25Index(options);
+    const { ids, vocabulary, ends, docs, tfs } = state;
+    const counts = new Uint32Array(ids + 1);
+    for (let i = 0; i < docs.length; i++) counts[docs[i]! + 1]!++;
+    for (let doc = 0; doc < ids; doc++) counts[doc + 1]! += counts[doc]!;
+    const termOf = new Int32Array(docs.length);
+    const tfOf = new Float32Array(docs.length);
+    const filled = counts.slice(0, ids);
+    for (let t = 0, start = 0; t < vocabulary.length; start = ends[t++]!) {
+      const posting = new Posting();
+      posting.docs = docs.subarray(start, ends[t]);
+      posting.tfs = tfs.subarray(start, ends[t]);
+      posting.length = posting.docs.length;
+      for (let i = start; i < ends[t]!; i++) {
+        const at = filled[docs[i]!]!++;
+        [termOf[at], tfOf[at]] = [t, tfs[i]!];
+        if (state.lengths[docs[i]!]! >= 0) posting.live++;
+      }
+      if (posting.live > 0) index.#postings.set(vocabulary[t]!, posting);
+      if (t % STEPS_PER_CHECK === 0) await slice.due();
+    }
+    index.#restoreDocuments(state, counts, termOf, tfOf);
+    return index;
+  }
+
+  /** `restore`'s second half: lengths, labels and each live document's entry. */
+  #restoreDocuments(state: Bm25State, starts: Uint32Array, termOf: Int32Array, tfOf: Float32Array): void {
+    const { ids, vocabulary } = state;
+    this.#lengths = new Float64Array(Math.max(16, ids));
+    this.#lengths.set(state.lengths);
+    this.#labels = new Float64Array(this.#lengths.length);
+    this.#labels.set(state.labels);
+    this.#ids = ids;
+    for (let doc = 0; doc < ids; doc++) {
+      const length = state.lengths[doc]!;
+      if (length < 0) continue;
+      const [from, to] = [starts[doc]!, starts[doc + 1]!];
+      const terms = Array.from(termOf.subarray(from, to), (t) => vocabulary[t]!);
+      this.#entries.set(state.labels[doc]!, { doc, terms, tfs: tfOf.slice(from, to), length });
+      this.#totalLength += length;
+    }
   }
 
   /** Indexes `text` under `label`, with the weighed fields of `meta` (BM25F) when the options name any. */

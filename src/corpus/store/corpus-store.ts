@@ -477,15 +477,30 @@ export class CorpusStore {
   }
 
   /**
-   * Every chunk's place and lexical text, a page at a time: what the lexical index is rebuilt from. Each row is
-   * checked against its sum on the way (a StoreError names the first damaged one).
+   * Every chunk's place, lexical text and the seq that wrote it, a page at a time: what the lexical index is
+   * rebuilt (or brought up to date) from. Each row is checked against its sum on the way (a StoreError names the
+   * first damaged one).
    */
-  *chunkTexts(): Generator<{ label: number; docId: string; ordinal: number; text: string; context: string }> {
-    type Row = ChunkRow & { sum?: Uint8Array | null };
+  *chunkTexts(): Generator<{
+    label: number;
+    docId: string;
+    ordinal: number;
+    text: string;
+    context: string;
+    seq: number;
+  }> {
+    type Row = ChunkRow & { seq: number; sum?: Uint8Array | null };
     const page = this.#sql(`SELECT * FROM chunks WHERE label > ? ORDER BY label LIMIT ${PAGE_ROWS}`);
     for (const row of paged((last: Pick<Row, 'label'>) => page.all(last.label) as Row[], { label: -1 })) {
       if (!intact(row.sum, chunkSum(row))) throw damaged(`chunk ${row.label}`);
-      yield { label: row.label, docId: row.doc_id, ordinal: row.ordinal, text: row.text, context: row.context };
+      yield {
+        label: row.label,
+        docId: row.doc_id,
+        ordinal: row.ordinal,
+        text: row.text,
+        context: row.context,
+        seq: row.seq,
+      };
     }
   }
 

@@ -389,6 +389,54 @@ describe('corpus: store + dense + lexical in step', () => {
     await corpus.close();
   });
 
+  it('restart opens the lexical index saved with the dense one, analysing only the texts written after it', async () => {
+    const first = await open('lexical-restart');
+    await first.add(docs(20), { chunk: false, contextual: false });
+    await first.save();
+    await first.add(docs(5, 'late'), { chunk: false, contextual: false });
+    await first.delete(['doc-3']);
+    await first.add([{ id: 'doc-4', text: 'the replaced protein of blood' }], { chunk: false, contextual: false });
+    const seen = async (corpus: Corpus) => ({
+      hits: await corpus.searchLexical('protein cell blood', 30),
+      weights: [...(await corpus.termWeights('protein 4 blood', 'document'))],
+      stats: await corpus.stats(),
+    });
+    const expected = await seen(first);
+    await first.store.close(); // dies here: the writes after seq 1 are in the store only
+    const ready = () => lines.find((line) => line.msg === 'corpus ready')?.obj;
+    lines.length = 0;
+    const second = await open('lexical-restart');
+    expect(ready()).toMatchObject({ denseIndex: 'loaded at seq 1', lexicalIndex: 'loaded at seq 1' });
+    expect(await seen(second)).toEqual(expected);
+    await second.close();
+    // The save at close wrote both at seq 4; without the lexical file it is rebuilt, to the same index.
+    const dir = join(ROOT, 'lexical-restart');
+    for (const name of readdirSync(dir)) if (name.endsWith('.bm25')) rmSync(join(dir, name));
+    lines.length = 0;
+    const third = await open('lexical-restart');
+    expect(ready()).toMatchObject({ denseIndex: 'loaded at seq 4', lexicalIndex: 'rebuilt' });
+    expect(await seen(third)).toEqual(expected);
+    await third.close();
+  });
+
+  it('a damaged saved lexical index is never loaded: rebuilt from the store, with a log line', async () => {
+    let corpus = await open('lexical-damaged');
+    await corpus.add(docs(12), { chunk: false, contextual: false });
+    const expected = await corpus.searchLexical('protein cell', 12);
+    await corpus.close();
+    const dir = join(ROOT, 'lexical-damaged');
+    const [saved] = readdirSync(dir).filter((name) => name.endsWith('.bm25'));
+    garble(join(dir, saved!), 64, 16);
+    lines.length = 0;
+    corpus = await open('lexical-damaged');
+    expect(lines.find((line) => line.msg === 'corpus ready')?.obj).toMatchObject({ lexicalIndex: 'rebuilt' });
+    expect(lines.find((line) => line.msg.includes('saved lexical index not used'))?.obj).toMatchObject({
+      reason: expect.stringMatching(/SHA-256 differs/),
+    });
+    expect(await corpus.searchLexical('protein cell', 12)).toEqual(expected);
+    await corpus.close();
+  });
+
   it('a corrupt index file is rebuilt from the store, with a log line', async () => {
     let corpus = await open('corrupt');
     await corpus.add(docs(8), { chunk: false, contextual: false });
