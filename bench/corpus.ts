@@ -75,7 +75,7 @@ export async function syntheticDir(encoder: UseLiteEncoder, chunks: number): Pro
   console.log(`  (filled ${chunks} chunks into the store in ${((performance.now() - filling) / 1000).toFixed(1)} s)`);
   await seed.close();
   // The seed applied nothing to its dense index, so whatever it saved is not the corpus: remove it.
-  for (const name of readdirSync(dir)) if (name.endsWith('.hnsw')) rmSync(join(dir, name));
+  for (const name of readdirSync(dir)) if (/\.(?:hnsw|sum|bm25)$/.test(name)) rmSync(join(dir, name));
   return dir;
 }
 

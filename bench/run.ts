@@ -20,6 +20,8 @@
  * at start; needs redis-server and postgresql) and burst (RSS after 30 concurrent 15 MB bodies: peak, and every 5 s
  * after, against idle; where the resident bytes are) and processes (many processes over one data dir: a new
  * process ready beside one serving 100k chunks against one started alone, write-to-visible lag between them) and
+ * scale (RCP_BENCH_CHUNKS, default 1,000,000: time to ready from saved files, after kill -9 and with the lexical
+ * index analysed again; RSS per chunk; sparse, dense and hybrid latency against 5,000 chunks) and
  * request-path (an HTTP request's way in, from the request
  * listener to the session: functions entered, files, returns to a file left, callbacks up). The suites that read SciFact take its folder from
  * `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact.
@@ -41,6 +43,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   fairness: async () => (await import('./fairness.js')).benchFairness(),
   replicas: async () => (await import('./replicas.js')).benchReplicas(),
   processes: async () => (await import('./processes.js')).benchProcesses(),
+  scale: async () => (await import('./scale.js')).benchScale(),
   http: async () => (await import('./http.js')).benchHttp(),
   peers: async () => (await import('./peers.js')).benchPeers(),
   ingest: async () => (await import('./encoder-ingest.js')).benchIngest(),
