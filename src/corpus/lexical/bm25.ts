@@ -87,6 +87,12 @@ export interface Bm25State {
   readonly labels: Float64Array;
 }
 
+/** `Bm25State` as the live index gives it to be written: each term's postings apart, views of the live lists. */
+export interface Bm25Parts extends Omit<Bm25State, 'docs' | 'tfs'> {
+  readonly docs: readonly Int32Array[];
+  readonly tfs: readonly Float32Array[];
+}
+
 /** One query term as a search sees it: the posting arrays as they were when the search began. */
 interface Cursor {
   readonly term: string;
@@ -145,29 +151,25 @@ export class Bm25Index {
     return this.#entries.size;
   }
 
-  /** The index as flat arrays, copied in time slices (the caller keeps writes out until it is done). */
-  async state(slice = new TimeSlice()): Promise<Bm25State> {
+  /**
+   * The index as its saved file holds it, uncopied: each term's postings are views of the live lists, so the caller
+   * keeps writes out until it has written them (saved-lexical.ts).
+   */
+  parts(): Bm25Parts {
     const vocabulary = [...this.#postings.keys()];
+    const lists = vocabulary.map((term) => this.#postings.get(term)!);
     const ends = new Uint32Array(vocabulary.length);
     let total = 0;
-    vocabulary.forEach((term, t) => (ends[t] = total += this.#postings.get(term)!.length));
-    const docs = new Int32Array(total);
-    const tfs = new Float32Array(total);
-    for (let t = 0, start = 0; t < vocabulary.length; start = ends[t++]!) {
-      const posting = this.#postings.get(vocabulary[t]!)!;
-      docs.set(posting.docs.subarray(0, posting.length), start);
-      tfs.set(posting.tfs.subarray(0, posting.length), start);
-      if (t % STEPS_PER_CHECK === 0) await slice.due();
-    }
+    lists.forEach((posting, t) => (ends[t] = total += posting.length));
     const ids = this.#ids;
     return {
       ids,
       vocabulary,
       ends,
-      docs,
-      tfs,
-      lengths: this.#lengths.slice(0, ids),
-      labels: this.#labels.slice(0, ids),
+      docs: lists.map((posting) => posting.docs.subarray(0, posting.length)),
+      tfs: lists.map((posting) => posting.tfs.subarray(0, posting.length)),
+      lengths: this.#lengths.subarray(0, ids),
+      labels: this.#labels.subarray(0, ids),
     };
   }
 

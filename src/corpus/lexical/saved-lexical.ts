@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { open, readFile } from 'node:fs/promises';
+import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { TimeSlice } from '../../protocol/time-slice.js';
 import { Bm25Index, type Bm25Options, type Bm25State } from './bm25.js';
 
@@ -41,36 +41,82 @@ interface Header {
 
 /** Writes `index` to `file` (flushed), its digest last; writes are kept out by the caller until it returns. */
 export async function writeLexical(file: string, index: Bm25Index, identity: LexicalIdentity): Promise<void> {
-  const slice = new TimeSlice();
-  const state = await index.state(slice);
-  const vocabulary = Buffer.from(JSON.stringify(state.vocabulary));
+  const parts = index.parts();
+  const vocabulary = Buffer.from(JSON.stringify(parts.vocabulary));
   const header: Header = {
     version: VERSION,
     seq: identity.seq,
     store: identity.store,
     options: optionsKey(identity.options),
-    ids: state.ids,
-    terms: state.vocabulary.length,
-    postings: state.docs.length,
+    ids: parts.ids,
+    terms: parts.vocabulary.length,
+    postings: parts.ends.at(-1) ?? 0,
     vocabularyBytes: vocabulary.length,
   };
   const json = Buffer.from(JSON.stringify(header));
   const length = Buffer.alloc(4);
   length.writeUInt32LE(json.length);
-  const parts = [MAGIC, length, json, vocabulary, state.ends, state.docs, state.tfs, state.lengths, state.labels];
-  const hash = createHash('sha256');
-  const handle = await open(file, 'w');
+  const writer = new BlockWriter(await open(file, 'w'));
   try {
-    let offset = 0;
-    for (const [i, part] of parts.entries()) {
-      // The header's own parts run on; each part after it starts aligned.
-      if (i >= 3) offset = await write(handle, hash, Buffer.alloc(padding(offset)), offset, slice);
-      offset = await write(handle, hash, bytesOf(part), offset, slice);
+    for (const part of [MAGIC, length, json]) await writer.write(part);
+    // Each part after the header starts aligned.
+    for (const part of [[vocabulary], [parts.ends], parts.docs, parts.tfs, [parts.lengths], [parts.labels]]) {
+      await writer.align();
+      for (const piece of part) await writer.write(piece);
     }
-    await handle.write(hash.digest(), 0, DIGEST_BYTES, offset);
-    await handle.sync();
+    await writer.finish();
   } finally {
-    await handle.close();
+    await writer.close();
+  }
+}
+
+/**
+ * Bytes to a file in blocks of HASH_BLOCK, hashed on the way (a time slice between blocks), the digest appended at
+ * `finish`: the postings go out as views of the live lists, never gathered into one copy.
+ */
+class BlockWriter {
+  readonly #hash = createHash('sha256');
+  readonly #block = Buffer.alloc(HASH_BLOCK);
+  readonly #slice = new TimeSlice();
+  #filled = 0;
+  #offset = 0;
+
+  constructor(private readonly handle: FileHandle) {}
+
+  async write(view: ArrayBufferView): Promise<void> {
+    let bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+    while (bytes.length > 0) {
+      const taken = Math.min(bytes.length, HASH_BLOCK - this.#filled);
+      this.#block.set(bytes.subarray(0, taken), this.#filled);
+      this.#filled += taken;
+      bytes = bytes.subarray(taken);
+      if (this.#filled === HASH_BLOCK) await this.#flush();
+    }
+  }
+
+  /** Zero bytes up to the next multiple of 8. */
+  align(): Promise<void> {
+    return this.write(Buffer.alloc(padding(this.#offset + this.#filled)));
+  }
+
+  async finish(): Promise<void> {
+    await this.#flush();
+    const digest = this.#hash.digest();
+    await this.handle.write(digest, 0, DIGEST_BYTES, this.#offset);
+    await this.handle.sync();
+  }
+
+  close(): Promise<void> {
+    return this.handle.close();
+  }
+
+  async #flush(): Promise<void> {
+    const block = this.#block.subarray(0, this.#filled);
+    this.#hash.update(block);
+    await this.handle.write(block, 0, block.length, this.#offset);
+    this.#offset += block.length;
+    this.#filled = 0;
+    await this.#slice.due();
   }
 }
 
@@ -127,25 +173,7 @@ function parse(body: Uint8Array): (Bm25State & { header: Header }) | string {
   return { header, ids: header.ids, vocabulary, ends, docs, tfs, lengths, labels };
 }
 
-async function write(
-  handle: Awaited<ReturnType<typeof open>>,
-  hash: ReturnType<typeof createHash>,
-  bytes: Uint8Array,
-  offset: number,
-  slice: TimeSlice,
-): Promise<number> {
-  for (let at = 0; at < bytes.length; at += HASH_BLOCK) {
-    const block = bytes.subarray(at, at + HASH_BLOCK);
-    hash.update(block);
-    await handle.write(block, 0, block.length, offset + at);
-    await slice.due();
-  }
-  return offset + bytes.length;
-}
-
 const padding = (offset: number) => (8 - (offset % 8)) % 8;
-
-const bytesOf = (part: ArrayBufferView) => new Uint8Array(part.buffer, part.byteOffset, part.byteLength);
 
 /** The file's bytes at an 8-byte aligned address (a typed array view needs its element size's alignment). */
 function aligned(buffer: Buffer): Uint8Array {
