@@ -36,6 +36,8 @@ export interface RcpListener extends AnswerOptions {
   readonly origins: ReadonlySet<string>;
   /** The client's address: its socket's, or what configured proxies say it is. */
   readonly addressOf: (request: IncomingMessage) => string;
+  /** -32011 when `caller`'s share of the work `method` needs is spent (http.ts `HttpTransportOptions.spentShare`). */
+  readonly spentShare?: ((caller: string, method: string) => RpcError | undefined) | undefined;
 }
 
 /** One RCP request on its way: where it came from and where its answer goes. */
@@ -84,6 +86,8 @@ export async function serveRcp(
   const scoped = screenPathScope(response, route.method, caller);
   if (scoped instanceof Refused) return scoped.send();
   const exchange: Exchange = { request, response, route, caller, callerId: caller?.id ?? listener.addressOf(request) };
+  const spent = screenSpentShare(exchange, listener);
+  if (spent instanceof Refused) return spent.send();
   const body = await readBody(exchange, listener);
   if (body instanceof Refused) return body.send();
   const frame = await parse(exchange, body, listener.codec);
@@ -150,6 +154,24 @@ function screenPathScope(
   if (pathMethod === undefined || caller === undefined) return undefined;
   const refusal = authorize(caller, pathMethod);
   return refusal === undefined ? undefined : refusedWith(response, refusal, { connection: 'close' });
+}
+
+/**
+ * §15.5: a caller whose share is spent (its own texts waiting at the model past the queue's bound, for `index/add`) is
+ * answered -32011 from the path alone, before its body is parsed and validated: a flood of writes refused after
+ * that work cost the event loop a parse and a validation of every body it refused. The answer is written at once and
+ * the body is read and dropped as it arrives (Node's server does so for a request answered before its body was
+ * read), so the connection stays open and a client still writing reads its answer. A body declared past the limit
+ * is left to readBody's -32013.
+ */
+function screenSpentShare(
+  { request, response, route, callerId }: Exchange,
+  listener: RcpListener,
+): Refused | undefined {
+  if (route.method === undefined || listener.spentShare === undefined) return undefined;
+  if (Number(request.headers['content-length'] ?? 0) > listener.bodyLimit) return undefined;
+  const refusal = listener.spentShare(callerId, route.method);
+  return refusal === undefined ? undefined : refusedWith(response, refusal);
 }
 
 /**
