@@ -15,8 +15,8 @@ let server: ServerProcess;
 
 /** A caller's share of the model queue: past 50 ms of its own texts waiting, its writes are refused (§15.5). */
 const QUEUE_WAIT_MS = 50;
-/** limits.maxBodyBytes, below its default so that the bodies past it are quick to send. */
-const BODY_LIMIT = 1024 * 1024;
+/** limits.maxBodyBytes and limits.maxBufferedBodyBytes, below their defaults so that the bodies past them are quick to send. */
+const BODY_LIMIT = 8 * 1024 * 1024;
 
 beforeAll(async () => {
   server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', mkdtempSync(join(tmpdir(), 'rcp-'))], {
@@ -123,7 +123,10 @@ describe("a write whose caller's share is spent (§15.5)", () => {
       const exchange = await Exchange.open();
       // Half the body: a server that reads it before refusing has nothing to answer yet.
       exchange.post('index/add', Buffer.byteLength(small), small.slice(0, small.length >> 1));
-      const early = await Promise.race([exchange.next(), new Promise<undefined>((r) => setTimeout(() => r(undefined), 5_000))]);
+      const early = await Promise.race([
+        exchange.next(),
+        new Promise<undefined>((r) => setTimeout(() => r(undefined), 5_000)),
+      ]);
       if (early !== undefined) {
         exchange.socket.write(small.slice(small.length >> 1));
         // The body was read and dropped: the same connection answers a ping.
@@ -146,4 +149,40 @@ describe("a write whose caller's share is spent (§15.5)", () => {
     expect((answer?.frame.error as { data: { retryAfterMs: number } }).data.retryAfterMs).toBeGreaterThan(0);
     expect(await holder).toMatchObject({ id: 'hold' });
   }, 120_000);
+});
+
+/** `bytes` of a JSON string body: what it says does not matter, it is refused before it is parsed. */
+const filler = (bytes: number) => Buffer.alloc(bytes, 'a');
+
+describe('a body refused while the client is still sending it (§15.5)', () => {
+  it('past the limit: the client sends all 15 MB without a reset, reads -32013, and the connection serves the next request', async () => {
+    const exchange = await Exchange.open();
+    const body = filler(15 * 1024 * 1024);
+    exchange.post('embed', body.length, '');
+    const [written, answer] = await Promise.all([exchange.send(body), exchange.next()]);
+    expect(written).toBeUndefined();
+    expect(answer.frame).toMatchObject({ id: null, error: { code: -32013 } });
+    const ping = JSON.stringify(request(3, 'ping'));
+    exchange.post('ping', ping.length, ping);
+    expect((await exchange.next()).frame).toMatchObject({ id: 3, result: {} });
+    exchange.socket.destroy();
+  }, 60_000);
+
+  it('past the bytes of bodies being received: the client sends all of it without a reset and reads -32011', async () => {
+    // A body held half sent takes most of the budget of bodies being received.
+    const holder = await Exchange.open();
+    holder.post('embed', BODY_LIMIT - 1024, '');
+    expect(await holder.send(filler(BODY_LIMIT - 1024 * 1024))).toBeUndefined();
+    const exchange = await Exchange.open();
+    const body = filler(BODY_LIMIT - 1024);
+    exchange.post('embed', body.length, '');
+    const [written, answer] = await Promise.all([exchange.send(body), exchange.next()]);
+    expect(written).toBeUndefined();
+    expect(answer.frame).toMatchObject({ id: null, error: { code: -32011, data: { retryAfterMs: 1000 } } });
+    const ping = JSON.stringify(request(3, 'ping'));
+    exchange.post('ping', ping.length, ping);
+    expect((await exchange.next()).frame).toMatchObject({ id: 3, result: {} });
+    exchange.socket.destroy();
+    holder.socket.destroy();
+  }, 60_000);
 });
