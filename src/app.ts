@@ -33,7 +33,7 @@ import { RedisBucketStore } from './transport/redis-bucket-store.js';
 import { HttpSessionStore, type SharedSessions } from './transport/http-sessions.js';
 import { Drain } from './transport/drain.js';
 import { operatorRoutes, type OperatorOptions } from './transport/operator.js';
-import { rcpHttp } from './transport/http.js';
+import { rcpHttp, type HttpTransportOptions } from './transport/http.js';
 import { registerPreflights } from './transport/cors.js';
 import type { Logger } from './protocol/logger.js';
 import { serveStdio, type StdioConnection } from './transport/stdio.js';
@@ -138,7 +138,18 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   // Large frames are parsed and serialised in a worker thread (docs/architecture.md §10).
   const codec = new WorkerCodec();
   const shared = corpus?.replica?.sessions;
-  const http = new HttpServers({ config, logger, createSession, codec, admission, health, metrics, shared });
+  const spentShare = writesSpentShare(config, models, corpus);
+  const http = new HttpServers({
+    config,
+    logger,
+    createSession,
+    codec,
+    admission,
+    health,
+    metrics,
+    shared,
+    spentShare,
+  });
   return {
     config,
     registry,
@@ -267,6 +278,8 @@ interface HttpParts {
   readonly metrics: Metrics;
   /** Replicas over one store of record share their HTTP sessions there (§5.2): no load balancer stickiness needed. */
   readonly shared: SharedSessions | undefined;
+  /** A write refused from its path while its caller's share of the model queue is spent (transport/http.ts). */
+  readonly spentShare: HttpTransportOptions['spentShare'];
 }
 
 /** A listener, and how to close it gracefully. */
@@ -310,6 +323,7 @@ class HttpServers {
       trustProxy: config.http.trustProxy,
       auth,
       admission,
+      spentShare: this.parts.spentShare,
       log: logger,
     });
     // The RCP routes are served beside Fastify (transport/http.ts); Fastify serves the rest of the listener.
@@ -369,6 +383,20 @@ class HttpServers {
   #track(app: FastifyInstance): void {
     this.#servers.push({ server: app, drain: new Drain(app.server) });
   }
+}
+
+/**
+ * §15.5: `index/add` asks the model queue before it chunks (corpus/prepare.ts); over HTTP it asks before its body is
+ * read as well, so a caller flooding writes past its share is refused without a parse and a validation per body.
+ */
+function writesSpentShare(
+  config: Config,
+  models: Models,
+  corpus: Corpus | undefined,
+): HttpTransportOptions['spentShare'] {
+  const encoder = models.encoder;
+  if (corpus === undefined || !config.index.writable || encoder?.queueRefusal === undefined) return undefined;
+  return (caller, method) => (method === 'index/add' ? encoder.queueRefusal?.(caller) : undefined);
 }
 
 /** Load shedding and per-caller rate limits, with buckets in Redis when `redis.url` is set (shared by replicas). */

@@ -443,6 +443,15 @@ export const ConfigSchema = Section({
               'arrives meanwhile waits: 16 embeds as fast as 64 on two cores (230 vs 215 texts/s), and a query beside a ' +
               'one-caller flood of chunked index/add waits about 0.3 s instead of 1 s.',
           }),
+          maxBulkItems: Type.Integer({
+            minimum: 1,
+            default: 4,
+            description:
+              'Bulk texts (documents, embed without kind "query") in one batch at most while queries are being ' +
+              'served (one came within the last second); otherwise maxBatchItems. A query waits for the batch ' +
+              'running when it came: beside a one-caller flood of chunked index/add, 4 texts of 128 tokens hold ' +
+              'the model a quarter as long as 16.',
+          }),
           maxQueuedItems: Type.Integer({
             minimum: 1,
             default: 4096,

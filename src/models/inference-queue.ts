@@ -20,6 +20,11 @@ import { RpcError } from '../protocol/errors.js';
  * tokenizes its documents: once its caller's own waiting texts are more than `maxQueueWaitMs` of work, the write is
  * refused then, not after that work (§15.5).
  *
+ * While queries are being served (one came within the last `QUERIES_RECENT_MS`), a batch carries at most
+ * `maxBulkItems` bulk texts: a batch runs to its end once begun, so this is what a query that comes meanwhile waits
+ * for (16 texts of 128 tokens hold two cores ~100 ms idle, 300-400 ms loaded; 4 hold them a quarter of that). With
+ * no query about, bulk batches fill to `maxBatchItems`, where the model's throughput is best.
+ *
  * Batching is adaptive: waiting only pays when there is someone to batch with. A submission that finds the queue
  * idle (no batch running, nothing waiting) runs at the end of the current turn of the event loop (so the texts of
  * submissions made in that same turn still ride along), not after `maxWaitMs`; work that arrives while a batch runs
@@ -32,7 +37,12 @@ export interface QueueOptions {
   readonly maxQueuedItems: number;
   /** The most estimated work a submission may wait behind; 0 or absent: no time bound. */
   readonly maxQueueWaitMs?: number;
+  /** Bulk texts in one batch at most while queries are being served; absent: `maxBatchItems`. */
+  readonly maxBulkItems?: number;
 }
+
+/** How long after a query bulk batches stay at `maxBulkItems`: a client retrieving in a loop keeps them small. */
+export const QUERIES_RECENT_MS = 1000;
 
 export interface QueueItem<I> {
   readonly input: I;
@@ -85,6 +95,8 @@ export class InferenceQueue<I, O> {
   #timer: NodeJS.Timeout | undefined;
   /** Set while a flush is due at the end of this turn: the queue was idle when the work arrived. */
   #immediate: NodeJS.Immediate | undefined;
+  /** When the last query was submitted (-Infinity: never): bulk batches are kept small for a while after. */
+  #lastQueryAt = Number.NEGATIVE_INFINITY;
   /** Exponentially weighted milliseconds per item, for retryAfterMs. */
   #msPerItem = 5;
   /** Told of every model call: items in it and its milliseconds. */
@@ -126,6 +138,7 @@ export class InferenceQueue<I, O> {
     }
     const idle = !this.#running && this.#pending.length === 0;
     const urgent = submitter.urgent === true;
+    if (urgent) this.#lastQueryAt = performance.now();
     const outputs = items.map(
       (item) =>
         new Promise<O>((resolve, reject) => {
@@ -258,17 +271,21 @@ export class InferenceQueue<I, O> {
 
   /**
    * Takes a batch within the token and item budgets (at least one item), one item per caller in turn: callers with a
-   * query waiting first, then whoever's last batch is longest ago, then whoever's oldest item is oldest.
+   * query waiting first, then whoever's last batch is longest ago, then whoever's oldest item is oldest. Bulk items
+   * stop at `maxBulkItems` while queries are being served (the batch is what the next query waits for).
    */
   #take(): Pending<I, O>[] {
     const batch: Pending<I, O>[] = [];
     let cost = 0;
+    let bulk = 0;
+    const maxBulk = this.#maxBulkItems();
     const rank = (items: readonly Pending<I, O>[]) => this.#servedIn.get(items[0]!.lane) ?? 0;
     const callers = [...this.#lanes().values()]
       .map((submissions) => InferenceQueue.#interleave(submissions))
       .sort((a, b) => Number(b[0]!.urgent) - Number(a[0]!.urgent) || rank(a) - rank(b));
     const fits = (next: Pending<I, O>) =>
       batch.length < this.options.maxBatchItems &&
+      (next.urgent || bulk < maxBulk || batch.length === 0) &&
       (batch.length === 0 || cost + next.cost <= this.options.maxBatchTokens);
     for (let round = 0, took = true; took; round++) {
       took = false;
@@ -277,6 +294,7 @@ export class InferenceQueue<I, O> {
         if (next === undefined || !fits(next)) continue;
         next.taken = true;
         cost += next.cost;
+        if (!next.urgent) bulk++;
         batch.push(next);
         took = true;
       }
@@ -287,6 +305,12 @@ export class InferenceQueue<I, O> {
     this.#pending.splice(0, this.#pending.length, ...this.#pending.filter((entry) => !entry.taken));
     this.#pendingCost -= cost;
     return batch;
+  }
+
+  /** `maxBulkItems` while a query came within `QUERIES_RECENT_MS`, else `maxBatchItems`. */
+  #maxBulkItems(): number {
+    const serving = performance.now() - this.#lastQueryAt < QUERIES_RECENT_MS;
+    return serving ? (this.options.maxBulkItems ?? this.options.maxBatchItems) : this.options.maxBatchItems;
   }
 
   /** Bounds the turn records to the lanes with work waiting (or just taken): a caller gone is forgotten. */

@@ -116,6 +116,28 @@ export function receiveBody(
 }
 
 /**
+ * Reads and drops the rest of a refused body as it arrives (§15.5), so that a client still sending it finishes and
+ * reads its answer: a connection closed with bytes unread is reset, and a client still writing then gets EPIPE or
+ * ECONNRESET in place of the answer. Nothing is kept, so the rest costs no memory and no budget; the body timeout
+ * still bounds it in time. False, and nothing read, when the body is declared past `bound` bytes (the connection is to
+ * be closed after the answer); an undeclared body that runs past `bound` dropped bytes is `cut` there.
+ */
+export function dropRest(stream: Readable, declaredBytes: number | undefined, bound: number, cut: () => void): boolean {
+  if (declaredBytes !== undefined && declaredBytes > bound) return false;
+  if (stream.readableEnded) return true;
+  let dropped = 0;
+  const onData = (chunk: Buffer): void => {
+    dropped += chunk.length;
+    if (dropped <= bound) return;
+    stream.off('data', onData);
+    cut();
+  };
+  stream.on('data', onData).once('end', () => stream.off('data', onData));
+  stream.resume();
+  return true;
+}
+
+/**
  * A body's bytes as they arrive, charged to the shared budget byte for byte as received. A body of one read (most of
  * them) is that read's bytes, not a copy. A longer one is copied into one buffer as it arrives, grown by doubling up
  * to its declared length: never allocated from the declaration alone (a client that declares 16 MB and sends a byte a

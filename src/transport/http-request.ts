@@ -8,7 +8,7 @@ import { mergeReplies, requestId, screen, type Screened } from '../protocol/scre
 import type { Reply, Session } from '../protocol/session.js';
 import type { Admission } from './admission.js';
 import { authorize, authorizer, type ApiKeys, type Caller } from './auth.js';
-import { BodyAbandoned, BodyRefusal, receiveBody, type BodyBudget } from './body.js';
+import { BodyAbandoned, BodyRefusal, dropRest, receiveBody, type BodyBudget } from './body.js';
 import { sendReplies, stream, type AnswerOptions } from './http-answer.js';
 import type { RcpRoute } from './http-route.js';
 import type { HttpSessionStore, SessionRef } from './http-sessions.js';
@@ -36,6 +36,8 @@ export interface RcpListener extends AnswerOptions {
   readonly origins: ReadonlySet<string>;
   /** The client's address: its socket's, or what configured proxies say it is. */
   readonly addressOf: (request: IncomingMessage) => string;
+  /** -32011 when `caller`'s share of the work `method` needs is spent (http.ts `HttpTransportOptions.spentShare`). */
+  readonly spentShare?: ((caller: string, method: string) => RpcError | undefined) | undefined;
 }
 
 /** One RCP request on its way: where it came from and where its answer goes. */
@@ -84,6 +86,8 @@ export async function serveRcp(
   const scoped = screenPathScope(response, route.method, caller);
   if (scoped instanceof Refused) return scoped.send();
   const exchange: Exchange = { request, response, route, caller, callerId: caller?.id ?? listener.addressOf(request) };
+  const spent = screenSpentShare(exchange, listener);
+  if (spent instanceof Refused) return spent.send();
   const body = await readBody(exchange, listener);
   if (body instanceof Refused) return body.send();
   const frame = await parse(exchange, body, listener.codec);
@@ -153,21 +157,60 @@ function screenPathScope(
 }
 
 /**
+ * §15.5: a caller whose share is spent (its own texts waiting at the model past the queue's bound, for `index/add`) is
+ * answered -32011 from the path alone, before its body is parsed and validated: a flood of writes refused after
+ * that work cost the event loop a parse and a validation of every body it refused. The answer is written at once and
+ * the body is read and dropped as it arrives (`refusedUnread`), so the connection stays open and a client still
+ * writing reads its answer. A body declared past the limit is left to readBody's -32013.
+ */
+function screenSpentShare(
+  { request, response, route, callerId }: Exchange,
+  listener: RcpListener,
+): Refused | undefined {
+  if (route.method === undefined || listener.spentShare === undefined) return undefined;
+  if ((declaredBytes(request) ?? 0) > listener.bodyLimit) return undefined;
+  const refusal = listener.spentShare(callerId, route.method);
+  return refusal === undefined ? undefined : refusedUnread(request, response, refusal, listener.bodyLimit);
+}
+
+/**
  * §15.5: the body, read as it arrives and refused as soon as it is too much (-32013), or when bodies being received
- * fill their budget (-32011); the rest of a refused body is not read, so the connection closes after the answer.
+ * fill their budget (-32011). The answer goes at once; the rest of a refused body is read and dropped (`refusedUnread`),
+ * so a client still sending it reads its answer rather than a reset.
  */
 async function readBody({ request, response }: Exchange, listener: RcpListener): Promise<Buffer | Refused> {
-  const declared = Number(request.headers['content-length'] ?? Number.NaN);
+  const declared = declaredBytes(request);
   const limits = { maxBytes: listener.bodyLimit, maxTokens: listener.maxFrameValues };
   try {
-    return await receiveBody(request, Number.isNaN(declared) ? undefined : declared, limits, listener.bodies);
+    return await receiveBody(request, declared, limits, listener.bodies);
   } catch (error) {
     if (error instanceof BodyAbandoned) return NO_ONE_TO_ANSWER;
     if (!(error instanceof BodyRefusal)) throw error;
     const refusal =
       error.reason === 'busy' ? RpcError.rateLimited(1000, error.message) : RpcError.payloadTooLarge(error.message);
-    return refusedWith(response, refusal, { connection: 'close' });
+    return refusedUnread(request, response, refusal, listener.bodyLimit);
   }
+}
+
+/** The body's length as its `Content-Length` declares it; undefined when it declares none. */
+function declaredBytes(request: IncomingMessage): number | undefined {
+  const declared = Number(request.headers['content-length'] ?? Number.NaN);
+  return Number.isNaN(declared) ? undefined : declared;
+}
+
+/**
+ * `refusal` for a request whose body is not (all) read: the rest is read and dropped as it arrives (body.ts
+ * `dropRest`) and the connection stays open. A body declared past twice the limit is not read: the connection closes
+ * after the answer (a client still sending may then see it reset), and one undeclared that runs past it is cut.
+ */
+function refusedUnread(
+  request: IncomingMessage,
+  response: ServerResponse,
+  refusal: RpcError,
+  bodyLimit: number,
+): Refused {
+  const dropping = dropRest(request, declaredBytes(request), 2 * bodyLimit, () => request.socket.destroy());
+  return refusedWith(response, refusal, dropping ? {} : { connection: 'close' });
 }
 
 const NO_ONE_TO_ANSWER = new Refused(() => undefined);

@@ -36,6 +36,11 @@ export interface HttpTransportOptions {
   auth?: ApiKeys | undefined;
   /** Load shedding and per-caller rate limits: -32011 with retryAfterMs. */
   admission?: Admission | undefined;
+  /**
+   * -32011 when `caller`'s share of the work `method` needs is already spent (§15.5: an `index/add` while its caller's
+   * texts waiting at the model are past the queue's bound): asked from the path, before the body is read.
+   */
+  spentShare?: ((caller: string, method: string) => RpcError | undefined) | undefined;
   /** Where a request that could not be answered is reported. */
   log: { error(details: object, message: string): void };
 }

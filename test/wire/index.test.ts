@@ -42,6 +42,22 @@ describe.each(TRANSPORTS)('index/add and index/delete over %s (§7.10, §7.11)',
     expect(Number(second.indexVersion)).toBe(Number(first.indexVersion) + 1);
   });
 
+  it('§7.10 ids are compared exactly: "é" in NFC and in NFD are two documents, each answered with its own id', async () => {
+    const nfc = 'caf\u00e9';
+    const nfd = 'cafe\u0301';
+    const { ids } = await add({
+      documents: [
+        { id: nfc, text: 'composed accent document' },
+        { id: nfd, text: 'decomposed accent document' },
+      ],
+    });
+    expect(ids).toEqual([nfc, nfd]);
+    const deleted = result<{ deleted: number }>(await call('index/delete', { ids: [nfd] }));
+    expect(deleted.deleted).toBe(1);
+    // The NFC document is still there: deleting it removes one more.
+    expect(result<{ deleted: number }>(await call('index/delete', { ids: [nfc] })).deleted).toBe(1);
+  });
+
   it('§7.10 _meta.idempotencyKey: a repeat returns the original result and writes nothing', async () => {
     const params = {
       documents: [{ text: 'no id, so only the key protects it' }],

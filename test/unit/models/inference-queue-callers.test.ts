@@ -67,6 +67,26 @@ describe('inference queue: callers take turns, queries go first (§15.5, docs/ar
   });
 });
 
+describe('inference queue: bulk batches while queries are served (docs/architecture.md §10)', () => {
+  it('after a query, bulk batches carry at most maxBulkItems texts, so the next query waits for a short one', async () => {
+    const { calls, run } = recorder(5);
+    const queue = new InferenceQueue({ ...options, maxBatchItems: 16, maxBulkItems: 4 }, run);
+    // With no query about, bulk fills its batches.
+    await queue.submit(texts(0, 16), undefined, { caller: 'a' });
+    expect(calls.map((call) => call.length)).toEqual([16]);
+    // A query: from then on A's bulk runs 4 texts a batch, and B's next query waits behind one of those.
+    await queue.submit(texts(QUERY, 1, 5), undefined, { caller: 'b', urgent: true });
+    const bulk = queue.submit(texts(100, 16), undefined, { caller: 'a' });
+    await new Promise((resolve) => setImmediate(resolve));
+    const query = queue.submit(texts(QUERY + 1, 1, 5), undefined, { caller: 'b', urgent: true });
+    await Promise.all([bulk, query]);
+    const after = calls.slice(2);
+    expect(after[0]).toHaveLength(4);
+    expect(after[1]).toEqual([QUERY + 1]);
+    expect(Math.max(...after.map((call) => call.length))).toBeLessThanOrEqual(4);
+  });
+});
+
 describe("inference queue: a caller's share (§15.5)", () => {
   it('a write of a caller whose own waiting texts are past maxQueueWaitMs is refused before it is chunked; its queries and other callers are taken', async () => {
     const { run } = recorder(40);
