@@ -119,7 +119,12 @@ class IngestRun {
   async take(item: SourceItem): Promise<void> {
     if (isRejection(item)) {
       this.#reject(item);
-    } else if (this.corpus.store.hashOf(item.id) === contentHash(item.text, item.meta ?? {}, this.options)) {
+    } else if (item.vector !== undefined && this.options.chunk) {
+      // One vector is one chunk (docs/corpus.md): chunking would leave the other chunks without one.
+      this.#reject({ origin: item.origin, reason: 'a record with "vector" is one chunk; ingest it without --chunk' });
+    } else if (
+      this.corpus.store.hashOf(item.id) === contentHash(item.text, item.meta ?? {}, this.options, item.vector)
+    ) {
       this.unchanged += 1;
     } else {
       this.#batch.push(item);
@@ -137,6 +142,9 @@ class IngestRun {
           chunk: this.options.chunk,
           contextual: this.options.contextual,
           origin: 'operator',
+          vectors: batch.some((document) => document.vector !== undefined)
+            ? batch.map((document) => document.vector)
+            : undefined,
         });
         this.added += batch.length;
         this.chunks += result.chunks;
