@@ -44,6 +44,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   http: async () => (await import('./http.js')).benchHttp(),
   peers: async () => (await import('./peers.js')).benchPeers(),
   ingest: async () => (await import('./encoder-ingest.js')).benchIngest(),
+  'ingest-vectors': async () => (await import('./ingest-vectors.js')).benchIngestVectors(),
   'shared-state': async () => (await import('./shared-state.js')).benchSharedState(),
   burst: async () => (await import('./burst.js')).benchBurst(),
   'request-path': async () => (await import('./request-path.js')).benchRequestPath(),
