@@ -9,7 +9,9 @@
  *
  *   npm run bench -- ingest-vectors [--scifact DIR]
  *
- * RCP_BENCH_VECTORS (default 20000,100000): the import counts; RCP_BENCH_ENCODED (default 1000): the encoder's.
+ * RCP_BENCH_VECTORS (default 20000,100000): the import counts; RCP_BENCH_ENCODED (default 1000): the encoder's;
+ * RCP_BENCH_BATCH (default 64, as ingest): documents per transaction; RCP_BENCH_EF_CONSTRUCTION (default 200,100;
+ * empty for none): the HNSW insert alone at the first count, at each of these efConstruction values.
  * Texts are generated (about SciFact's length, ~1,400 characters) unless `--scifact DIR` names SciFact, whose
  * abstracts are then cycled. A last line times `rcp-server ingest` as a process at the first count (model load and
  * start-up included).
@@ -175,6 +177,10 @@ function report({ label, chunks, seconds, cpu, stages }: Measured): void {
 export async function benchIngestVectors(): Promise<void> {
   const counts = (process.env.RCP_BENCH_VECTORS ?? '20000,100000').split(',').map(Number);
   const encodedCount = Number(process.env.RCP_BENCH_ENCODED ?? 1000);
+  const efConstructions = (process.env.RCP_BENCH_EF_CONSTRUCTION ?? '200,100')
+    .split(',')
+    .filter((value) => value !== '')
+    .map(Number);
   const encoder = await benchEncoder();
   const { dimension } = encoder.info;
   const scratch = mkdtempSync(join(tmpdir(), 'rcp-bench-ingest-vectors-src-'));
@@ -198,6 +204,7 @@ export async function benchIngestVectors(): Promise<void> {
           });
         });
         report(await measure(`with vectors (${form}), ${count} records`, file, encoder));
+        if (form === 'array' && efConstructions.length > 0) await hnswAlone(count, dimension, efConstructions);
         if (form === 'base64' && count === counts[0]) processRun(file, count);
         rmSync(file);
       }
@@ -205,6 +212,38 @@ export async function benchIngestVectors(): Promise<void> {
   } finally {
     await encoder.close();
     rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The HNSW insert alone (its worker, batches as ingest sends them) at each `index.efConstruction`, the rate of each
+ * quarter of the count: how the graph's cost grows with its size, apart from the rest of the write.
+ */
+async function hnswAlone(count: number, dimension: number, efConstructions: readonly number[]): Promise<void> {
+  const { space, m, efSearch } = benchCorpusSettings('');
+  for (const efConstruction of efConstructions) {
+    const next = random(2);
+    const index = new DenseIndex();
+    await index.reset({ space, dimension, m, efConstruction, efSearch, initialCapacity: 1024 });
+    const rates: string[] = [];
+    let started = performance.now();
+    for (let at = 0; at < count; at += BATCH) {
+      const labels = Array.from({ length: Math.min(BATCH, count - at) }, (_, i) => at + i);
+      await index.add(
+        labels,
+        labels.map(() => unitVector(dimension, next)),
+        dimension,
+      );
+      const done = at + labels.length;
+      if (done % (count / 4) < BATCH || done === count) {
+        rates.push(`${((count / 4 / (performance.now() - started)) * 1000).toFixed(0)}/s`);
+        started = performance.now();
+      }
+    }
+    await index.close();
+    console.log(
+      `  HNSW insert alone, ${count} vectors, M ${m}, efConstruction ${efConstruction}: by quarter ${rates.join(', ')}`,
+    );
   }
 }
 
