@@ -15,7 +15,9 @@
  * route, sparse retrieve p99 at 64 against 8, -32011 refusals and client timeouts) and peers (sparse and hybrid
  * retrieve over HTTP against LanceDB's full-text and hybrid search in-process, SciFact, one client) and ingest
  * (SciFact through the index/add path with the default encoder, its int8 build and the op-by-op conversion it
- * replaced, at the thread settings each ran with by default; RCP_BENCH_DOCS, default 512), shared-state (Redis
+ * replaced, at the thread settings each ran with by default; RCP_BENCH_DOCS, default 512) and ingest-vectors
+ * (JSON Lines with their own vectors at 20,000 and 100,000 against the encoder at 1,000: chunks/s and where the
+ * time goes, HNSW insert, store, BM25, parsing; minutes), shared-state (Redis
  * frozen vs healthy under rate limits, a session shut down through another replica, a replica whose store is down
  * at start; needs redis-server and postgresql) and burst (RSS after 30 concurrent 15 MB bodies: peak, and every 5 s
  * after, against idle; where the resident bytes are) and processes (many processes over one data dir: a new
@@ -47,6 +49,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   http: async () => (await import('./http.js')).benchHttp(),
   peers: async () => (await import('./peers.js')).benchPeers(),
   ingest: async () => (await import('./encoder-ingest.js')).benchIngest(),
+  'ingest-vectors': async () => (await import('./ingest-vectors.js')).benchIngestVectors(),
   'shared-state': async () => (await import('./shared-state.js')).benchSharedState(),
   burst: async () => (await import('./burst.js')).benchBurst(),
   'request-path': async () => (await import('./request-path.js')).benchRequestPath(),

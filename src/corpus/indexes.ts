@@ -179,14 +179,20 @@ export class DerivedIndexes {
     const removed = new Set(write.removed);
     // A document given twice in one batch: its first chunks were replaced inside the same transaction.
     const added = write.added.filter((chunk) => !removed.has(chunk.label));
-    if (added.length > 0) {
-      await this.#dense.add(
-        added.map((chunk) => chunk.label),
-        added.map((chunk) => chunk.vector),
-        this.settings.dimension,
-      );
-    }
+    // The HNSW insert runs in its worker while BM25 analyses on this thread: a bulk ingest spends most of a write
+    // in the two (docs/corpus.md, "Vectors embedded elsewhere").
+    const dense =
+      added.length > 0
+        ? this.#dense.add(
+            added.map((chunk) => chunk.label),
+            added.map((chunk) => chunk.vector),
+            this.settings.dimension,
+          )
+        : Promise.resolve(0);
+    // Handled here, awaited below: a failed insert is this write's error, not an unhandled rejection meanwhile.
+    dense.catch(() => undefined);
     await this.#addLexical(added, new Map(write.written.map(({ id, meta }) => [id, meta])));
+    await dense;
     this.#switch(write, added, removed);
     if (removed.size > 0) await this.#dense.remove([...removed]);
   }

@@ -22,6 +22,12 @@ export interface AddOptions extends WriteCaller {
   readonly chunk: boolean;
   readonly contextual: boolean;
   readonly idempotencyKey?: string | undefined;
+  /**
+   * Vectors embedded elsewhere, by document index (`rcp-server ingest` of records that carry a `vector`): such a
+   * document is one chunk stored with that vector, unit length when the encoder's outputs are (docs/corpus.md), and
+   * the encoder is not asked. It cannot be chunked (one vector is one chunk).
+   */
+  readonly vectors?: readonly (Float32Array | undefined)[] | undefined;
 }
 
 /** What a document must satisfy to be stored (configuration `index.*`). */
@@ -38,15 +44,21 @@ export async function prepareDocuments(
   encoder: Encoder,
   rules: DocumentRules,
 ): Promise<NewDocument[]> {
-  documents.forEach((document, i) => validateDocument(document, `documents.${i}`, rules));
+  const given = options.vectors ?? [];
+  documents.forEach((document, i) => {
+    validateDocument(document, `documents.${i}`, rules);
+    const vector = given[i];
+    if (vector !== undefined) validateGivenVector(vector, `documents.${i}.vector`, encoder.info.dimension, options);
+  });
+  const encoded = documents.filter((_, i) => given[i] === undefined);
   // §15.5: a caller whose own texts waiting at the model are past the queue's time bound is refused before its
   // documents are chunked and tokenized (docs/architecture.md §10), not after that work.
-  const refusal = encoder.queueRefusal?.(options.caller);
+  const refusal = encoded.length > 0 ? encoder.queueRefusal?.(options.caller) : undefined;
   if (refusal !== undefined) throw refusal;
   const count = options.chunk ? await encoder.tokenCounter() : undefined;
   const slice = new TimeSlice(options.signal);
   const staged = [];
-  for (const document of documents) {
+  for (const [i, document] of documents.entries()) {
     const meta = document.meta ?? {};
     const pieces =
       count === undefined
@@ -61,20 +73,60 @@ export async function prepareDocuments(
     }));
     const id = document.id ?? randomUUID();
     const origin = options.origin ?? 'client';
-    staged.push({ id, text: document.text, meta, hash: contentHash(document.text, meta, options), origin, chunks });
+    const hash = contentHash(document.text, meta, options, given[i]);
+    staged.push({ id, text: document.text, meta, hash, origin, chunks });
     // Hashing a megabyte of text takes ~2 ms: a batch of them gives the loop back between documents.
     await slice.due();
   }
-  const texts = staged.flatMap((document) => document.chunks.map((chunk) => lexicalText(chunk.text, chunk.context)));
-  const vectors = await embedDistinct(texts, encoder, options);
+  const texts = staged
+    .filter((_, i) => given[i] === undefined)
+    .flatMap((document) => document.chunks.map((chunk) => lexicalText(chunk.text, chunk.context)));
+  const vectors = texts.length === 0 ? [] : await embedDistinct(texts, encoder, options);
   let next = 0;
-  return staged.map((document) => ({
-    ...document,
-    chunks: document.chunks.map((chunk) => ({
-      ...chunk,
-      vector: vectors[next++] ?? new Float32Array(encoder.info.dimension),
-    })),
-  }));
+  return staged.map((document, i) => {
+    const own = given[i];
+    const stored = own === undefined ? undefined : storedVector(own, encoder.info.normalized);
+    return {
+      ...document,
+      chunks: document.chunks.map((chunk) => ({
+        ...chunk,
+        vector: stored ?? vectors[next++] ?? new Float32Array(encoder.info.dimension),
+      })),
+    };
+  });
+}
+
+/**
+ * -32602 naming the field unless a given vector can be stored as a chunk's: the encoder's dimension, finite, not all
+ * zeros (it has no direction: cosine is undefined), and a document that is not to be chunked.
+ */
+function validateGivenVector(
+  vector: Float32Array,
+  field: string,
+  dimension: number,
+  options: Pick<AddOptions, 'chunk'>,
+): void {
+  if (options.chunk) {
+    throw RpcError.invalidParams(field, 'a document with its own vector is one chunk: it cannot also be chunked');
+  }
+  if (vector.length !== dimension) {
+    throw RpcError.invalidParams(field, `has ${vector.length} numbers; the encoder's dimension is ${dimension}`);
+  }
+  const bad = vector.findIndex((x) => !Number.isFinite(x));
+  if (bad !== -1) throw RpcError.invalidParams(field, `[${bad}] is ${vector[bad]}, not a finite number`);
+  if (vector.every((x) => x === 0)) throw RpcError.invalidParams(field, 'is all zeros: it has no direction');
+}
+
+/**
+ * A given vector as the store keeps it: scaled to unit length when the encoder's own outputs are (so `ip` ranks as
+ * `cosine`, and imported chunks score on the scale of encoded ones), else as given.
+ */
+function storedVector(vector: Float32Array, normalized: boolean): Float32Array {
+  if (!normalized) return Float32Array.from(vector);
+  let squares = 0;
+  for (const x of vector) squares += x * x;
+  const norm = Math.sqrt(squares);
+  return vector.map((x) => x / norm);
 }
 
 /**
@@ -119,13 +171,18 @@ export function lexicalText(text: string, context: string): string {
   return context === '' ? text : `${context}\n\n${text}`;
 }
 
-/** What ingest compares to skip unchanged documents. */
+/**
+ * What ingest compares to skip unchanged documents. A given vector counts as it was given (its float32 bytes, before
+ * any scaling): a record re-imported with another vector is written again.
+ */
 export function contentHash(
   text: string,
   meta: Record<string, unknown>,
   options: Pick<AddOptions, 'chunk' | 'contextual'>,
+  vector?: Float32Array,
 ): string {
-  return createHash('sha256')
-    .update(JSON.stringify([text, meta, options.chunk, options.contextual]))
-    .digest('hex');
+  const hash = createHash('sha256').update(JSON.stringify([text, meta, options.chunk, options.contextual]));
+  if (vector !== undefined)
+    hash.update('\0vector\0').update(new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength));
+  return hash.digest('hex');
 }

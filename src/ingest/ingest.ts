@@ -95,13 +95,16 @@ export async function ingest(
   const progress = new Progress(total, out);
   const run = new IngestRun(corpus, options, progress);
   for await (const item of readSources(paths, limits)) await run.take(item);
-  await run.flush();
+  await run.finish();
   progress.update(total, true);
   const { added, unchanged, rejected, rejectedCount, chunks } = run;
   return { total, added, unchanged, rejected, rejectedCount, chunks, seconds: (performance.now() - started) / 1000 };
 }
 
-/** One run's counts and its pending batch. */
+/**
+ * One run's counts, its pending batch and the write in flight: while a batch is written (store, HNSW and BM25), the
+ * next is read and parsed. One write in flight and one batch pending at most.
+ */
 class IngestRun {
   added = 0;
   unchanged = 0;
@@ -109,6 +112,9 @@ class IngestRun {
   readonly rejected: SourceRejection[] = [];
   rejectedCount = 0;
   #batch: SourceDocument[] = [];
+  #writing: Promise<void> = Promise.resolve();
+  /** The ids of the write in flight: one of them read again waits for it, so that its stored hash is compared. */
+  #writingIds = new Set<string>();
 
   constructor(
     private readonly corpus: Corpus,
@@ -119,24 +125,48 @@ class IngestRun {
   async take(item: SourceItem): Promise<void> {
     if (isRejection(item)) {
       this.#reject(item);
-    } else if (this.corpus.store.hashOf(item.id) === contentHash(item.text, item.meta ?? {}, this.options)) {
-      this.unchanged += 1;
+    } else if (item.vector !== undefined && this.options.chunk) {
+      // One vector is one chunk (docs/corpus.md): chunking would leave the other chunks without one.
+      this.#reject({ origin: item.origin, reason: 'a record with "vector" is one chunk; ingest it without --chunk' });
     } else {
+      if (this.#writingIds.has(item.id)) await this.#writing;
+      if (this.corpus.store.hashOf(item.id) === contentHash(item.text, item.meta ?? {}, this.options, item.vector)) {
+        this.unchanged += 1;
+        return;
+      }
       this.#batch.push(item);
-      if (this.#batch.length >= this.options.batchSize) await this.flush();
+      if (this.#batch.length >= this.options.batchSize) await this.#flush();
     }
   }
 
-  /** Writes the pending batch; a document the corpus refuses (-32602 naming it) is rejected and the rest written. */
-  async flush(): Promise<void> {
-    let batch = this.#batch;
+  /** The last batch written, and every write done. */
+  async finish(): Promise<void> {
+    await this.#flush();
+    await this.#writing;
+  }
+
+  /** Starts writing the pending batch once the write before it is done (whose error, if any, ends the run here). */
+  async #flush(): Promise<void> {
+    const batch = this.#batch;
     this.#batch = [];
+    await this.#writing;
+    this.#writingIds = new Set(batch.map((document) => document.id));
+    this.#writing = this.#write(batch);
+    // Handled here, awaited at the next flush: an error is the run's, not an unhandled rejection meanwhile.
+    this.#writing.catch(() => undefined);
+  }
+
+  /** Writes a batch; a document the corpus refuses (-32602 naming it) is rejected and the rest written. */
+  async #write(batch: SourceDocument[]): Promise<void> {
     while (batch.length > 0) {
       try {
         const result = await this.corpus.add(batch, {
           chunk: this.options.chunk,
           contextual: this.options.contextual,
           origin: 'operator',
+          vectors: batch.some((document) => document.vector !== undefined)
+            ? batch.map((document) => document.vector)
+            : undefined,
         });
         this.added += batch.length;
         this.chunks += result.chunks;

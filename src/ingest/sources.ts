@@ -3,6 +3,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { basename, extname, join, relative } from 'node:path';
 import type { CorpusDocument } from '../corpus/index.js';
 import { BoundedLines, isBlank, type Line } from './lines.js';
+import { parseVector } from './vector.js';
 import { cannotRead, looksBinary, NOT_UTF8, readTextFile, utf8 } from './text-file.js';
 import { StartupError } from '../startup-error.js';
 
@@ -19,6 +20,8 @@ export interface SourceDocument extends CorpusDocument {
   readonly id: string;
   /** Where it came from, for error messages: `corpus.jsonl:12`, `notes/a.md`. */
   readonly origin: string;
+  /** A JSON line's own `vector`, embedded elsewhere: stored as the document's one chunk's, the encoder not asked. */
+  readonly vector?: Float32Array | undefined;
 }
 
 export interface SourceRejection {
@@ -37,6 +40,8 @@ export function isRejection(item: SourceItem): item is SourceRejection {
 export interface SourceLimits {
   readonly maxDocumentBytes: number;
   readonly maxMetadataBytes: number;
+  /** The encoder's dimension, which a JSON line's `vector` must have (unchecked here when absent). */
+  readonly dimension?: number | undefined;
 }
 
 export class SourceError extends StartupError {
@@ -49,14 +54,16 @@ export class SourceError extends StartupError {
  * plus the member names and punctuation around them.
  */
 export function maxLineBytes(limits: SourceLimits): number {
-  return 6 * (limits.maxDocumentBytes + limits.maxMetadataBytes) + 4096;
+  // A vector's numbers as JSON: at most ~24 characters each (`-1.2345678901234567e-10,`) with spacing to spare.
+  const vector = 32 * (limits.dimension ?? 0);
+  return 6 * (limits.maxDocumentBytes + limits.maxMetadataBytes) + vector + 4096;
 }
 
 export async function* readSources(paths: readonly string[], limits: SourceLimits): AsyncGenerator<SourceItem> {
   for (const path of paths) {
     const kind = await sourceKind(path);
     if (kind === 'folder') yield* textFiles(path, limits.maxDocumentBytes);
-    else if (kind === 'jsonl') yield* jsonLines(path, maxLineBytes(limits));
+    else if (kind === 'jsonl') yield* jsonLines(path, maxLineBytes(limits), limits.dimension);
     else yield kind;
   }
 }
@@ -98,15 +105,16 @@ interface BeirLine {
   title?: unknown;
   text?: unknown;
   metadata?: unknown;
+  vector?: unknown;
 }
 
-async function* jsonLines(path: string, maxLine: number): AsyncGenerator<SourceItem> {
+async function* jsonLines(path: string, maxLine: number, dimension: number | undefined): AsyncGenerator<SourceItem> {
   const name = basename(path);
   let last = 0;
   try {
     for await (const line of fileLines(path, maxLine)) {
       last = line.number;
-      const item = fromLine(line, `${name}:${line.number}`, maxLine);
+      const item = fromLine(line, `${name}:${line.number}`, maxLine, dimension);
       if (item !== undefined) yield item;
     }
   } catch (error) {
@@ -143,7 +151,7 @@ async function countLines(path: string, maxLine: number): Promise<number> {
   return count;
 }
 
-function fromLine(line: Line, origin: string, maxLine: number): SourceItem | undefined {
+function fromLine(line: Line, origin: string, maxLine: number, dimension: number | undefined): SourceItem | undefined {
   if ('oversized' in line) {
     return { origin, reason: `a line of ${line.oversized} bytes exceeds the ${maxLine}-byte limit for one line` };
   }
@@ -159,21 +167,24 @@ function fromLine(line: Line, origin: string, maxLine: number): SourceItem | und
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     return { origin, reason: 'not a JSON object' };
   }
-  return fromBeir(parsed, origin);
+  return fromBeir(parsed, origin, dimension);
 }
 
-function fromBeir(line: BeirLine, origin: string): SourceItem {
+function fromBeir(line: BeirLine, origin: string, dimension: number | undefined): SourceItem {
   const id = line._id ?? line.id;
   if (typeof id !== 'string' && typeof id !== 'number') return { origin, reason: 'no "_id" or "id"' };
   if (typeof line.text !== 'string') return { origin, reason: 'no "text"' };
   const title = typeof line.title === 'string' && line.title.trim() !== '' ? line.title.trim() : undefined;
   const metadata =
     typeof line.metadata === 'object' && line.metadata !== null ? (line.metadata as Record<string, unknown>) : {};
+  const vector = line.vector === undefined ? undefined : parseVector(line.vector, dimension);
+  if (vector !== undefined && 'reason' in vector) return { origin, reason: vector.reason };
   return {
     id: String(id),
     text: title === undefined ? line.text : `${title}\n\n${line.text}`,
     meta: title === undefined ? metadata : { ...metadata, title },
     origin,
+    ...(vector === undefined ? {} : { vector }),
   };
 }
 

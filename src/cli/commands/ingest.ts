@@ -18,7 +18,11 @@ export async function ingestCommand(command: IngestCommand): Promise<number> {
         chunk: command.chunk,
         contextual: command.contextual,
         batchSize: 64,
-        limits: { maxDocumentBytes: config.index.maxDocumentBytes, maxMetadataBytes: config.index.maxMetadataBytes },
+        limits: {
+          maxDocumentBytes: config.index.maxDocumentBytes,
+          maxMetadataBytes: config.index.maxMetadataBytes,
+          dimension: app.corpus.dimension,
+        },
       },
       process.stderr,
     );
