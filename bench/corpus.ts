@@ -45,22 +45,28 @@ async function timeToReady(dir: string, encoder: UseLiteEncoder): Promise<{ ms: 
   return { ms: performance.now() - started, corpus };
 }
 
+/** The text of synthetic chunk `n`: two SciFact sentences (about 60 words). */
+export function syntheticTexts(): (n: number) => string {
+  const sentences = scifact()
+    .flatMap((doc) => doc.text.split(/(?<=\.)\s+/))
+    .filter((s) => s.length > 40);
+  return (n) => `${sentences[n % sentences.length]!} ${sentences[(n * 7) % sentences.length]!}`;
+}
+
 /**
  * A data dir holding `chunks` synthetic one-chunk documents (SciFact sentences, random unit vectors), written to the
  * store directly (the write path minus embedding), 1000 per transaction; no saved dense index.
  */
 export async function syntheticDir(encoder: UseLiteEncoder, chunks: number): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'rcp-bench-corpus-'));
-  const sentences = scifact()
-    .flatMap((doc) => doc.text.split(/(?<=\.)\s+/))
-    .filter((s) => s.length > 40);
+  const textOf = syntheticTexts();
   const seed = new Corpus(settings(dir), encoder, silent);
   await seed.ready;
   const filling = performance.now();
   for (let start = 0; start < chunks; start += 1000) {
     const documents = Array.from({ length: Math.min(1000, chunks - start) }, (_, i) => {
       const n = start + i;
-      const text = `${sentences[n % sentences.length]!} ${sentences[(n * 7) % sentences.length]!}`;
+      const text = textOf(n);
       return {
         id: `doc-${n}`,
         text,

@@ -8,14 +8,22 @@
  *    analysed again from every chunk's text, as every start did before it was saved), and a restart after kill -9
  *    with 1,000 writes after the last save (replayed from the store).
  * 2. Resident memory per chunk: the server's RSS once ready, less an empty server's, over the chunks.
+ *    Where it goes, measured in this process on the same texts: the lexical index built by analysis and restored
+ *    from its saved file, and the per-chunk maps the corpus keeps (place, metadata, origin); the vectors are the
+ *    dimension's 4 bytes each.
  * 3. One client's retrieve latency, p50 and p95 of 200 queries, sparse, dense and hybrid, against the same on a
  *    5,000-chunk corpus in the same run.
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { Bm25Index } from '../src/corpus/lexical/bm25.js';
+import { readLexical, writeLexical } from '../src/corpus/lexical/saved-lexical.js';
 import { startHttpProcess, type ServerProcess } from '../test/helpers/processes.js';
 import { call } from './client.js';
-import { syntheticDir } from './corpus.js';
+import { syntheticDir, syntheticTexts } from './corpus.js';
 import { benchEncoder } from './settings.js';
 
 const CHUNKS = Number(process.env.RCP_BENCH_CHUNKS ?? 1_000_000);
@@ -88,6 +96,46 @@ async function readiness(dir: string): Promise<ServerProcess> {
   return killed.server;
 }
 
+/** Heap and array-buffer bytes in use after a full collection. */
+function heldBytes(): number {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+  const { heapUsed, arrayBuffers } = process.memoryUsage();
+  return heapUsed + arrayBuffers;
+}
+
+/** Bytes per chunk of what the corpus holds per chunk besides its vector, measured on `chunks` synthetic texts. */
+export async function breakdown(chunks: number): Promise<void> {
+  const textOf = syntheticTexts();
+  const options = { k1: 1.2, b: 0.75, stem: true, fields: { title: 1.5 } };
+  const base = heldBytes();
+  const built = new Bm25Index(options);
+  for (let n = 0; n < chunks; n++) built.add(n + 1, textOf(n), {});
+  const builtBytes = heldBytes() - base;
+  const dir = mkdtempSync(join(tmpdir(), 'rcp-bench-scale-'));
+  const identity = { seq: 1, store: 'bench', options };
+  await writeLexical(join(dir, 'index.bm25'), built, identity);
+  const restored = await readLexical(join(dir, 'index.bm25'), identity);
+  const restoredBytes = heldBytes() - base - builtBytes;
+  rmSync(dir, { recursive: true, force: true });
+  const places = new Map<number, { docId: string; ordinal: number }>();
+  const metas = new Map<string, Record<string, unknown>>();
+  const origins = new Map<string, string>();
+  const before = heldBytes();
+  for (let n = 0; n < chunks; n++) {
+    places.set(n + 1, { docId: `doc-${n}`, ordinal: 0 });
+    metas.set(`doc-${n}`, {});
+    origins.set(`doc-${n}`, 'operator');
+  }
+  const mapBytes = heldBytes() - before;
+  const per = (bytes: number) => `${(bytes / chunks).toFixed(0).padStart(5)} B`;
+  console.log(`what each chunk holds in memory besides its vector (${chunks} synthetic chunks, this process)`);
+  console.log(`  lexical index, built by analysis          ${per(builtBytes)}`);
+  console.log(`  lexical index, restored from its file     ${per(restoredBytes)}`);
+  console.log(`  place, metadata and origin maps           ${per(mapBytes)}`);
+  void [built, restored, places, metas, origins]; // held until measured
+}
+
 export async function benchScale(): Promise<void> {
   const encoder = await benchEncoder();
   const big = await syntheticDir(encoder, CHUNKS);
@@ -105,6 +153,7 @@ export async function benchScale(): Promise<void> {
       `resident memory: ${(rssBytes(large) / 2 ** 30).toFixed(2)} GiB serving ${CHUNKS} chunks, ` +
         `${(rssBytes(idle) / 2 ** 20).toFixed(0)} MiB empty: ${(perChunk / 1024).toFixed(2)} KiB per chunk`,
     );
+    await breakdown(Math.min(CHUNKS, 200_000));
     const reference = (await timedStart(small)).server;
     servers.push(reference);
     console.log(`one client's retrieve, k 10, ${QUERIES} queries (ratio to the same at ${SMALL} chunks, same run)`);

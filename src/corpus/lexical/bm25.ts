@@ -53,6 +53,11 @@ export interface LexicalHit {
  * `bound · max(1, avgdl / boundAverage)` bounds it at any later avgdl; removals only lower the true maximum.
  */
 class Posting {
+  constructor(
+    readonly id: number,
+    readonly term: string,
+  ) {}
+
   docs: Int32Array<ArrayBufferLike> = new Int32Array(4);
   /** Term frequencies: counts, weighted by field (multiples of 1/WEIGHT_STEP) when fields are weighed in. */
   tfs: Float32Array<ArrayBufferLike> = new Float32Array(4);
@@ -60,14 +65,6 @@ class Posting {
   live = 0;
   bound = 0;
   boundAverage = 0;
-}
-
-/** What the index keeps per label: its internal id, and its distinct terms (first-occurrence order) with their counts. */
-interface DocEntry {
-  doc: number;
-  readonly terms: readonly string[];
-  readonly tfs: Float32Array;
-  readonly length: number;
 }
 
 /**
@@ -127,11 +124,24 @@ interface Cursor {
  */
 export class Bm25Index {
   readonly #postings = new Map<string, Posting>();
-  readonly #entries = new Map<number, DocEntry>();
+  /** By term id: its postings while the term has any (a freed id goes to the next new term). */
+  #byId: (Posting | undefined)[] = [];
+  readonly #freeIds: number[] = [];
+  /** By label: its internal id. */
+  readonly #docOf = new Map<number, number>();
   /** By internal id: document length (field-weighted), or −1 once removed. */
   #lengths = new Float64Array(16);
   /** By internal id: the label. */
   #labels = new Float64Array(16);
+  /**
+   * Each document's distinct terms (term ids, first-occurrence order) and their frequencies, one after another in
+   * internal-id order: a document's run starts at `#forwardStart[doc]` and ends where the next one's starts (the last
+   * one's at `#forwardLength`). Flat typed arrays, not an array per document: about 8 bytes a term.
+   */
+  #forwardStart = new Float64Array(16);
+  #forwardTerms = new Int32Array(64);
+  #forwardTfs = new Float32Array(64);
+  #forwardLength = 0;
   /** Internal ids handed out so far (the next id). */
   #ids = 0;
   #totalLength = 0;
@@ -148,7 +158,7 @@ export class Bm25Index {
   }
 
   get size(): number {
-    return this.#entries.size;
+    return this.#docOf.size;
   }
 
   /**
@@ -188,7 +198,7 @@ export class Bm25Index {
     const tfOf = new Float32Array(docs.length);
     const filled = counts.slice(0, ids);
     for (let t = 0, start = 0; t < vocabulary.length; start = ends[t++]!) {
-      const posting = new Posting();
+      const posting = new Posting(t, vocabulary[t]!);
       posting.docs = docs.subarray(start, ends[t]);
       posting.tfs = tfs.subarray(start, ends[t]);
       posting.length = posting.docs.length;
@@ -197,28 +207,38 @@ export class Bm25Index {
         [termOf[at], tfOf[at]] = [t, tfs[i]!];
         if (state.lengths[docs[i]!]! >= 0) posting.live++;
       }
-      if (posting.live > 0) index.#postings.set(vocabulary[t]!, posting);
+      if (posting.live === 0) continue;
+      index.#postings.set(posting.term, posting);
+      index.#byId[t] = posting;
       if (t % STEPS_PER_CHECK === 0) await slice.due();
     }
     index.#restoreDocuments(state, counts, termOf, tfOf);
     return index;
   }
 
-  /** `restore`'s second half: lengths, labels and each live document's entry. */
-  #restoreDocuments(state: Bm25State, starts: Uint32Array, termOf: Int32Array, tfOf: Float32Array): void {
-    const { ids, vocabulary } = state;
-    this.#lengths = new Float64Array(Math.max(16, ids));
+  /** `restore`'s second half: lengths, labels, each document's run of terms, and each live document's label. */
+  #restoreDocuments(
+    state: Bm25State,
+    starts: Uint32Array,
+    termOf: Int32Array<ArrayBuffer>,
+    tfOf: Float32Array<ArrayBuffer>,
+  ): void {
+    const { ids } = state;
+    const capacity = Math.max(16, ids);
+    this.#lengths = new Float64Array(capacity);
+    this.#labels = new Float64Array(capacity);
+    this.#forwardStart = new Float64Array(capacity);
     this.#lengths.set(state.lengths);
-    this.#labels = new Float64Array(this.#lengths.length);
     this.#labels.set(state.labels);
+    this.#forwardStart.set(starts.subarray(0, ids));
+    this.#forwardTerms = termOf;
+    this.#forwardTfs = tfOf;
+    this.#forwardLength = termOf.length;
     this.#ids = ids;
     for (let doc = 0; doc < ids; doc++) {
-      const length = state.lengths[doc]!;
-      if (length < 0) continue;
-      const [from, to] = [starts[doc]!, starts[doc + 1]!];
-      const terms = Array.from(termOf.subarray(from, to), (t) => vocabulary[t]!);
-      this.#entries.set(state.labels[doc]!, { doc, terms, tfs: tfOf.slice(from, to), length });
-      this.#totalLength += length;
+      if (state.lengths[doc]! < 0) continue;
+      this.#docOf.set(state.labels[doc]!, doc);
+      this.#totalLength += state.lengths[doc]!;
     }
   }
 
@@ -266,7 +286,7 @@ export class Bm25Index {
   }
 
   #addTerms(label: number, terms: readonly string[], fields: readonly [readonly string[], number][] = []): void {
-    if (this.#entries.has(label)) this.remove(label);
+    if (this.#docOf.has(label)) this.remove(label);
     const counts = new Map<string, number>();
     for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
     let length = terms.length;
@@ -278,12 +298,12 @@ export class Bm25Index {
     const doc = this.#ids++;
     this.#lengths[doc] = length;
     this.#labels[doc] = label;
-    const tfs = new Float32Array(counts.size);
-    let i = 0;
+    this.#forwardStart[doc] = this.#forwardLength;
+    this.#reserveForward(counts.size);
     for (const [term, tf] of counts) {
-      tfs[i++] = tf;
-      let posting = this.#postings.get(term);
-      if (posting === undefined) this.#postings.set(term, (posting = new Posting()));
+      const posting = this.#postings.get(term) ?? this.#newPosting(term);
+      this.#forwardTerms[this.#forwardLength] = posting.id;
+      this.#forwardTfs[this.#forwardLength++] = tf;
       if (posting.length === posting.docs.length) {
         posting.docs = grown(posting.docs);
         posting.tfs = grown(posting.tfs);
@@ -295,25 +315,51 @@ export class Bm25Index {
         posting.bound = Math.max(posting.bound, this.#saturation(tf, length, posting.boundAverage));
       }
     }
-    this.#entries.set(label, { doc, terms: [...counts.keys()], tfs, length });
+    this.#docOf.set(label, doc);
     this.#totalLength += length;
+  }
+
+  #newPosting(term: string): Posting {
+    const posting = new Posting(this.#freeIds.pop() ?? this.#byId.length, term);
+    this.#postings.set(term, posting);
+    this.#byId[posting.id] = posting;
+    return posting;
+  }
+
+  /** Room for `more` terms in the forward arrays (new arrays when it grows: a reader in flight keeps the old). */
+  #reserveForward(more: number): void {
+    if (this.#forwardLength + more <= this.#forwardTerms.length) return;
+    const capacity = Math.max(2 * this.#forwardTerms.length, this.#forwardLength + more);
+    const terms = new Int32Array(capacity);
+    terms.set(this.#forwardTerms.subarray(0, this.#forwardLength));
+    const tfs = new Float32Array(capacity);
+    tfs.set(this.#forwardTfs.subarray(0, this.#forwardLength));
+    [this.#forwardTerms, this.#forwardTfs] = [terms, tfs];
+  }
+
+  /** Where `doc`'s run of terms ends in the forward arrays. */
+  #forwardEnd(doc: number): number {
+    return doc + 1 < this.#ids ? this.#forwardStart[doc + 1]! : this.#forwardLength;
   }
 
   /** Removes a label; an unknown one is ignored (replay and retries are idempotent). */
   remove(label: number): void {
-    const entry = this.#entries.get(label);
-    if (entry === undefined) return;
-    this.#lengths[entry.doc] = -1;
-    for (const term of entry.terms) {
-      const posting = this.#postings.get(term);
-      if (posting === undefined) continue;
-      if (--posting.live === 0) this.#postings.delete(term);
-      else if (posting.length - posting.live > Math.max(16, posting.live)) this.#compact(posting);
+    const doc = this.#docOf.get(label);
+    if (doc === undefined) return;
+    // Dead before its lists are compacted below: a compaction keeps only live documents.
+    this.#totalLength -= this.#lengths[doc]!;
+    this.#lengths[doc] = -1;
+    for (let i = this.#forwardStart[doc]!; i < this.#forwardEnd(doc); i++) {
+      const posting = this.#byId[this.#forwardTerms[i]!]!;
+      if (--posting.live === 0) {
+        this.#postings.delete(posting.term);
+        this.#byId[posting.id] = undefined;
+        this.#freeIds.push(posting.id);
+      } else if (posting.length - posting.live > Math.max(16, posting.live)) this.#compact(posting);
     }
-    this.#entries.delete(label);
-    this.#totalLength -= entry.length;
-    const dead = this.#ids - this.#entries.size;
-    if (dead > 4096 && dead > this.#entries.size) this.#renumber();
+    this.#docOf.delete(label);
+    const dead = this.#ids - this.#docOf.size;
+    if (dead > 4096 && dead > this.#docOf.size) this.#renumber();
   }
 
   /** tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl)): a document's score for a term, short of the term's idf. */
@@ -327,6 +373,9 @@ export class Bm25Index {
     lengths.set(this.#lengths);
     const labels = new Float64Array(this.#labels.length * 2);
     labels.set(this.#labels);
+    const starts = new Float64Array(this.#forwardStart.length * 2);
+    starts.set(this.#forwardStart);
+    this.#forwardStart = starts;
     // New arrays, never resized in place: a search in flight keeps reading the ones it started with.
     this.#lengths = lengths;
     this.#labels = labels;
@@ -356,17 +405,31 @@ export class Bm25Index {
    */
   #renumber(): void {
     const renamed = new Int32Array(this.#ids).fill(-1);
-    const capacity = Math.max(16, 2 * this.#entries.size);
+    const capacity = Math.max(16, 2 * this.#docOf.size);
     const lengths = new Float64Array(capacity);
     const labels = new Float64Array(capacity);
+    const starts = new Float64Array(capacity);
+    const terms = new Int32Array(Math.max(64, this.#forwardTerms.length));
+    const tfs = new Float32Array(terms.length);
     let next = 0;
+    let at = 0;
     for (let doc = 0; doc < this.#ids; doc++) {
       if (this.#lengths[doc]! < 0) continue;
       renamed[doc] = next;
-      lengths[next] = this.#lengths[doc]!;
-      labels[next++] = this.#labels[doc]!;
+      [lengths[next], labels[next], starts[next++]] = [this.#lengths[doc]!, this.#labels[doc]!, at];
+      for (let i = this.#forwardStart[doc]!; i < this.#forwardEnd(doc); i++, at++) {
+        [terms[at], tfs[at]] = [this.#forwardTerms[i]!, this.#forwardTfs[i]!];
+      }
     }
-    for (const entry of this.#entries.values()) entry.doc = renamed[entry.doc]!;
+    for (const [label, doc] of this.#docOf) this.#docOf.set(label, renamed[doc]!);
+    this.#renumberPostings(renamed);
+    [this.#lengths, this.#labels, this.#forwardStart] = [lengths, labels, starts];
+    [this.#forwardTerms, this.#forwardTfs, this.#forwardLength] = [terms, tfs, at];
+    this.#ids = next;
+  }
+
+  /** Each posting list with its documents' new ids, the removed ones dropped (into new arrays). */
+  #renumberPostings(renamed: Int32Array): void {
     for (const posting of this.#postings.values()) {
       const docs = new Int32Array(Math.max(4, posting.live));
       const tfs = new Float32Array(docs.length);
@@ -381,9 +444,6 @@ export class Bm25Index {
       posting.tfs = tfs;
       posting.length = kept;
     }
-    this.#lengths = lengths;
-    this.#labels = labels;
-    this.#ids = next;
   }
 
   /**
@@ -435,9 +495,13 @@ export class Bm25Index {
 
   /** A document's term counts and length, for pseudo-relevance feedback. */
   termCounts(label: number): { counts: Map<string, number>; length: number } | undefined {
-    const entry = this.#entries.get(label);
-    if (entry === undefined) return undefined;
-    return { counts: new Map(entry.terms.map((term, i) => [term, entry.tfs[i]!])), length: entry.length };
+    const doc = this.#docOf.get(label);
+    if (doc === undefined) return undefined;
+    const counts = new Map<string, number>();
+    for (let i = this.#forwardStart[doc]!; i < this.#forwardEnd(doc); i++) {
+      counts.set(this.#byId[this.#forwardTerms[i]!]!.term, this.#forwardTfs[i]!);
+    }
+    return { counts, length: this.#lengths[doc]! };
   }
 
   analyze(text: string): string[] {
@@ -464,14 +528,15 @@ export class Bm25Index {
     let steps = 0;
     for (const label of labels) {
       // Postings and ids are read afresh for each label: writes between slices may have renumbered the ids.
-      const entry = this.#entries.get(label);
+      const doc = this.#docOf.get(label);
+      const length = doc === undefined ? 0 : this.#lengths[doc]!;
       let score = 0;
-      for (let t = 0; entry !== undefined && t < terms.length; t++) {
+      for (let t = 0; doc !== undefined && t < terms.length; t++) {
         const posting = this.#postings.get(terms[t]!.term);
         if (posting === undefined) continue;
-        const i = seek(posting.docs, 0, posting.length, entry.doc);
-        if (i < posting.length && posting.docs[i] === entry.doc) {
-          score += this.#contribution(terms[t]!.idf, posting.tfs[i]!, entry.length, average);
+        const i = seek(posting.docs, 0, posting.length, doc);
+        if (i < posting.length && posting.docs[i] === doc) {
+          score += this.#contribution(terms[t]!.idf, posting.tfs[i]!, length, average);
         }
       }
       scores.push(score);
