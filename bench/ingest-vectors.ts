@@ -28,23 +28,13 @@ import { DerivedIndexes } from '../src/corpus/indexes.js';
 import { Bm25Index } from '../src/corpus/lexical/bm25.js';
 import { CorpusStore } from '../src/corpus/store/corpus-store.js';
 import { ingest } from '../src/ingest/ingest.js';
+import { seededRandom } from '../test/helpers/children.js';
 import { corpus as scifact } from './scifact.js';
 import { benchCorpusSettings, benchEncoder } from './settings.js';
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 /** Documents per transaction: `rcp-server ingest`'s unless RCP_BENCH_BATCH says. */
 const BATCH = Number(process.env.RCP_BENCH_BATCH ?? 64);
-
-/** A seeded generator (xorshift32) in [0, 1). */
-function random(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 2 ** 32;
-  };
-}
 
 /** SciFact-like abstracts: sentences of pseudo-words over a 5,000-word vocabulary, Zipf-ish, ~1,400 characters. */
 function generatedTexts(next: () => number): (i: number) => string {
@@ -186,7 +176,7 @@ export async function benchIngestVectors(): Promise<void> {
   const scratch = mkdtempSync(join(tmpdir(), 'rcp-bench-ingest-vectors-src-'));
   try {
     console.log(`\ningest-vectors: ${dimension}-d random unit vectors, batches of ${BATCH} (one transaction each)`);
-    const next = random(1);
+    const next = seededRandom(1);
     const text = textSource(next);
     const encoded = join(scratch, 'encoded.jsonl');
     await writeLines(encoded, encodedCount, (i) => JSON.stringify({ _id: `e${i}`, text: text(i) }));
@@ -222,7 +212,7 @@ export async function benchIngestVectors(): Promise<void> {
 async function hnswAlone(count: number, dimension: number, efConstructions: readonly number[]): Promise<void> {
   const { space, m, efSearch } = benchCorpusSettings('');
   for (const efConstruction of efConstructions) {
-    const next = random(2);
+    const next = seededRandom(2);
     const index = new DenseIndex();
     await index.reset({ space, dimension, m, efConstruction, efSearch, initialCapacity: 1024 });
     const rates: string[] = [];

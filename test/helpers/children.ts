@@ -1,4 +1,5 @@
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 
 /**
@@ -133,4 +134,41 @@ export async function until(
       throw new Error(`not within ${timeoutMs} ms: ${typeof what === 'string' ? what : what()}`);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+/** What a command run to its end printed, and how it exited. */
+export interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs `node bin/rcp-server.js ARGS...` (tracked) to its end, `input` on its stdin, logging at `warn` unless `env`
+ * says otherwise.
+ */
+export function runCommand(args: readonly string[], env: NodeJS.ProcessEnv = {}, input?: string): Promise<Run> {
+  const child = track(
+    spawn(process.execPath, ['bin/rcp-server.js', ...args], {
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      env: { ...process.env, RCP_LOG_LEVEL: 'warn', ...env },
+    }),
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  if (input !== undefined) child.stdin.end(input);
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+/** A seeded generator (xorshift32) in [0, 1): the same numbers every run. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0 || 1;
+  return () => {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    return (state >>> 0) / 2 ** 32;
+  };
 }

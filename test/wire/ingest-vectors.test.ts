@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { track } from '../helpers/children.js';
+import { runCommand, seededRandom, track } from '../helpers/children.js';
 import { ROOT } from '../helpers/wire.js';
 
 /**
@@ -16,26 +16,7 @@ afterAll(() => rmSync(WORK, { recursive: true, force: true }));
 
 const DIMENSION = 512; // the default encoder's
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(args: string[], input?: string): Promise<Run> {
-  const child = track(
-    spawn(process.execPath, ['bin/rcp-server.js', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, RCP_LOG_LEVEL: 'warn' },
-    }),
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  if (input !== undefined) child.stdin.end(input);
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
-}
+const run = (args: string[], input?: string) => runCommand(args, {}, input);
 
 interface Hit {
   id: string;
@@ -73,15 +54,10 @@ const base64 = (vector: ArrayLike<number>) => {
   return bytes.toString('base64');
 };
 
-/** A seeded generator (xorshift32): the same vectors every run. */
+/** A seeded generator in [-0.5, 0.5): the same vectors every run. */
 function random(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 2 ** 32 - 0.5;
-  };
+  const next = seededRandom(seed);
+  return () => next() - 0.5;
 }
 
 function unit(vector: number[]): number[] {

@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCommand } from '../helpers/children.js';
 import { startHttpProcess } from '../helpers/processes.js';
-import { ROOT } from '../helpers/wire.js';
 
 /** `rcp-server ingest` as a real process, then `rcp-server serve` finding what it wrote. */
 const WORK = mkdtempSync(join(tmpdir(), 'rcp-ingest-'));
@@ -23,19 +22,8 @@ writeFileSync(join(WORK, 'notes', 'a.md'), '# Mitochondria\n\nThe powerhouse of 
 writeFileSync(join(WORK, 'notes', 'sub', 'b.txt'), 'Plain text note about neurons.');
 writeFileSync(join(WORK, 'notes', 'ignored.pdf'), 'not text');
 
-function run(args: string[], input?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['bin/rcp-server.js', ...args], {
-    cwd: ROOT,
-    // Source "2" is trusted by configuration: operator-ingested text may be (§15.2).
-    env: { ...process.env, RCP_LOG_LEVEL: 'warn', RCP_RETRIEVE_TRUST: '{"2": "trusted"}' },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  if (input !== undefined) child.stdin.end(input);
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
-}
+/** Source "2" is trusted by configuration: operator-ingested text may be (§15.2). */
+const run = (args: string[], input?: string) => runCommand(args, { RCP_RETRIEVE_TRUST: '{"2": "trusted"}' }, input);
 
 describe('rcp-server ingest', () => {
   it('ingests BEIR JSON Lines and folders of .txt/.md, reports progress and rejects, then resumes', async () => {
