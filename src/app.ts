@@ -200,7 +200,11 @@ function registerCorpusMethods(
     logger: FastifyBaseLogger;
   },
 ): void {
-  const limits = { writable: config.index.writable, maxDocuments: config.index.maxDocumentsPerAdd };
+  const limits = {
+    writable: config.index.writable,
+    maxDocuments: config.index.maxDocumentsPerAdd,
+    maxChunks: config.index.maxChunksPerAdd,
+  };
   const [add, remove] = indexMethods(corpus, limits);
   registry.register(...add).register(...remove);
   registerRetrieve(registry, config, models, corpus, rerankers, content);

@@ -526,6 +526,15 @@ export const ConfigSchema = Section({
         default: 1000,
         description: 'Documents in one index/add at most.',
       }),
+      maxChunksPerAdd: Type.Integer({
+        minimum: 1,
+        default: 2048,
+        description:
+          'Chunks one index/add may make at most; a call that would make more is -32013 before it is embedded. ' +
+          "Every writer of the data dir waits while a write's chunks are indexed (about 3 ms each at 100,000 chunks " +
+          'on two cores), so this bounds how long one call holds the others (a 1 MiB document of one-letter words ' +
+          'makes about 4,000). rcp-server ingest is not bound by it.',
+      }),
       fields: Type.Record(
         Type.String(),
         Type.Union((['keyword', 'text', 'int', 'float', 'bool', 'date'] as const).map((type) => Type.Literal(type))),

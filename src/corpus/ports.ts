@@ -29,7 +29,13 @@ export interface WriteCaller {
 export interface CorpusWriter {
   add(
     documents: readonly CorpusDocument[],
-    options: WriteCaller & { chunk: boolean; contextual: boolean; idempotencyKey?: string | undefined },
+    options: WriteCaller & {
+      chunk: boolean;
+      contextual: boolean;
+      idempotencyKey?: string | undefined;
+      /** Most chunks the write may make; more is -32013 before anything is embedded. */
+      maxChunks?: number | undefined;
+    },
   ): Promise<{ ids: string[]; chunks: number; indexVersion: string }>;
   delete(ids: readonly string[], caller?: WriteCaller): Promise<{ deleted: number; indexVersion: string }>;
 }

@@ -28,6 +28,11 @@ export interface AddOptions extends WriteCaller {
    * the encoder is not asked. It cannot be chunked (one vector is one chunk).
    */
   readonly vectors?: readonly (Float32Array | undefined)[] | undefined;
+  /**
+   * Most chunks the write may make (`index.maxChunksPerAdd` for index/add): past it, -32013 while chunking, before
+   * anything is embedded. Every writer of the dir waits while a write is applied (docs/architecture.md §5).
+   */
+  readonly maxChunks?: number | undefined;
 }
 
 /** What a document must satisfy to be stored (configuration `index.*`). */
@@ -58,12 +63,21 @@ export async function prepareDocuments(
   const count = options.chunk ? await encoder.tokenCounter() : undefined;
   const slice = new TimeSlice(options.signal);
   const staged = [];
+  let made = 0;
   for (const [i, document] of documents.entries()) {
     const meta = document.meta ?? {};
     const pieces =
       count === undefined
         ? [{ text: document.text, heading: undefined, start: 0, end: document.text.length }]
         : await chunkText(document.text, count, encoder.info.maxTokens, slice);
+    made += pieces.length;
+    if (options.maxChunks !== undefined && made > options.maxChunks) {
+      throw RpcError.payloadTooLarge(
+        `documents 0-${i} already make ${made} chunks, more than the ${options.maxChunks} one index/add may ` +
+          'make; nothing was written (split the documents over several calls)',
+        'documents',
+      );
+    }
     const title = typeof meta.title === 'string' ? meta.title : undefined;
     const chunks = pieces.map((piece) => ({
       text: piece.text,

@@ -10,6 +10,8 @@ export interface IndexLimits {
   readonly writable: boolean;
   /** Most documents per index/add (and ids per index/delete); more is -32013. */
   readonly maxDocuments: number;
+  /** Most chunks one index/add may make; more is -32013, found while chunking, before anything is embedded. */
+  readonly maxChunks?: number | undefined;
 }
 
 /** §15.3: writes are authorised apart from reads; a read-only corpus refuses them as the capability says. */
@@ -43,6 +45,7 @@ export function indexMethods(
       const result = await corpus.add(params.documents, {
         chunk: params.chunk === true,
         contextual: params.contextual === true,
+        maxChunks: limits.maxChunks,
         // §15.6: a key names a write of this caller's; another caller's same key is another write.
         idempotencyKey: key === undefined ? undefined : callerScoped(ctx.caller, key),
         signal: ctx.signal,
