@@ -16,7 +16,11 @@ const STALL_MS = 1000;
 let server: ServerProcess;
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rcp-hostile-'));
-  server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {});
+  // These measure what one large chunked write costs by itself: the per-call bound (index.maxChunksPerAdd, its own
+  // test in big-write.test.ts) is raised above the 4,096 chunks they make.
+  server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], {
+    RCP_INDEX_MAX_CHUNKS_PER_ADD: '8192',
+  });
 });
 afterAll(() => server.stop());
 
