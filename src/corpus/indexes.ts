@@ -172,8 +172,8 @@ export class DerivedIndexes {
    * Applies a committed write to both indexes and the maps, so that a reader never sees two versions of a document
    * at once (§7.10). Recall keeps only placed labels (a label's place is how a hit names the client's document), so:
    * the new chunks go into both indexes unplaced, then in one synchronous step they are placed and the replaced ones
-   * unplaced and taken out of the lexical index, then they leave the dense index. (A search made before that step and filtered after it may
-   * miss the document for that one request: no version of it was in its list.)
+   * unplaced and taken out of the lexical index, then they leave the dense index. (A search made before that step
+   * and filtered after it may miss the document for that one request: no version of it was in its list.)
    */
   async apply(write: WriteResult): Promise<void> {
     const removed = new Set(write.removed);
