@@ -77,3 +77,9 @@ export function requestMeta(params: JsonObject): JsonObject {
 export function callerScoped(caller: string, name: string): string {
   return `${caller}\0${name}`;
 }
+
+/** The caller a callerScoped name belongs to ('' for a name scoped to no caller). */
+export function scopeOf(scoped: string): string {
+  const end = scoped.indexOf('\0');
+  return end === -1 ? '' : scoped.slice(0, end);
+}

@@ -155,7 +155,12 @@ function streamConnection(
       (await inbox.take((f) => !Array.isArray(f) && f.id === id, `reply to ${JSON.stringify(id)}`)) as Frame,
     exchange: async (frame) => {
       send(frame);
-      return inbox.take(() => true, `answer to ${typeof frame === 'string' ? frame.slice(0, 80) : serialize(frame)}`);
+      // A request with a usable id is answered by that id (or by null, when the server could not read it); anything
+      // else (a batch, raw text, an odd id) by the next answer to arrive.
+      const id = typeof frame === 'object' && !Array.isArray(frame) ? (frame as { id?: unknown }).id : undefined;
+      const keyed = typeof id === 'string' || typeof id === 'number';
+      const answers = (f: Frame | Frame[]) => !keyed || (!Array.isArray(f) && (f.id === id || f.id === null));
+      return inbox.take(answers, `answer to ${typeof frame === 'string' ? frame.slice(0, 80) : serialize(frame)}`);
     },
     silent: async (frame) => {
       const before = inbox.pending;

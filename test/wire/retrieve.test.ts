@@ -94,7 +94,11 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
     expect(frame.error, JSON.stringify(frame.error)).toBeUndefined();
     return frame.result as Result;
   };
-  const fails = async (params: object) => (await call(params)).error as { code: number; data: Record<string, unknown> };
+  const fails = async (params: object) => {
+    const frame = await call(params);
+    expect(frame.error, JSON.stringify(frame).slice(0, 2_000)).toBeDefined();
+    return frame.error as { code: number; data: Record<string, unknown> };
+  };
   const docs = (result: Result) => result.hits.map((hit) => hit.chunk.docId);
 
   beforeAll(async () => {

@@ -56,7 +56,8 @@ const SCHEMA = `
   CREATE INDEX IF NOT EXISTS documents_seq ON documents (seq);
   CREATE TABLE IF NOT EXISTS tombstones (label INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
   CREATE INDEX IF NOT EXISTS tombstones_seq ON tombstones (seq);
-  CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, result TEXT NOT NULL, seq INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS idempotency (
+    key TEXT PRIMARY KEY, result TEXT NOT NULL, seq INTEGER NOT NULL, caller TEXT NOT NULL DEFAULT '');
 `;
 
 interface ChunkRow {
@@ -148,7 +149,7 @@ function openDatabase(file: string, readOnly: boolean): Database.Database {
  * The store's layout, recorded by every writer: a store written by a newer rcp-server (processes of several versions
  * may share a dir) may hold what this one cannot read or would undo, so it is refused rather than served or migrated.
  */
-const STORE_SCHEMA = 2;
+const STORE_SCHEMA = 3;
 
 /** Refuses another program's database, one of a newer schema (STORE_SCHEMA), and one SQLite finds damaged. */
 function checkStore(db: Database.Database, file: string): void {

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { Changes } from './changes.js';
 import { addSumColumns, chunkSum, documentSum } from './row-sums.js';
+import { scopeOf } from '../../protocol/context.js';
 
 /**
  * The store's writes (§7.10, §7.11), as SQL on one connection: the writer thread's (writer-thread.ts). Each runs as
@@ -53,14 +54,18 @@ export interface Written {
 }
 
 /**
- * The idempotency keys kept (§7.10): those of the latest 10,000 writes, at most 64 MiB of stored results (newest
- * first) — a retry comes soon after its write.
+ * The idempotency keys kept (§7.10, §15.6), per caller: its latest 10,000 keyed writes, at most 16 MiB of their keys
+ * and stored answers (newest first) — a retry comes soon after its write. Each caller's keys are pruned only by its
+ * own writes, so no caller can make the server forget another's (docs/architecture.md §11).
  */
-export const IDEMPOTENCY_KEPT = { writes: 10_000, bytes: 64 * 1024 * 1024 };
+export const IDEMPOTENCY_KEPT = { writes: 10_000, bytes: 16 * 1024 * 1024 };
 // Sizes in bytes of BLOBs: length() of TEXT stops at a NUL, and every key holds one (caller, NUL, key).
-const PRUNE_IDEMPOTENCY = `DELETE FROM idempotency WHERE seq <= @oldest OR seq <= (
-  SELECT seq FROM (SELECT seq, SUM(length(CAST(key AS BLOB)) + length(CAST(result AS BLOB))) OVER (ORDER BY seq DESC) AS total FROM idempotency)
-  WHERE total > @bytes ORDER BY seq DESC LIMIT 1)`;
+const PRUNE_IDEMPOTENCY = `DELETE FROM idempotency WHERE caller = @caller AND seq <= (
+  SELECT seq FROM (
+    SELECT seq, row_number() OVER newest AS n,
+      SUM(length(CAST(key AS BLOB)) + length(CAST(result AS BLOB))) OVER newest AS total
+    FROM idempotency WHERE caller = @caller WINDOW newest AS (ORDER BY seq DESC))
+  WHERE n > @writes OR total > @bytes ORDER BY seq DESC LIMIT 1)`;
 export const SET_META =
   'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value';
 const PUT_DOCUMENT = `INSERT INTO documents (id, text, meta, hash, seq, origin, sum) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -115,6 +120,13 @@ export function addColumns(db: Database.Database): void {
   if (!chunkColumns.includes('end_offset'))
     db.exec('ALTER TABLE chunks ADD COLUMN end_offset INTEGER NOT NULL DEFAULT -1');
   addSumColumns(db);
+  if (!columns('idempotency').includes('caller')) {
+    // Each caller's keyed writes are bounded on their own (IDEMPOTENCY_KEPT): the caller is the key's scope.
+    db.exec(`ALTER TABLE idempotency ADD COLUMN caller TEXT NOT NULL DEFAULT '';
+      UPDATE idempotency SET caller = CAST(substr(CAST(key AS BLOB), 1, instr(CAST(key AS BLOB), x'00') - 1) AS TEXT)
+        WHERE instr(CAST(key AS BLOB), x'00') > 0;`);
+  }
+  db.exec('CREATE INDEX IF NOT EXISTS idempotency_caller ON idempotency (caller, seq)');
 }
 
 const blob = (vector: Float32Array) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
@@ -154,10 +166,16 @@ export function upsertRows(
   sql(SET_META).run('seq', String(seq));
   if (idempotency !== undefined) {
     const result = JSON.stringify({ ...idempotency.result, indexVersion: String(seq) });
-    sql('INSERT INTO idempotency (key, result, seq) VALUES (?, ?, ?)').run(idempotency.key, result, seq);
-    // §15.5: only the latest keyed writes are remembered, within a count and a byte bound.
+    const caller = scopeOf(idempotency.key);
+    sql('INSERT INTO idempotency (key, result, seq, caller) VALUES (?, ?, ?, ?)').run(
+      idempotency.key,
+      result,
+      seq,
+      caller,
+    );
+    // §15.5: only the caller's latest keyed writes are remembered, within a count and a byte bound.
     const kept = idempotency.kept ?? IDEMPOTENCY_KEPT;
-    sql(PRUNE_IDEMPOTENCY).run({ oldest: seq - kept.writes, bytes: kept.bytes });
+    sql(PRUNE_IDEMPOTENCY).run({ caller, writes: kept.writes, bytes: kept.bytes });
   }
   return { seq, added, removed, deletedIds: [] };
 }

@@ -20,6 +20,7 @@ import { chunkText } from '../../../src/corpus/chunking.js';
 import { Corpus, CorpusError, type CorpusSettings } from '../../../src/corpus/corpus.js';
 import { readManifest } from '../../../src/models/manifest.js';
 import { IDEMPOTENCY_KEPT } from '../../../src/corpus/store/corpus-store.js';
+import { callerScoped } from '../../../src/protocol/context.js';
 import { BertEncoder } from '../../../src/models/onnx/bert.js';
 import { writeFixture } from '../../fixtures/bert-models.js';
 
@@ -341,6 +342,58 @@ describe('corpus: store + dense + lexical in step', () => {
     } finally {
       Object.assign(IDEMPOTENCY_KEPT, kept);
       await corpus.close();
+    }
+  });
+
+  it("§15.6 a caller's keyed writes prune only its own keys: a flood of another caller's never forgets them", async () => {
+    const corpus = await open('idempotency-per-caller');
+    const kept = { ...IDEMPOTENCY_KEPT };
+    const add = (caller: string, key: string, id: string) =>
+      corpus.add([{ id, text: `document ${id}` }], {
+        chunk: false,
+        contextual: false,
+        idempotencyKey: callerScoped(caller, key),
+      });
+    try {
+      IDEMPOTENCY_KEPT.writes = 3;
+      await add('victim', 'v1', 'v1');
+      for (let i = 0; i < 12; i++) await add('flooder', `f${i}`, `f${i}`);
+      // The victim's retry is its first answer; the flooder's own oldest keys are forgotten (a new write each).
+      expect((await add('victim', 'v1', 'v1-again')).ids).toEqual(['v1']);
+      expect((await add('flooder', 'f0', 'f0-again')).ids).toEqual(['f0-again']);
+      expect((await add('flooder', 'f11', 'f11-again')).ids).toEqual(['f11']);
+    } finally {
+      Object.assign(IDEMPOTENCY_KEPT, kept);
+      await corpus.close();
+    }
+  });
+
+  it('a store written before keys had a caller (schema 2) opens with each key under its caller', async () => {
+    const first = await open('idempotency-schema-2');
+    await first.add([{ id: 'old', text: 'old document' }], {
+      chunk: false,
+      contextual: false,
+      idempotencyKey: callerScoped('victim', 'k'),
+    });
+    await first.close();
+    // Back to the schema-2 table, as an older rcp-server left it.
+    const db = new Database(join(ROOT, 'idempotency-schema-2', 'corpus.sqlite'));
+    db.exec(`DROP INDEX idempotency_caller; ALTER TABLE idempotency DROP COLUMN caller;
+      UPDATE meta SET value = '2' WHERE key = 'schema'`);
+    db.close();
+    const reopened = await open('idempotency-schema-2');
+    try {
+      const db2 = new Database(join(ROOT, 'idempotency-schema-2', 'corpus.sqlite'), { readonly: true });
+      expect(db2.prepare('SELECT caller FROM idempotency').pluck().all()).toEqual(['victim']);
+      db2.close();
+      const again = await reopened.add([{ id: 'new', text: 'new' }], {
+        chunk: false,
+        contextual: false,
+        idempotencyKey: callerScoped('victim', 'k'),
+      });
+      expect(again.ids).toEqual(['old']);
+    } finally {
+      await reopened.close();
     }
   });
 

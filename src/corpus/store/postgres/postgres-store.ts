@@ -5,6 +5,7 @@ import { LOCKS, migrate, text, utf8 } from './schema.js';
 import { abandoned, unavailable, untilAborted } from './failures.js';
 import { PostgresSeen, type SeenBounds } from './seen.js';
 import { PostgresSessions } from './sessions.js';
+import { scopeOf } from '../../../protocol/context.js';
 
 /** The most chunk rows one catch-up window reads (a replica far behind catches up in windows of about this size). */
 const WINDOW_CHUNKS = 2_000;
@@ -318,18 +319,22 @@ async function putChunks(client: pg.PoolClient, documents: readonly NewDocument[
 /** Stores a keyed write's answer under its key, and forgets the oldest beyond the kept bounds (§7.10, §15.5). */
 async function remember(client: pg.PoolClient, idempotency: Idempotency, seq: number): Promise<void> {
   const result = JSON.stringify({ ...idempotency.result, indexVersion: String(seq) });
-  await client.query('INSERT INTO rcp_idempotency (key, result, seq) VALUES ($1, $2, $3)', [
+  const caller = utf8(scopeOf(idempotency.key));
+  await client.query('INSERT INTO rcp_idempotency (key, result, seq, caller) VALUES ($1, $2, $3, $4)', [
     utf8(idempotency.key),
     utf8(result),
     seq,
+    caller,
   ]);
+  // Only this caller's keys are pruned, by its own bounds (IDEMPOTENCY_KEPT).
   const kept = idempotency.kept ?? IDEMPOTENCY_KEPT;
   await client.query(
-    `DELETE FROM rcp_idempotency WHERE seq <= $1 OR seq <= (
-       SELECT seq FROM (SELECT seq, sum(octet_length(key) + octet_length(result)) OVER (ORDER BY seq DESC) AS total
-                        FROM rcp_idempotency) AS sized
-       WHERE total > $2 ORDER BY seq DESC LIMIT 1)`,
-    [seq - kept.writes, kept.bytes],
+    `DELETE FROM rcp_idempotency WHERE caller = $1 AND seq <= (
+       SELECT seq FROM (
+         SELECT seq, row_number() OVER newest AS n, sum(octet_length(key) + octet_length(result)) OVER newest AS total
+         FROM rcp_idempotency WHERE caller = $1 WINDOW newest AS (ORDER BY seq DESC)) AS sized
+       WHERE n > $2 OR total > $3 ORDER BY seq DESC LIMIT 1)`,
+    [caller, kept.writes, kept.bytes],
   );
 }
 

@@ -47,6 +47,11 @@ const MIGRATIONS: readonly string[] = [
   // §15.5 retrieve sessions bounded per caller in ids, not only in sessions: each session counts what it holds.
   `ALTER TABLE rcp_seen_sessions ADD COLUMN hits integer NOT NULL DEFAULT 0;
    UPDATE rcp_seen_sessions s SET hits = (SELECT count(*) FROM rcp_seen WHERE key = s.key);`,
+  // §15.6 idempotency keys bounded per caller (the key's scope), so no caller's writes prune another's keys.
+  `ALTER TABLE rcp_idempotency ADD COLUMN caller bytea NOT NULL DEFAULT ''::bytea;
+   UPDATE rcp_idempotency SET caller = substring(key FROM 1 FOR position('\\x00'::bytea IN key) - 1)
+     WHERE position('\\x00'::bytea IN key) > 0;
+   CREATE INDEX rcp_idempotency_caller ON rcp_idempotency (caller, seq);`,
 ];
 
 /** Client text to the `bytea` it is stored as (see above), and back. */

@@ -75,6 +75,20 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('PostgresStore (a
     await store.close();
   });
 
+  it("§15.6 idempotency keys are bounded per caller: a flood of one caller's keyed writes forgets only its own", async () => {
+    const store = await PostgresStore.open(cluster.url);
+    const kept = { writes: 3, bytes: 1024 * 1024 };
+    const keyed = (caller: string, key: string) => ({ key: `${caller}\0${key}`, result: { ids: [key] }, kept });
+    const victim = await store.upsert([document('pv-1')], keyed('pg-victim', 'pv-1'));
+    for (let i = 0; i < 8; i++) await store.upsert([document(`pf-${i}`)], keyed('pg-flooder', `pf-${i}`));
+    expect((await store.upsert([document('pv-1')], keyed('pg-victim', 'pv-1'))).repeated?.indexVersion).toBe(
+      String(victim.seq),
+    );
+    expect((await store.upsert([document('pf-0')], keyed('pg-flooder', 'pf-0'))).repeated).toBeUndefined();
+    expect(cluster.sql("SELECT count(*) FROM rcp_idempotency WHERE caller = 'pg-flooder'::bytea")).toBe('3');
+    await store.close();
+  });
+
   it('text with U+0000 round-trips (PostgreSQL text refuses it; the store keeps bytes)', async () => {
     const store = await PostgresStore.open(cluster.url);
     const before = await store.head();
