@@ -9,8 +9,8 @@
  * its own (127.0.0.2: Linux routes all of 127.0.0.0/8 to loopback), so no per-caller bound counts it with the heavy
  * one. A flood follows: one caller on 16 connections adding 20-document chunked batches, while the victim pings and
  * retrieves; its p99 against its idle p99 in the same run (target: under 10×). `RCP_ISOLATION_KINDS=a,b` runs only the
- * heavy kinds whose names contain one of those words (and `flood` the flood); `RCP_ISOLATION_REPEAT=4` runs each
- * heavy kind four times in a row.
+ * heavy kinds whose names contain one of those words (`flood` the flood, `batches` the lifecycle batch floods);
+ * `RCP_ISOLATION_REPEAT=4` runs each heavy kind four times in a row.
  */
 import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
@@ -168,6 +168,8 @@ async function victimIdle(origin: string, count: number, method = 'ping', params
 interface Heavy {
   readonly rpc: string;
   readonly params: object;
+  /** Sent as a batch of this many requests of `rpc` to `/rcp`, not one to `/rcp/<rpc>`. */
+  readonly batch?: number;
 }
 
 function heavyKinds(): Record<string, Heavy> {
@@ -255,8 +257,9 @@ interface Sent {
 
 /** `heavy` sent from another thread, its body serialised here before it starts; `until` (epoch ms) loops it. */
 function run(origin: string, heavy: Heavy, until = 0, connections = 1): Promise<Sent> {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method: heavy.rpc, params: heavy.params });
-  const url = `${origin}/rcp/${heavy.rpc}`;
+  const member = () => ({ jsonrpc: '2.0', id: ++nextId, method: heavy.rpc, params: heavy.params });
+  const body = JSON.stringify(heavy.batch === undefined ? member() : Array.from({ length: heavy.batch }, member));
+  const url = heavy.batch === undefined ? `${origin}/rcp/${heavy.rpc}` : `${origin}/rcp`;
   const worker = new Worker(SENDER, { eval: true, workerData: { url, body, until, connections } });
   return new Promise((resolve, reject) => {
     worker.once('message', (result: Sent) => void worker.terminate().then(() => resolve(result)));
@@ -286,19 +289,35 @@ const ms = (value: number) => `${value.toFixed(1).padStart(7)} ms`;
  * then retrieves: each against its own idle figures, measured just before in the same run.
  */
 async function flood(origin: string, seconds: number): Promise<void> {
-  const query = { query: sentence(3, 8), k: 10 };
-  const idlePing = await victimIdle(origin, 200);
-  const idleRetrieve = await victimIdle(origin, 100, 'retrieve', query);
   const documents = Array.from({ length: 20 }, (_, i) => ({
     id: `flood__N__-${i}`,
     text: `__N__ ${sentence(i + 7, 300)}`,
   }));
   const heavy = { rpc: 'index/add', params: { documents, chunk: true } };
+  await floodBy(origin, seconds, heavy, 16, '16 connections of one caller, 20-document chunked index/add');
+}
+
+/**
+ * One caller on 64 connections posting batches of 128 lifecycle requests (and of an unknown method), which answer
+ * at once and carry no work of their own: what many of them together cost the victim.
+ */
+async function batchFloods(origin: string, seconds: number): Promise<void> {
+  for (const method of ['ping', 'info', 'initialize', 'no/such-method']) {
+    const params = method === 'initialize' ? { protocolVersion: '1.0', clientInfo: { name: 'b', version: '1' } } : {};
+    const heavy = { rpc: method, params, batch: 128 };
+    await floodBy(origin, seconds, heavy, 64, `64 connections of one caller, batches of 128 ${method}`);
+  }
+}
+
+async function floodBy(origin: string, seconds: number, heavy: Heavy, connections: number, label: string) {
+  const query = { query: sentence(3, 8), k: 10 };
+  const idlePing = await victimIdle(origin, 200);
+  const idleRetrieve = await victimIdle(origin, 100, 'retrieve', query);
   for (const [what, method, params, idle] of [
     ['ping', 'ping', {}, idlePing],
     ['retrieve k10', 'retrieve', query, idleRetrieve],
   ] as const) {
-    const attack = run(origin, heavy, performance.timeOrigin + performance.now() + seconds * 1000, 16);
+    const attack = run(origin, heavy, performance.timeOrigin + performance.now() + seconds * 1000, connections);
     const during = await victimDuring(origin, attack, method, params);
     const sent = await attack;
     const idleP99 = percentile(idle.answered, 0.99);
@@ -307,7 +326,7 @@ async function flood(origin: string, seconds: number): Promise<void> {
       .map(([code, count]) => `${code} ×${count}`)
       .join(', ');
     console.log(
-      `  flood: 16 connections of one caller, 20-document chunked index/add, ${seconds} s ` +
+      `  flood: ${label}, ${seconds} s ` +
         `(${sent.okCount}/${sent.sent} OK${errors === '' ? '' : `; ${errors}`}); victim ${what}: ` +
         `idle worst ${ms(Math.max(...idle.answered))} p99 ${ms(idleP99)}${idle.refusals}; ` +
         `flooded worst ${ms(Math.max(...during.answered))} p99 ${ms(p99)} (${(p99 / idleP99).toFixed(1)}× idle p99; ` +
@@ -355,6 +374,7 @@ export async function benchIsolation(): Promise<void> {
     // The 15 × 1 MB documents added above would make every retrieve below carry megabytes of text.
     await call(origin, 'index/delete', { ids: Array.from({ length: 15 }, (_, i) => `big${i}`) });
     if (wanted('flood')) await flood(origin, 15);
+    if (wanted('batches')) await batchFloods(origin, 10);
     if (heaviest.name === '' || !wanted('polite')) return;
     const SECONDS = 20;
     const polite = async (until: number) => {

@@ -239,7 +239,7 @@ export class DerivedIndexes {
    */
   async follow(through = this.store.seq): Promise<void> {
     for (let seq = this.#appliedSeq + 1; seq <= through; seq++) {
-      const write = this.store.writeOf(seq);
+      const write = await this.store.writeOf(seq);
       // A document whose chunks went and that the store no longer holds was deleted (a document has a chunk).
       const written = new Set(write.written.map(({ id }) => id));
       const gone = new Set(write.removed.map((label) => this.#chunkPlace.get(label)?.docId));

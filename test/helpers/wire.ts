@@ -179,7 +179,12 @@ function streamConnection(
 function inProcess(app: App): Connection {
   const inbox = new Inbox();
   const session: Session = app.createSession();
-  const roundTrip = (frame: unknown): void => inbox.accept(JSON.parse(serialize(frame)));
+  // Delivered in a later turn, as a real transport would: a client looping on answers the server gives without any
+  // I/O (an empty index) would otherwise run on microtasks alone and starve the server's own I/O.
+  const roundTrip = (frame: unknown): void => {
+    const text = serialize(frame);
+    setImmediate(() => inbox.accept(JSON.parse(text)));
+  };
   const write = (text: string): void => {
     const parsed = parseFrame(text);
     if (!parsed.ok) return roundTrip(parsed.reply);

@@ -564,21 +564,31 @@ export class CorpusStore {
    * others made: its chunks still alive, the labels it removed, its documents not since rewritten. Applied in seq
    * order, these bring a process's indexes to the store (docs/architecture.md §5).
    */
-  writeOf(seq: number): WriteResult {
-    const read = this.#db.db.transaction(() => ({
-      seq,
-      added: (this.#sql('SELECT * FROM chunks WHERE seq = ? ORDER BY label').all(seq) as ChunkRow[]).map(chunkOf),
-      removed: this.#sql('SELECT label FROM tombstones WHERE seq = ?').pluck().all(seq) as number[],
-      written: (
-        this.#sql('SELECT id, meta, origin FROM documents WHERE seq = ?').all(seq) as {
-          id: string;
-          meta: string;
-          origin: DocumentOrigin;
-        }[]
-      ).map((row) => ({ ...row, meta: JSON.parse(row.meta) as Record<string, unknown> })),
-      deletedIds: [],
-    }));
-    return read();
+  async writeOf(seq: number): Promise<WriteResult> {
+    return this.snapshot(async () => {
+      const page = this.#sql(`SELECT * FROM chunks WHERE seq = ? AND label > ? ORDER BY label LIMIT ${PAGE_ROWS}`);
+      const added: StoredChunk[] = [];
+      for (const row of paged((last: Pick<ChunkRow, 'label'>) => page.all(seq, last.label) as ChunkRow[], {
+        label: -1,
+      })) {
+        added.push(chunkOf(row));
+        // A page at a time, a turn of the event loop between pages: one write of many chunks (an ingest batch) does
+        // not hold this process's requests while it is read (docs/architecture.md §9).
+        if (added.length % PAGE_ROWS === 0) await new Promise(setImmediate);
+      }
+      const documents = this.#sql('SELECT id, meta, origin FROM documents WHERE seq = ?').all(seq) as {
+        id: string;
+        meta: string;
+        origin: DocumentOrigin;
+      }[];
+      return {
+        seq,
+        added,
+        removed: this.#sql('SELECT label FROM tombstones WHERE seq = ?').pluck().all(seq) as number[],
+        written: documents.map((row) => ({ ...row, meta: JSON.parse(row.meta) as Record<string, unknown> })),
+        deletedIds: [],
+      };
+    });
   }
 
   counts(): { documents: number; chunks: number } {

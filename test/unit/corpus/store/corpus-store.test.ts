@@ -45,6 +45,28 @@ describe('CorpusStore writes (docs/architecture.md §10: writes off the event lo
     }
   });
 
+  it('a write of many chunks is read back a page at a time, the event loop served between pages (docs/architecture.md §9)', async () => {
+    const store = new CorpusStore(join(ROOT, 'paged-read'));
+    try {
+      const write = await store.upsert(documents(5_000, 64, 'many'));
+      let turns = 0;
+      let reading = true;
+      const tick = () => {
+        turns++;
+        if (reading) setImmediate(tick);
+      };
+      setImmediate(tick);
+      const read = await store.writeOf(write.seq);
+      reading = false;
+      expect(read.added.map((chunk) => chunk.docId)).toEqual(Array.from({ length: 5_000 }, (_, i) => `many${i}`));
+      expect(read.written).toHaveLength(5_000);
+      // Five pages of 1,024 rows: other callbacks ran between them (a read in one step lets none).
+      expect(turns).toBeGreaterThanOrEqual(4);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a write that fails part-way leaves nothing behind, and the next write takes the next seq (§7.10)', async () => {
     const store = new CorpusStore(join(ROOT, 'rollback'));
     try {
