@@ -221,7 +221,8 @@ function heavyKinds(): Record<string, Heavy> {
 
 /**
  * A client in its own thread: sends `body` to `url` on `connections` connections at once until `until` (once if 0),
- * each body with `__N__` replaced by a fresh number; answers its last result and how many were OK of how many.
+ * each body with `__N__` replaced by a fresh number; answers its last result and how many were OK of how many (a
+ * batch by its first answer).
  */
 const SENDER = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -235,7 +236,7 @@ const { parentPort, workerData } = require('node:worker_threads');
     do {
       const n = sent++;
       const text = await (await fetch(url, { method: 'POST', body: body.replaceAll('__N__', String(n)) })).text();
-      const error = /^\\{"jsonrpc":"2\\.0","id":[^,]*,"error":\\{"code":(-?\\d+)/.exec(text);
+      const error = /^\\[?\\{"jsonrpc":"2\\.0","id":[^,]*,"error":\\{"code":(-?\\d+)/.exec(text);
       result = error === null ? { ok: true } : { ok: false, code: Number(error[1]) };
       if (error === null) ok++;
       else codes[error[1]] = (codes[error[1]] ?? 0) + 1;

@@ -11,7 +11,8 @@ export type RefusalReason = 'overload' | 'rate_limit';
 /**
  * Whether new work is admitted now (§15.5): load shedding first (an overloaded server refuses everyone, and spends
  * no caller's tokens doing so), then the caller's rate limit. The lifecycle methods and notifications are always
- * admitted, so `ping`, `info` and `notifications/cancel` keep working under any load. Both transports use it:
+ * admitted, so `ping`, `info` and `notifications/cancel` keep working under any load; over HTTP a batch of several
+ * requests needs a place among the work in flight, whatever its members ask (`enterWork`). Both transports use it:
  * HTTP per caller (API key, else address), stdio as its one caller.
  */
 export class Admission {
@@ -41,11 +42,12 @@ export class Admission {
 
   /**
    * A place among the work in flight for a frame holding work (undefined for one that holds none), or the -32011
-   * every work member of it is answered with (each counted as an overload refusal).
+   * every work member of it is answered with (each counted as an overload refusal). A batch of several requests
+   * needs a place whatever it asks: 128 `info` or `initialize` members cost milliseconds, and 64 connections sending
+   * them in a loop took every turn of the event loop from other callers. A single lifecycle request never needs one.
    */
   enterWork(caller: string, value: unknown): WorkTicket | RpcError | undefined {
-    const members: unknown[] = Array.isArray(value) ? value : [value];
-    const work = members.filter((member) => isJsonObject(member) && 'id' in member && this.isWork(member.method));
+    const work = placed(value, (method) => this.isWork(method));
     if (work.length === 0) return undefined;
     const entered = this.work.enter(caller);
     if (entered instanceof RpcError) {
@@ -59,9 +61,10 @@ export class Admission {
     return (method) => this.check(caller, method);
   }
 
-  /** The screen that answers each work member with `busy`, the work gate's refusal (`enterWork`). */
-  refuseWork(busy: RpcError): Refusal {
-    return (method) => (this.isWork(method) ? busy : undefined);
+  /** The screen that answers each member of `value` that needed a place with `busy`, the refusal of `enterWork`. */
+  refuseWork(busy: RpcError, value: unknown): Refusal {
+    const everyRequest = requestsIn(value).length > 1;
+    return (method) => ((everyRequest && !isNotification(method)) || this.isWork(method) ? busy : undefined);
   }
 
   async check(caller: string, method: unknown): Promise<RpcError | undefined> {
@@ -81,3 +84,17 @@ export class Admission {
     await this.limiter?.close();
   }
 }
+
+/** The members of a frame that are requests (have an id), each answered. */
+function requestsIn(value: unknown): Record<string, unknown>[] {
+  const members: unknown[] = Array.isArray(value) ? value : [value];
+  return members.filter((member): member is Record<string, unknown> => isJsonObject(member) && 'id' in member);
+}
+
+/** The requests of a frame that need a place: its work, or every request of a batch of several. */
+function placed(value: unknown, isWork: (method: unknown) => boolean): Record<string, unknown>[] {
+  const requests = requestsIn(value);
+  return requests.length > 1 ? requests : requests.filter((member) => isWork(member.method));
+}
+
+const isNotification = (method: unknown) => typeof method === 'string' && method.startsWith('notifications/');

@@ -254,20 +254,22 @@ async function checkScopes(members: Members, caller: Caller | undefined): Promis
 
 /**
  * §15.5: load shedding and the caller's rate limit by method class, member by member (-32011 with retryAfterMs), then
- * a place among the work in flight, never a queue behind it: without one, each work member is -32011 at once. A frame
- * without work (the lifecycle, notifications) is never refused, so it is not screened at all.
+ * a place among the work in flight, never a queue behind it: without one, each work member is -32011 at once. A single
+ * lifecycle request or notification is never refused; a batch of several requests needs a place whatever it asks
+ * (admission.ts `enterWork`).
  */
 async function admit(
   members: Members,
   callerId: string,
   gate: Admission | undefined,
 ): Promise<{ members: Members; place?: WorkTicket | undefined }> {
-  const admission = gate?.appliesTo(members.accepted) === true ? gate : undefined;
-  if (admission === undefined) return { members };
-  const byLoad = screened(members, await screen(members.accepted, admission.checkFor(callerId)));
-  const place = admission.enterWork(callerId, byLoad.accepted);
+  if (gate?.enabled !== true) return { members };
+  const byLoad = gate.appliesTo(members.accepted)
+    ? screened(members, await screen(members.accepted, gate.checkFor(callerId)))
+    : members;
+  const place = gate.enterWork(callerId, byLoad.accepted);
   if (!(place instanceof RpcError)) return { members: byLoad, place };
-  return { members: screened(byLoad, await screen(byLoad.accepted, admission.refuseWork(place))) };
+  return { members: screened(byLoad, await screen(byLoad.accepted, gate.refuseWork(place, byLoad.accepted))) };
 }
 
 /** `members` after one more screen: what it let through, and the answers of all refused so far, in order. */

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RpcError } from '../../../src/protocol/errors.js';
+import { Admission } from '../../../src/transport/admission.js';
+import { RateLimiter } from '../../../src/transport/rate-limit.js';
 import { WorkGate, type WorkTicket } from '../../../src/transport/work-gate.js';
 
 /** Resolves on the event loop's next turn (after the immediates queued before it). */
@@ -45,5 +47,30 @@ describe('WorkGate (§15.5)', () => {
     refused(gate.enter('polite')); // its share of two places between two callers is one
     await nextTurn();
     admitted(gate.enter('polite')).release();
+  });
+});
+
+describe('Admission of batches (§11, §15.5)', () => {
+  const frame = (...methods: string[]) => methods.map((method, id) => ({ jsonrpc: '2.0', id, method }));
+  const limiter = new RateLimiter({ reads: 0, writes: 0, models: 0 });
+
+  it('a batch of several lifecycle requests needs a place among the work in flight; a single ping never does', async () => {
+    const admission = new Admission(undefined, limiter, () => undefined, new WorkGate(1));
+    const first = admitted(admission.enterWork('flooder', frame('info', 'info')) as WorkTicket | RpcError);
+    await nextTurn();
+    const busy = admission.enterWork('flooder', frame('initialize', 'ping', 'info'));
+    refused(busy as RpcError);
+    // Every request of the refused batch is answered -32011; a cancel in it still goes through.
+    const refuse = admission.refuseWork(busy as RpcError, frame('ping', 'info'));
+    expect([await refuse('ping'), await refuse('info'), await refuse('notifications/cancel')]).toEqual([
+      busy,
+      busy,
+      undefined,
+    ]);
+    // A single lifecycle request (or a batch of one) takes no place: ping and info answer under any load.
+    expect(admission.enterWork('victim', { jsonrpc: '2.0', id: 1, method: 'ping' })).toBeUndefined();
+    expect(admission.enterWork('victim', frame('info'))).toBeUndefined();
+    expect(await admission.refuseWork(busy as RpcError, frame('ping'))('ping')).toBeUndefined();
+    first.release();
   });
 });
