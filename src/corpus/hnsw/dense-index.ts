@@ -91,7 +91,8 @@ export class DenseIndex {
     if (sum.seq !== seq || sum.space !== options.space || sum.dimension !== options.dimension)
       return discard(`its sum says seq ${sum.seq}, ${sum.space}, ${sum.dimension} dimensions`, true);
     try {
-      await this.#call({ op: 'open', options, file, expected: { bytes: sum.bytes, sha256: sum.sha256 } });
+      const expected = { bytes: sum.bytes, sha256: sum.sha256 };
+      await this.#call({ op: 'open', options, file, expected, deleted: deletedOf(sum) });
     } catch (error) {
       // Gone since it was listed (another process collected it) is no damage; anything else the worker says is.
       return discard((error as Error).message, existsSync(file));
@@ -155,6 +156,7 @@ export class DenseIndex {
         sha256: reply.digest?.sha256 ?? '',
         count: reply.count ?? 0,
         ...options,
+        deleted: Array.from(reply.deleted ?? []),
       };
       writeFileSync(`${sumOf(file)}.tmp`, JSON.stringify(sum));
       syncPath(`${sumOf(file)}.tmp`);
@@ -207,6 +209,13 @@ function removePair(file: string): void {
   removeFile(file);
   removeFile(sumOf(file));
   removeFile(companionOf(file));
+}
+
+/** The deleted labels a sum names, if it names them as a list of labels (anything else: found point by point). */
+function deletedOf(sum: SavedIndexSum): Float64Array | undefined {
+  const { deleted } = sum;
+  if (!Array.isArray(deleted) || !deleted.every((label) => Number.isSafeInteger(label))) return undefined;
+  return Float64Array.from(deleted);
 }
 
 function readSum(file: string): SavedIndexSum | undefined {

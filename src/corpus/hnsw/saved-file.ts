@@ -37,6 +37,8 @@ export interface SavedIndexSum {
   readonly count: number;
   readonly space: string;
   readonly dimension: number;
+  /** The labels the file holds marked deleted (absent from sums saved before they were recorded). */
+  readonly deleted?: readonly number[];
 }
 
 /** Size and SHA-256 of a file, read in 1 MiB blocks (run in the index's worker thread, never on the event loop). */

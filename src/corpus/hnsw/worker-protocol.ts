@@ -9,7 +9,14 @@ export interface DenseIndexOptions {
 }
 
 export type DenseRequest =
-  | { op: 'open'; options: DenseIndexOptions; file: string | undefined; expected?: { bytes: number; sha256: string } }
+  | {
+      op: 'open';
+      options: DenseIndexOptions;
+      file: string | undefined;
+      expected?: { bytes: number; sha256: string };
+      /** The labels the file holds marked deleted, as its sum recorded them (absent: found point by point). */
+      deleted?: Float64Array | undefined;
+    }
   | { op: 'add'; labels: Float64Array; vectors: Float32Array }
   | { op: 'remove'; labels: Float64Array }
   | { op: 'search'; vector: Float32Array; k: number; ef: number; allow: Float64Array | undefined }
@@ -26,5 +33,7 @@ export type DenseReply =
       distances?: Float32Array;
       /** `save`: the written file's size and digest. */
       digest?: { bytes: number; sha256: string };
+      /** `save`: the labels the written file holds marked deleted. */
+      deleted?: Float64Array;
     }
   | { ok: false; error: string };

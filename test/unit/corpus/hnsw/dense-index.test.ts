@@ -1,4 +1,14 @@
-import { readdirSync, closeSync, mkdtempSync, openSync, rmSync, truncateSync, writeSync } from 'node:fs';
+import {
+  readdirSync,
+  readFileSync,
+  closeSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -101,5 +111,43 @@ describe('the HNSW dense index in its worker', () => {
     expect(overwritten).toMatch(/: \d+ bytes as saved, but their SHA-256 differs \(damaged\)$/);
     const [truncated] = await damaged((file) => truncateSync(file, 1000));
     expect(truncated).toMatch(/: 1000 bytes, not the \d+ saved \(length differs\)$/);
+  });
+
+  it("a saved index's sum names the labels it holds marked deleted: the load needs no point read, old sums still load", async () => {
+    const vectors = Array.from({ length: 40 }, (_, i) => Float32Array.from({ length: DIMENSION }, (_, d) => i * d + 1));
+    const store = { id: 'store-d', seq: 1 };
+    const dir = mkdtempSync(join(DIR, 'deleted-'));
+    const index = new DenseIndex();
+    const sumFile = () =>
+      join(
+        dir,
+        readdirSync(dir).find((name) => name.endsWith('.sum'))!,
+      );
+    try {
+      await index.reset(options);
+      await index.add(
+        vectors.map((_, i) => i),
+        vectors,
+        DIMENSION,
+      );
+      await index.remove([3, 17, 29]);
+      await index.save(dir, 1, { space: options.space, dimension: DIMENSION, store: store.id });
+      const sum = JSON.parse(readFileSync(sumFile(), 'utf8')) as { deleted?: number[]; count: number };
+      expect(sum).toMatchObject({ deleted: [3, 17, 29], count: 37 });
+      const live = vectors.map((_, i) => i).filter((label) => ![3, 17, 29].includes(label));
+      expect((await index.open(dir, options, store)).seq).toBe(1);
+      expect(Array.from(await index.labels())).toEqual(live);
+      // A sum written before deleted labels were recorded: each point is read to find them.
+      writeFileSync(sumFile(), JSON.stringify({ ...sum, deleted: undefined }));
+      expect((await index.open(dir, options, store, { keep: true })).seq).toBe(1);
+      expect(Array.from(await index.labels())).toEqual(live);
+      // A sum whose list names a live label as deleted loads a count that disagrees: discarded, never served.
+      writeFileSync(sumFile(), JSON.stringify({ ...sum, deleted: [3, 17, 29, 30] }));
+      const reopened = await index.open(dir, options, store, { keep: true });
+      expect(reopened.seq).toBe(0);
+      expect(reopened.discarded[0]).toMatch(/36 vectors loaded, 37 saved$/);
+    } finally {
+      await index.close();
+    }
   });
 });
