@@ -2,7 +2,7 @@ import type { Logger } from '../protocol/logger.js';
 import { TimeSlice } from '../protocol/time-slice.js';
 import type { TextKind } from '../models/index.js';
 import type { ChunkCache } from './chunk-cache.js';
-import { DenseIndex, type DenseIndexOptions } from './hnsw/dense-index.js';
+import { DenseIndex, savedIndexFiles, type DenseIndexOptions } from './hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from './lexical/bm25.js';
 import { readLexical, writeLexical } from './lexical/saved-lexical.js';
 import { companionOf } from './hnsw/saved-file.js';
@@ -59,9 +59,9 @@ export class DerivedIndexes {
   }
 
   /**
-   * Loads the newest saved dense index and replays the store's writes after it (a rebuild when none verifies), then
-   * the lexical index saved with it, brought up to date from the store (rebuilt from every chunk's text when it
-   * does not verify), and the maps, in time slices. Returns the seqs the two were loaded at (0: rebuilt).
+   * Loads the newest saved dense index and replays the store's writes after it (a rebuild when none verifies), and
+   * the maps and the newest saved lexical index, brought up to date from the store (rebuilt from every chunk's text
+   * when none verifies), in time slices. Returns the seqs the two were loaded at (0: rebuilt).
    */
   load(): Promise<{ dense: number; lexical: number }> {
     // One snapshot of the store: other processes write on while this one loads, and the indexes must be of one seq.
@@ -69,16 +69,16 @@ export class DerivedIndexes {
   }
 
   async #load(): Promise<{ dense: number; lexical: number }> {
-    const dense = await this.#loadDense();
-    let savedSeq = dense.seq;
-    // The store is the truth: a dense index that holds other labels than the store's chunks (a file that lied about
-    // what it held, rows relabelled since) is rebuilt from it.
-    if (savedSeq > 0 && !sameLabels(await this.#dense.labels(), this.store.labels())) {
-      this.log.warn({ dir: this.settings.dir }, 'dense index disagrees with the store; rebuilding');
-      await this.#dense.reset(this.#denseOptions());
-      savedSeq = 0;
-      await this.#replay(0);
-    }
+    // The dense index loads in its worker while this thread reads the maps and the lexical index: each is checked
+    // on its own (a digest, then the store), so neither waits for the other.
+    const [dense, lexical] = await Promise.all([this.#loadDense(), this.#loadMapsAndLexical()]);
+    this.#savedSeq = dense;
+    this.#appliedSeq = this.store.seq;
+    return { dense, lexical };
+  }
+
+  /** The documents' metadata and origins, then the lexical index and the chunks' places (in time slices). */
+  async #loadMapsAndLexical(): Promise<number> {
     // In time slices: requests that arrive meanwhile are read and wait for readiness, and ping is answered.
     const slice = new TimeSlice();
     for (const { id, meta, origin } of this.store.documentMetas()) {
@@ -86,21 +86,18 @@ export class DerivedIndexes {
       this.#documentOrigin.set(id, origin);
       await slice.due();
     }
-    const lexical = await this.#loadLexical(savedSeq > 0 ? dense.file : undefined, savedSeq, slice);
-    this.#savedSeq = savedSeq;
-    this.#appliedSeq = this.store.seq;
-    return { dense: savedSeq, lexical };
+    return this.#loadLexical(slice);
   }
 
   /**
-   * The lexical index saved with the dense index at `seq`, brought up to the store, and every chunk placed; rebuilt
-   * from every chunk's text when there is none, it does not verify, or it then disagrees with the store. Returns the
-   * seq it was loaded at (0: rebuilt).
+   * The newest saved lexical index that verifies, brought up to the store, and every chunk placed; rebuilt from every
+   * chunk's text when there is none, or it then disagrees with the store. Returns the seq it was loaded at (0:
+   * rebuilt).
    */
-  async #loadLexical(denseFile: string | undefined, seq: number, slice: TimeSlice): Promise<number> {
-    const restored = denseFile === undefined ? undefined : await this.#readLexical(companionOf(denseFile), seq);
-    if (restored !== undefined) this.#lexical = restored;
-    const lexicalSeq = restored === undefined ? 0 : seq;
+  async #loadLexical(slice: TimeSlice): Promise<number> {
+    const restored = await this.#newestLexical();
+    if (restored !== undefined) this.#lexical = restored.index;
+    const lexicalSeq = restored?.seq ?? 0;
     await this.#placeChunks(lexicalSeq, slice);
     if (lexicalSeq === 0 || this.#lexical.size === this.#chunkPlace.size) return lexicalSeq;
     this.log.warn({ dir: this.settings.dir }, 'saved lexical index disagrees with the store; rebuilding it');
@@ -108,6 +105,16 @@ export class DerivedIndexes {
     this.#chunkPlace.clear();
     await this.#placeChunks(0, slice);
     return 0;
+  }
+
+  /** The lexical index saved with the newest dense index at or before the store's seq whose file verifies. */
+  async #newestLexical(): Promise<{ index: Bm25Index; seq: number } | undefined> {
+    for (const { seq, file } of savedIndexFiles(this.settings.dir)) {
+      if (seq > this.store.seq) continue; // another process's newer save
+      const index = await this.#readLexical(companionOf(file), seq);
+      if (index !== undefined) return { index, seq };
+    }
+    return undefined;
   }
 
   /**
@@ -133,9 +140,13 @@ export class DerivedIndexes {
     return undefined;
   }
 
-  async #loadDense(): Promise<{ seq: number; file?: string | undefined }> {
+  /**
+   * The newest saved dense index that verifies, with the store's writes after it replayed; rebuilt from every chunk's
+   * vector when none does. Returns the seq it was loaded at (0: rebuilt).
+   */
+  async #loadDense(): Promise<number> {
     const store = { id: this.store.id, seq: this.store.seq };
-    const { seq, discarded, file } = await this.#dense.open(this.settings.dir, this.#denseOptions(), store, {
+    const { seq, discarded } = await this.#dense.open(this.settings.dir, this.#denseOptions(), store, {
       keep: !this.settings.writable,
     });
     for (const reason of discarded) this.log.warn({ dir: this.settings.dir, reason }, 'saved dense index discarded');
@@ -143,7 +154,15 @@ export class DerivedIndexes {
       this.log.warn({ dir: this.settings.dir }, 'no usable saved dense index; rebuilding it from the store');
     }
     await this.#replay(seq);
-    return { seq, file };
+    // The store is the truth: a dense index that holds other labels than the store's chunks (a file that lied about
+    // what it held, rows relabelled since) is rebuilt from it.
+    if (seq > 0 && !sameLabels(await this.#dense.labels(), this.store.labels())) {
+      this.log.warn({ dir: this.settings.dir }, 'dense index disagrees with the store; rebuilding');
+      await this.#dense.reset(this.#denseOptions());
+      await this.#replay(0);
+      return 0;
+    }
+    return seq;
   }
 
   /** Replay: chunks written after `savedSeq` (all of them on a rebuild), then removals after it. */

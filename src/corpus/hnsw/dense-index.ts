@@ -58,14 +58,14 @@ export class DenseIndex {
     options: DenseIndexOptions,
     store: { id: string; seq: number },
     { keep = false }: { keep?: boolean } = {},
-  ): Promise<{ seq: number; count: number; discarded: string[]; file?: string }> {
+  ): Promise<{ seq: number; count: number; discarded: string[] }> {
     const discarded: string[] = [];
     if (!keep) removeStale(dir);
-    for (const { seq, file } of savedFiles(dir)) {
+    for (const { seq, file } of savedIndexFiles(dir)) {
       // A file ahead of this process's view of the store is another's newer save: not loaded, not removed.
       if (seq > store.seq) continue;
       const reason = await this.#tryOpen(file, seq, store.id, options);
-      if (reason === undefined) return { seq, count: await this.count(), discarded, file };
+      if (reason === undefined) return { seq, count: await this.count(), discarded };
       discarded.push(`${file}: ${reason.reason}`);
       if (!keep && (reason.damaged || settled(file))) removePair(file);
     }
@@ -146,7 +146,7 @@ export class DenseIndex {
     companion?: (file: string) => Promise<void>,
   ): Promise<void> {
     // Only this very seq: a file ahead of the store (left by a restore, dropped in) must not stop every save.
-    if (savedFiles(dir).some((saved) => saved.seq === seq)) return;
+    if (savedIndexFiles(dir).some((saved) => saved.seq === seq)) return;
     const file = join(dir, `dense-${seq}-${randomBytes(4).toString('hex')}.hnsw`);
     try {
       const reply = await this.#call({ op: 'save', file: `${file}.tmp` }); // flushed by the worker
@@ -170,7 +170,7 @@ export class DenseIndex {
       // A save that failed (a full disk) leaves nothing behind to keep the disk full.
       for (const part of [file, sumOf(file), companionOf(file)]) removeFile(`${part}.tmp`);
     }
-    for (const older of savedFiles(dir)) if (older.seq < seq && settled(older.file)) removePair(older.file);
+    for (const older of savedIndexFiles(dir)) if (older.seq < seq && settled(older.file)) removePair(older.file);
   }
 
   async close(): Promise<void> {
@@ -228,7 +228,7 @@ function readSum(file: string): SavedIndexSum | undefined {
 }
 
 /** Saved index files in `dir`, newest first. */
-function savedFiles(dir: string): { seq: number; file: string }[] {
+export function savedIndexFiles(dir: string): { seq: number; file: string }[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .map((name) => SAVED_INDEX.exec(name))
