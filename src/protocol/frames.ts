@@ -103,10 +103,26 @@ export function serializeReply(reply: unknown, maxBytes: number): SerializedRepl
   return { text: `[${parts.map((part) => part.text).join(',')}]`, bytes: total };
 }
 
+/** Results answered many times unchanged, with their JSON text (see `serializedOnce`). */
+const knownResults = new WeakMap<object, string>();
+
+/** Marks `result` as answered unchanged from now on: its JSON is made once, here, and reused for every answer. */
+export function serializedOnce<T extends object>(result: T): T {
+  knownResults.set(Object.freeze(result), serialize(result));
+  return result;
+}
+
+/** A success answer whose result is known: its JSON around the result's text (`success()`'s key order). */
+function knownSuccess(member: unknown): string | undefined {
+  if (!isJsonObject(member) || !isJsonObject(member.result) || Object.keys(member).length !== 3) return undefined;
+  const result = knownResults.get(member.result);
+  return result === undefined ? undefined : `{"jsonrpc":"2.0","id":${JSON.stringify(member.id)},"result":${result}}`;
+}
+
 function serializeMember(member: unknown, maxBytes: number): SerializedReply {
-  let text: string | undefined;
+  let text: string | undefined = knownSuccess(member);
   try {
-    text = serialize(member);
+    text ??= serialize(member);
   } catch (error) {
     // V8 cannot build a string this long (about 512 MB): the answer is too large by any measure.
     if (!(error instanceof RangeError)) throw error;

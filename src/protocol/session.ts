@@ -7,7 +7,7 @@ import {
   type SessionView,
 } from './context.js';
 import { RpcError } from './errors.js';
-import { answerTooLarge, approximateBytes } from './frames.js';
+import { answerTooLarge, approximateBytes, serializedOnce } from './frames.js';
 import {
   classify,
   failure,
@@ -98,6 +98,8 @@ export class Session {
   readonly #inFlight = new Map<JsonRpcId, InFlight>();
   readonly #idleWaiters: (() => void)[] = [];
   #capabilities: JsonObject | undefined;
+  /** The `info` answer, once it can no longer change (see #info). */
+  #infoResult: JsonObject | undefined;
   #view: SessionView = { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} };
   /** §17.1: the least severe level this client wants; undefined when it did not advertise `log`. */
   #logFloor: number | undefined;
@@ -276,8 +278,19 @@ export class Session {
     return this.#info();
   }
 
-  /** §7.2/§13.2: the session's fixed set once initialized, else the server's default (maximum) set. */
+  /**
+   * §7.2/§13.2: the session's fixed set once initialized, else the server's default (maximum) set. Once initialized
+   * the answer never changes: one object, serialized once however often it is asked (a batch of 128 `info` took
+   * milliseconds of the event loop in JSON alone).
+   */
   #info(): JsonObject {
+    if (this.#infoResult !== undefined) return this.#infoResult;
+    const result = this.#describe();
+    if (this.initialized) this.#infoResult = serializedOnce(result);
+    return result;
+  }
+
+  #describe(): JsonObject {
     const capabilities = this.#capabilities ?? this.#registry.capabilities();
     const level = conformanceLevel(capabilities);
     const meta: JsonObject = {};

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { serialize, serializeReply } from '../../../src/protocol/frames.js';
+import { serialize, serializedOnce, serializeReply } from '../../../src/protocol/frames.js';
 
 /** §15.5 the answer cap: sizes are measured once and reported exactly; oversized members become -32013. */
 describe('serializeReply', () => {
@@ -21,6 +21,19 @@ describe('serializeReply', () => {
     expect(bytes).toBeLessThanOrEqual(4096);
     const members = JSON.parse(text) as { id: number; error?: { code: number } }[];
     expect(members.map((m) => m.error?.code)).toEqual([-32013, undefined, undefined]);
+  });
+});
+
+describe('serializedOnce', () => {
+  it('a result answered unchanged is written as plain JSON would write it, under each id, and can no longer change', () => {
+    const result = serializedOnce({ protocolVersion: 1, server: { name: 'rcp-server ✓' }, capabilities: { ping: {} } });
+    const reply = [1, 'two', 3].map((id) => ({ jsonrpc: '2.0', id, result }));
+    const { text, bytes } = serializeReply(reply, 1 << 20);
+    expect(text).toBe(JSON.stringify(reply));
+    expect(bytes).toBe(Buffer.byteLength(text));
+    expect(Object.isFrozen(result)).toBe(true);
+    // Within the cap like any other answer: over it, -32013.
+    expect((JSON.parse(serializeReply(reply[0], 40).text) as { error: { code: number } }).error.code).toBe(-32013);
   });
 });
 
