@@ -1,6 +1,5 @@
 import { RpcError } from './errors.js';
-import { failure, isJsonObject, type ErrorResponse } from './messages.js';
-import { requestId } from './screen.js';
+import { failure, isJsonObject, requestId, type ErrorResponse } from './messages.js';
 
 export type ParsedFrame = { ok: true; value: unknown } | { ok: false; reply: ErrorResponse };
 
@@ -112,15 +111,20 @@ export function serializedOnce<T extends object>(result: T): T {
   return result;
 }
 
-/** A success answer whose result is known: its JSON around the result's text (`success()`'s key order). */
-function knownSuccess(member: unknown): string | undefined {
-  if (!isJsonObject(member) || !isJsonObject(member.result) || Object.keys(member).length !== 3) return undefined;
-  const result = knownResults.get(member.result);
-  return result === undefined ? undefined : `{"jsonrpc":"2.0","id":${JSON.stringify(member.id)},"result":${result}}`;
+/**
+ * An answer whose result (or error) is known: its JSON around that text, in the key order `success()` and
+ * `failure()` write.
+ */
+function knownAnswer(member: unknown): string | undefined {
+  if (!isJsonObject(member) || Object.keys(member).length !== 3 || !('id' in member)) return undefined;
+  const key = 'result' in member ? 'result' : 'error';
+  const value = member[key];
+  const known = isJsonObject(value) ? knownResults.get(value) : undefined;
+  return known === undefined ? undefined : `{"jsonrpc":"2.0","id":${JSON.stringify(member.id)},"${key}":${known}}`;
 }
 
 function serializeMember(member: unknown, maxBytes: number): SerializedReply {
-  let text: string | undefined = knownSuccess(member);
+  let text: string | undefined = knownAnswer(member);
   try {
     text ??= serialize(member);
   } catch (error) {

@@ -92,3 +92,9 @@ export function failure(id: JsonRpcId | null, error: RpcError): ErrorResponse {
 export function notification(method: string, params: JsonObject): Notification {
   return { jsonrpc: '2.0', method, params };
 }
+
+/** The id to echo for a member: a string or finite number, else null (§4.7). */
+export function requestId(message: Record<string, unknown>): JsonRpcId | null {
+  const { id } = message;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
+}

@@ -1,5 +1,6 @@
-import type { RpcError } from './errors.js';
-import { failure, isJsonObject, type JsonRpcId, type Response } from './messages.js';
+import type { ErrorObject, RpcError } from './errors.js';
+import { serializedOnce } from './frames.js';
+import { isJsonObject, requestId, type Response } from './messages.js';
 
 /**
  * Screening of a parsed frame before the session sees it (authorisation, admission): each member `refuse` objects
@@ -16,8 +17,12 @@ export type Refusal = (method: unknown) => RpcError | undefined | Promise<RpcErr
 
 export async function screen(value: unknown, refuse: Refusal): Promise<Screened> {
   const refusal = (member: unknown) => (isJsonObject(member) ? refuse(member.method) : undefined);
+  // One refusal usually answers every member of a batch: its error object is built and serialized once.
+  const bodies = new Map<RpcError, ErrorObject>();
+  const bodyOf = (error: RpcError) =>
+    bodies.get(error) ?? bodies.set(error, serializedOnce(error.toJSON())).get(error)!;
   const answer = (member: unknown, error: RpcError): Response[] =>
-    isJsonObject(member) && 'id' in member ? [failure(requestId(member), error)] : [];
+    isJsonObject(member) && 'id' in member ? [{ jsonrpc: '2.0', id: requestId(member), error: bodyOf(error) }] : [];
   if (!Array.isArray(value)) {
     const error = await refusal(value);
     return error === undefined
@@ -46,10 +51,4 @@ export function mergeReplies(
   if (rejected.length === 0) return handled;
   if (handled === undefined) return batch ? [...rejected] : rejected[0];
   return [...(Array.isArray(handled) ? handled : [handled]), ...rejected];
-}
-
-/** The id to echo for a member: a string or finite number, else null (§4.7). */
-export function requestId(message: Record<string, unknown>): JsonRpcId | null {
-  const { id } = message;
-  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
 }

@@ -2,9 +2,9 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { RpcError } from '../protocol/errors.js';
 import type { FrameCodec } from '../protocol/frame-codec.js';
 import { serialize } from '../protocol/frames.js';
-import { failure, isJsonObject, type Response } from '../protocol/messages.js';
+import { failure, isJsonObject, requestId, type Response } from '../protocol/messages.js';
 import { accessFor } from '../protocol/method-table.js';
-import { mergeReplies, requestId, screen, type Screened } from '../protocol/screen.js';
+import { mergeReplies, screen, type Screened } from '../protocol/screen.js';
 import type { Reply, Session } from '../protocol/session.js';
 import type { Admission } from './admission.js';
 import { authorize, authorizer, type ApiKeys, type Caller } from './auth.js';
