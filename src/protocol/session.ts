@@ -144,7 +144,10 @@ export class Session {
    * undefined when nothing must be sent (a notification, or a batch of notifications only).
    */
   async handle(value: unknown, sink?: NotificationSink, transport?: AbortSignal): Promise<Reply | undefined> {
-    if (!Array.isArray(value)) return this.#handleOne(value, sink, transport);
+    // §13.1: a request's deadline counts from when its frame arrived, so a batch member that waits its turn (§11) has
+    // waited part of it: a batch as a whole ends within the server's request timeout, however many members it has.
+    const arrival: Arrival = { sink, transport, receivedAt: performance.now() };
+    if (!Array.isArray(value)) return this.#handleOne(value, arrival);
     // §11: an empty array is one non-array -32600 with id null.
     if (value.length === 0) return failure(null, RpcError.invalidRequest('empty batch'));
     if (value.length > this.#limits.maxBatchSize) {
@@ -159,7 +162,7 @@ export class Session {
     const maxBytes = this.#limits.maxResponseBytes ?? Number.POSITIVE_INFINITY;
     let bytes = 0;
     const replies = await mapConcurrently(value, BATCH_CONCURRENCY, async (member) => {
-      const reply = await this.#handleOne(member, sink, transport);
+      const reply = await this.#handleOne(member, arrival);
       if (reply === undefined || !Number.isFinite(maxBytes)) return reply;
       bytes += approximateBytes(reply);
       return bytes <= maxBytes ? reply : failure(reply.id, answerTooLarge(maxBytes));
@@ -179,11 +182,7 @@ export class Session {
     await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
   }
 
-  async #handleOne(
-    value: unknown,
-    sink: NotificationSink | undefined,
-    transport: AbortSignal | undefined,
-  ): Promise<Response | undefined> {
+  async #handleOne(value: unknown, arrival: Arrival): Promise<Response | undefined> {
     const message = classify(value);
     switch (message.kind) {
       case 'invalid':
@@ -193,7 +192,7 @@ export class Session {
         if (message.method === 'notifications/cancel') this.#cancel(message.params);
         return undefined;
       case 'request':
-        return this.#request(message, sink, transport);
+        return this.#request(message, arrival);
     }
   }
 
@@ -204,23 +203,15 @@ export class Session {
     this.#inFlight.get(id)?.controller.abort(RpcError.cancelled(typeof reason === 'string' ? reason : undefined));
   }
 
-  async #request(
-    request: RequestMessage,
-    sink: NotificationSink | undefined,
-    transport: AbortSignal | undefined,
-  ): Promise<Response> {
+  async #request(request: RequestMessage, arrival: Arrival): Promise<Response> {
     const started = performance.now();
-    const response = await this.#answer(request, sink, transport);
+    const response = await this.#answer(request, arrival);
     const code = 'error' in response ? response.error.code : 0;
     this.#limits.onAnswered?.(request.method, code, performance.now() - started, request.params);
     return response;
   }
 
-  async #answer(
-    request: RequestMessage,
-    sink: NotificationSink | undefined,
-    transport: AbortSignal | undefined,
-  ): Promise<Response> {
+  async #answer(request: RequestMessage, arrival: Arrival): Promise<Response> {
     const { id, method, params } = request;
     if (this.#shutDown) {
       // §13.1: nothing received after the shutdown answer is processed.
@@ -243,7 +234,7 @@ export class Session {
       const target = this.#resolve(method);
       checkOptions(target.options, params);
       const validParams = target.validate(params);
-      return success(id, await this.#run(request, target, validParams, sink, transport));
+      return success(id, await this.#run(request, target, validParams, arrival));
     } catch (error) {
       // docs/architecture.md §6: the one place an unknown throw (a defect) becomes -32603; it is logged here, with its
       // stack.
@@ -327,9 +318,9 @@ export class Session {
     request: RequestMessage,
     target: RegisteredMethod,
     params: unknown,
-    sink: NotificationSink | undefined,
-    transport: AbortSignal | undefined,
+    arrival: Arrival,
   ): Promise<JsonObject> {
+    const { sink, transport, receivedAt: startedAt } = arrival;
     const { id, method } = request;
     if (this.#inFlight.has(id)) {
       // §4.7: ids are unique among in-flight requests; a duplicate would make replies and cancels ambiguous.
@@ -338,8 +329,11 @@ export class Session {
     const meta = requestMeta(request.params);
     const controller = new AbortController();
     const deadlineMs = effectiveDeadline(this.#limits.requestTimeoutMs, meta.deadlineMs);
-    const startedAt = performance.now();
-    const timer = setTimeout(() => controller.abort(RpcError.timeout(deadlineMs)), deadlineMs);
+    const expire = () => controller.abort(RpcError.timeout(deadlineMs));
+    const leftMs = deadlineMs - (performance.now() - startedAt);
+    // A batch member whose deadline passed while it waited its turn is not started (-32014 below).
+    if (leftMs <= 0) expire();
+    const timer = setTimeout(expire, Math.max(0, leftMs));
     // §13.1 transport death (an HTTP client hanging up) abandons this request only.
     const onTransportDeath = (): void => controller.abort(RpcError.cancelled('transport closed'));
     transport?.addEventListener('abort', onTransportDeath, { once: true });
@@ -469,11 +463,20 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal, state: { committed:
   });
 }
 
+/** Where a frame came from and when: what each of its requests is run with. */
+interface Arrival {
+  readonly sink: NotificationSink | undefined;
+  /** Aborts when the transport dies (an HTTP client hanging up). */
+  readonly transport: AbortSignal | undefined;
+  /** When the frame arrived (performance.now()): the start of each of its requests' deadlines. */
+  readonly receivedAt: number;
+}
+
 /**
  * §11 batch members run concurrently, a few at a time: a batch is one caller, and 128 heavy members at once would
  * cost every other caller; this many keeps a batch of slow calls fast without letting one batch take the server.
  */
-const BATCH_CONCURRENCY = 8;
+export const BATCH_CONCURRENCY = 8;
 
 /** `work` over `items` with at most `limit` running at once; results in input order. */
 async function mapConcurrently<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {

@@ -5,6 +5,7 @@ import { rateClassOf } from '../protocol/method-table.js';
 import type { Refusal } from '../protocol/screen.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { WorkGate, WorkTicket } from './work-gate.js';
+import { BATCH_CONCURRENCY } from '../protocol/session.js';
 
 export type RefusalReason = 'overload' | 'rate_limit';
 
@@ -49,7 +50,8 @@ export class Admission {
   enterWork(caller: string, value: unknown): WorkTicket | RpcError | undefined {
     const work = placed(value, (method) => this.isWork(method));
     if (work.length === 0) return undefined;
-    const entered = this.work.enter(caller);
+    // A batch runs up to BATCH_CONCURRENCY members at once (§11): that many places, not one for all 128.
+    const entered = this.work.enter(caller, Math.min(work.length, BATCH_CONCURRENCY));
     if (entered instanceof RpcError) {
       for (const member of work) this.onRefused('overload', (member as { method: string }).method);
     }

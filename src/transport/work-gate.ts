@@ -42,24 +42,31 @@ export class WorkGate {
     return this.#inFlight;
   }
 
-  /** A place for `caller`, or the -32011 to answer with. */
-  enter(caller: string): WorkTicket | RpcError {
+  /**
+   * `places` places for `caller` (a batch takes one per member it runs at once, at most all of them), or the -32011 to
+   * answer with.
+   */
+  enter(caller: string, places = 1): WorkTicket | RpcError {
+    const weight = Math.min(Math.max(1, places), this.#places);
     const held = this.#byCaller.get(caller) ?? 0;
     const started = this.#startedByCaller.get(caller) ?? 0;
-    if (this.#full(this.#inFlight, this.#byCaller, held) || this.#full(this.#started, this.#startedByCaller, started)) {
+    if (
+      this.#full(this.#inFlight, this.#byCaller, held, weight) ||
+      this.#full(this.#started, this.#startedByCaller, started, weight)
+    ) {
       return this.#busy();
     }
-    this.#inFlight++;
-    this.#byCaller.set(caller, held + 1);
-    this.#startedInTurn(caller, started);
+    this.#inFlight += weight;
+    this.#byCaller.set(caller, held + weight);
+    this.#startedInTurn(caller, started, weight);
     const entered = performance.now();
     let released = false;
     return {
       release: () => {
         if (released) return;
         released = true;
-        this.#inFlight--;
-        const left = (this.#byCaller.get(caller) ?? 1) - 1;
+        this.#inFlight -= weight;
+        const left = (this.#byCaller.get(caller) ?? weight) - weight;
         if (left === 0) this.#byCaller.delete(caller);
         else this.#byCaller.set(caller, left);
         this.#heldMs += (performance.now() - entered - this.#heldMs) / 8;
@@ -68,25 +75,27 @@ export class WorkGate {
   }
 
   /**
-   * Whether a caller with `mine` of the `taken` places (`holders`: the callers with any) must wait: every place is
-   * taken, and it has its fair share or the places are taken twice over.
+   * Whether a caller with `mine` of the `taken` places (`holders`: the callers with any) must wait to take `weight`
+   * more: they are not free, and it has its fair share or the places would be taken twice over.
    */
-  #full(taken: number, holders: ReadonlyMap<string, number>, mine: number): boolean {
-    if (taken < this.#places) return false;
+  #full(taken: number, holders: ReadonlyMap<string, number>, mine: number, weight: number): boolean {
+    if (taken + weight <= this.#places) return false;
     const callers = holders.size + (mine === 0 ? 1 : 0);
     const share = Math.max(1, Math.floor(this.#places / callers));
-    return mine >= share || taken >= 2 * this.#places;
+    return mine >= share || taken + weight > 2 * this.#places;
   }
 
-  /** Counts a request started by `caller` in this turn; the count is forgotten once the turn's immediates run. */
-  #startedInTurn(caller: string, before: number): void {
-    if (this.#started++ === 0) {
+  /** Counts `weight` started by `caller` in this turn; the count is forgotten once the turn's immediates run. */
+  #startedInTurn(caller: string, before: number, weight: number): void {
+    const first = this.#started === 0;
+    this.#started += weight;
+    if (first) {
       setImmediate(() => {
         this.#started = 0;
         this.#startedByCaller.clear();
       }).unref();
     }
-    this.#startedByCaller.set(caller, before + 1);
+    this.#startedByCaller.set(caller, before + weight);
   }
 
   /** §15.5: retry once about one request's time has passed: by then a place has usually freed. */

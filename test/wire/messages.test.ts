@@ -140,6 +140,21 @@ describe.each(TRANSPORTS)('envelopes, notifications, batches, cancellation over 
     expect(Date.now() - started).toBeLessThan(1500);
   });
 
+  it("§13.1 a batch member's deadline counts from the batch's arrival: members still waiting when it passes are -32014", async () => {
+    conn = await connect(transport);
+    await conn.exchange(INITIALIZE());
+    // 96 sleeps of 100 ms, eight at a time, take 1.2 s; each may take 1 s from the batch's arrival.
+    const members = Array.from({ length: 96 }, (_, id) =>
+      request(id, 'x-test/sleep', { ms: 100, _meta: { deadlineMs: 1_000 } }),
+    );
+    const answer = (await conn.exchange(JSON.stringify(members))) as Frame[];
+    const codes = answer.map((member) => (member.error as { code: number } | undefined)?.code ?? 0);
+    expect(codes).toHaveLength(96);
+    expect(codes.filter((code) => code === 0).length).toBeGreaterThan(0);
+    expect(codes.filter((code) => code === -32014).length).toBeGreaterThan(0);
+    expect(codes.filter((code) => code !== 0 && code !== -32014)).toEqual([]);
+  });
+
   it('§11 §12 a batch over the configured cap is one -32013', async () => {
     conn = await connect(transport, { config: { 'limits.maxBatchSize': 3 } });
     const answer = await conn.exchange(JSON.stringify([1, 2, 3, 4].map((id) => request(id, 'ping'))));

@@ -50,6 +50,23 @@ describe('WorkGate (§15.5)', () => {
   });
 });
 
+describe('WorkGate places taken by a batch (§11, §15.5)', () => {
+  it('a batch takes one place per member it runs at once; its caller waits, another caller within its share does not', async () => {
+    const gate = new WorkGate(8);
+    const batch = admitted(gate.enter('flooder', 8));
+    await nextTurn();
+    refused(gate.enter('flooder'));
+    refused(gate.enter('flooder', 8));
+    const victim = admitted(gate.enter('victim'));
+    batch.release();
+    victim.release();
+    await nextTurn();
+    // All eight given back at once; more than the places asked for is all of them, not more.
+    admitted(gate.enter('flooder', 128)).release();
+    expect(gate.inFlight).toBe(0);
+  });
+});
+
 describe('Admission of batches (§11, §15.5)', () => {
   const frame = (...methods: string[]) => methods.map((method, id) => ({ jsonrpc: '2.0', id, method }));
   const limiter = new RateLimiter({ reads: 0, writes: 0, models: 0 });

@@ -150,4 +150,27 @@ describe('the HNSW dense index in its worker', () => {
       await index.close();
     }
   });
+
+  it('a write of many points goes to the worker in parts: a search asked meanwhile is answered before the write ends', async () => {
+    const index = new DenseIndex();
+    const next = mulberry32(7);
+    const vectors = Array.from({ length: 3_000 }, () => Float32Array.from({ length: DIMENSION }, () => next() - 0.5));
+    try {
+      await index.reset(options);
+      const order: string[] = [];
+      const adding = index
+        .add(
+          vectors.map((_, i) => i),
+          vectors,
+          DIMENSION,
+        )
+        .then(() => order.push('add'));
+      const searching = index.search(vectors[0]!, 5, 32).then(() => order.push('search'));
+      await Promise.all([adding, searching]);
+      expect(order).toEqual(['search', 'add']);
+      expect(await index.count()).toBe(3_000);
+    } finally {
+      await index.close();
+    }
+  });
 });
