@@ -50,10 +50,6 @@ export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function isRequestId(value: unknown): value is JsonRpcId {
-  return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
-}
-
 /**
  * Classifies one parsed JSON value by the JSON-RPC 2.0 envelope rules as RCP narrows them (§4.1, §4.5).
  * A frame without `id`, with `jsonrpc: "2.0"` and a string `method`, is a notification and is never answered.
@@ -64,10 +60,15 @@ export function classify(value: unknown): IncomingMessage {
     return invalid(null, 'a message must be a JSON object');
   }
   const hasId = Object.hasOwn(value, 'id');
-  const id = hasId && isRequestId(value.id) ? value.id : null;
+  const id = hasId ? requestId(value) : null;
   if (value.jsonrpc !== '2.0') return invalid(id, '\'jsonrpc\' must be "2.0"');
   if (typeof value.method !== 'string') return invalid(id, "'method' must be a string");
-  if (hasId && id === null) return invalid(null, "'id' must be a string or a number (null is reserved for responses)");
+  if (hasId && id === null) {
+    return invalid(
+      null,
+      `'id' must be a string of at most ${MAX_ID_CHARS} characters or a number (null is reserved for responses)`,
+    );
+  }
   const params = value.params ?? {};
   // No id member (a present but unusable one was answered above): §4.5 a notification MUST NOT be answered, not even
   // to say its params are malformed; params it cannot use (positional ones) are as good as none.
@@ -93,8 +94,15 @@ export function notification(method: string, params: JsonObject): Notification {
   return { jsonrpc: '2.0', method, params };
 }
 
-/** The id to echo for a member: a string or finite number, else null (§4.7). */
+/**
+ * §4.7 §15.5: the longest string id a request may carry. Every answer echoes its id, so an id of megabytes made every
+ * answer to it megabytes (eight connections of 12 MB ids held other callers' pings over a second).
+ */
+export const MAX_ID_CHARS = 1024;
+
+/** The id to echo for a member: a string of at most MAX_ID_CHARS or a finite number, else null (§4.7). */
 export function requestId(message: Record<string, unknown>): JsonRpcId | null {
   const { id } = message;
-  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
+  if (typeof id === 'string') return id.length <= MAX_ID_CHARS ? id : null;
+  return typeof id === 'number' && Number.isFinite(id) ? id : null;
 }

@@ -54,6 +54,18 @@ describe.each(TRANSPORTS)('envelopes, notifications, batches, cancellation over 
     }
   });
 
+  it('§4.7 §15.5 a string id over 1,024 characters is -32600 with id null: no answer echoes megabytes', async () => {
+    conn = await connect(transport);
+    await conn.exchange(INITIALIZE());
+    const answer = (await conn.exchange(JSON.stringify(request('x'.repeat(100_000), 'ping')))) as Frame;
+    expect(answer).toMatchObject({ id: null, error: { code: -32600 } });
+    expect(JSON.stringify(answer).length).toBeLessThan(1_000);
+    expect(await conn.exchange(request('y'.repeat(1_024), 'ping'))).toMatchObject({
+      id: 'y'.repeat(1_024),
+      result: {},
+    });
+  });
+
   it('§4.5 notifications are never answered, whatever they name (§14.1 item 6)', async () => {
     conn = await connect(transport);
     for (const method of ['retrieve', 'info', 'ping', 'does/not/exist', 'initialize', 'notifications/whatever']) {
