@@ -277,6 +277,31 @@ describe('corpus: store + dense + lexical in step', () => {
     await corpus.close();
   });
 
+  it('§8 a filter whose test of one document is slow gives the event loop back every few documents', async () => {
+    const corpus = await open('slow-filter');
+    try {
+      await corpus.add(docs(200), { chunk: false, contextual: false });
+      let turns = 0;
+      let filtering = true;
+      const tick = () => {
+        turns++;
+        if (filtering) setImmediate(tick);
+      };
+      setImmediate(tick);
+      // About half a millisecond per document, as a filter of 1,024 long `contains` nodes costs.
+      const slow = () => {
+        for (const until = performance.now() + 0.5; performance.now() < until;);
+        return true;
+      };
+      expect(await corpus.labelsWhere(slow)).toHaveLength(200);
+      filtering = false;
+      // 100 ms of tests: other callbacks ran in between (every 1,024 documents let none run here).
+      expect(turns).toBeGreaterThanOrEqual(4);
+    } finally {
+      await corpus.close();
+    }
+  });
+
   it('deletes idempotently, removing the chunks from every index', async () => {
     const corpus = await open('delete');
     await corpus.add(docs(4), { chunk: false, contextual: false });
