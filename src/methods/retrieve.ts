@@ -138,7 +138,7 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   const confidence = confidenceOf(settings.calibration, { ...options, reranked, lists: lists.length });
 
   // The page: where the cursor left off, without what the session has seen, diversified, packed.
-  const start = openPage(cursors, declaredOf(params), indexVersion);
+  const start = openPage(cursors, declaredOf(params), indexVersion, ctx.caller);
   const seen = await seenBefore(sessions, ctx.caller, params.sessionId, start.seenMark);
   ranked = skipSeen(ranked, seen, idOf);
   if (params.mmr !== undefined)

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { RpcError } from '../protocol/errors.js';
 import { RpcErrorCode } from '../protocol/codes.js';
+import { callerScoped } from '../protocol/context.js';
 
 /**
  * §10 cursors: opaque, tamper-evident (HMAC-SHA256 under a per-process or configured secret), bound to the request they continue
@@ -59,11 +60,11 @@ export class CursorCodec {
   }
 }
 
-/** A stable digest of the params a cursor continues (everything but the cursor itself and _meta). */
-export function requestDigest(params: Record<string, unknown>): string {
+/** A stable digest of the params a cursor continues (everything but the cursor itself and _meta), and its caller. */
+export function requestDigest(params: Record<string, unknown>, caller = ''): string {
   const rest = Object.fromEntries(Object.entries(params).filter(([key]) => key !== 'cursor' && key !== '_meta'));
   const canonical = canonicalJson(rest);
-  return createHmac('sha256', 'rcp-request').update(canonical).digest('base64url');
+  return createHmac('sha256', 'rcp-request').update(callerScoped(caller, canonical)).digest('base64url');
 }
 
 /** JSON with object keys sorted at every depth, so equal params digest equally whatever their key order. */

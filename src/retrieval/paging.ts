@@ -14,13 +14,17 @@ export interface PageStart {
   readonly seenMark: number | undefined;
 }
 
-/** Where this page starts: at 0, or where the cursor says (-32602 for a forged or foreign one, -32015 if expired). */
+/**
+ * Where this page starts: at 0, or where the cursor says (-32602 for a forged or foreign one, -32015 if expired). A
+ * cursor continues its caller's request only (§15.6): another caller replaying it is -32602.
+ */
 export function openPage(
   cursors: Pick<CursorCodec, 'decode'>,
   params: Record<string, unknown> & { readonly cursor?: string | undefined },
   indexVersion: string,
+  caller = '',
 ): PageStart {
-  const digest = requestDigest(params);
+  const digest = requestDigest(params, caller);
   const resumed = params.cursor === undefined ? undefined : cursors.decode(params.cursor, digest, indexVersion);
   return { digest, offset: resumed?.offset ?? 0, seenMark: resumed?.seenMark };
 }

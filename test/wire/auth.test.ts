@@ -81,6 +81,22 @@ describe('API keys (§15.6)', () => {
     expect((removed.json as Frame).result).toMatchObject({ deleted: 1 });
   });
 
+  it("§10 §15.6 a cursor continues its own caller's request: another key replaying it is -32602", async () => {
+    const documents = ['alpha', 'beta', 'gamma'].map((word, i) => ({ id: `c${i}`, text: `cursor ${word} cursor` }));
+    await post(request(20, 'index/add', { documents }), WRITE_KEY);
+    const page = async (key: string, cursor?: string) =>
+      (
+        await post(
+          request(21, 'retrieve', { query: 'cursor', k: 1, mode: 'sparse', ...(cursor ? { cursor } : {}) }),
+          key,
+        )
+      ).json as Frame;
+    const first = (await page(READ_KEY)).result as { nextCursor?: string };
+    expect(first.nextCursor).toBeDefined();
+    expect((await page(HASHED_KEY, first.nextCursor)).error).toMatchObject({ code: -32602, data: { field: 'cursor' } });
+    expect((await page(READ_KEY, first.nextCursor)).error).toBeUndefined();
+  });
+
   it('in a batch, only the members the key may call run', async () => {
     const batch = [
       request(6, 'ping'),
