@@ -304,7 +304,8 @@ async function flood(origin: string, seconds: number): Promise<void> {
  */
 async function batchFloods(origin: string, seconds: number): Promise<void> {
   for (const method of ['ping', 'info', 'initialize', 'no/such-method']) {
-    const params = method === 'initialize' ? { protocolVersion: '1.0', clientInfo: { name: 'b', version: '1' } } : {};
+    const params =
+      method === 'initialize' ? { protocolVersion: 1, client: { name: 'bench', version: '1' }, capabilities: {} } : {};
     const heavy = { rpc: method, params, batch: 128 };
     await floodBy(origin, seconds, heavy, 64, `64 connections of one caller, batches of 128 ${method}`);
   }
