@@ -10,6 +10,7 @@ import { multiQuery, rewriteQuery } from './lexical/query-transform.js';
 import type { ChunkPlace } from './ports.js';
 import { lexicalText } from './prepare.js';
 import type { CorpusStore, DocumentOrigin, WriteResult } from './store/corpus-store.js';
+import { sameDigest } from './labels-digest.js';
 
 /** Chunks per dense-index message while rebuilding or replaying. */
 const REPLAY_BATCH = 1024;
@@ -156,7 +157,7 @@ export class DerivedIndexes {
     await this.#replay(seq);
     // The store is the truth: a dense index that holds other labels than the store's chunks (a file that lied about
     // what it held, rows relabelled since) is rebuilt from it.
-    if (seq > 0 && !sameLabels(await this.#dense.labels(), this.store.labels())) {
+    if (seq > 0 && !sameDigest(await this.#dense.labelsDigest(), this.store.labelsDigest())) {
       this.log.warn({ dir: this.settings.dir }, 'dense index disagrees with the store; rebuilding');
       await this.#dense.reset(this.#denseOptions());
       await this.#replay(0);
@@ -352,8 +353,4 @@ export class DerivedIndexes {
   close(): Promise<void> {
     return this.#dense.close();
   }
-}
-
-function sameLabels(held: Float64Array, stored: readonly number[]): boolean {
-  return held.length === stored.length && stored.every((label, i) => held[i] === label);
 }

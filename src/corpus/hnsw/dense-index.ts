@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { isFile, removeFile, syncPath } from '../../platform/files.js';
 import { WorkerChannel } from '../../platform/worker-thread.js';
 import type { DenseIndexOptions, DenseReply, DenseRequest } from './worker-protocol.js';
+import { labelsDigest, type LabelsDigest } from '../labels-digest.js';
 import {
   companionOf,
   SAVE_CUT_SHORT,
@@ -76,6 +77,11 @@ export class DenseIndex {
   /** Every label the index holds, ascending. */
   async labels(): Promise<Float64Array> {
     return (await this.#call({ op: 'labels' })).labels ?? new Float64Array(0);
+  }
+
+  /** What the labels the index holds come to (labels-digest.ts): compared with the store's at start. */
+  async labelsDigest(): Promise<LabelsDigest> {
+    return (await this.#call({ op: 'labelsDigest' })).labelsDigest ?? labelsDigest([]);
   }
 
   /** An empty index with these settings, in place of whatever was open. */

@@ -1,3 +1,5 @@
+import type { LabelsDigest } from '../labels-digest.js';
+
 /** Messages between the dense index and its worker thread (hnswlib-node runs synchronously: keep it off the loop). */
 export interface DenseIndexOptions {
   readonly space: 'cosine' | 'ip';
@@ -22,7 +24,8 @@ export type DenseRequest =
   | { op: 'search'; vector: Float32Array; k: number; ef: number; allow: Float64Array | undefined }
   | { op: 'save'; file: string }
   | { op: 'count' }
-  | { op: 'labels' };
+  | { op: 'labels' }
+  | { op: 'labelsDigest' };
 
 export type DenseReply =
   | {
@@ -35,5 +38,7 @@ export type DenseReply =
       digest?: { bytes: number; sha256: string };
       /** `save`: the labels the written file holds marked deleted. */
       deleted?: Float64Array;
+      /** `labelsDigest`: what the live labels come to. */
+      labelsDigest?: LabelsDigest;
     }
   | { ok: false; error: string };

@@ -8,6 +8,7 @@ import type { DenseIndexOptions, DenseReply, DenseRequest } from './worker-proto
 import { cosineSimilarity, dotProduct } from '../../protocol/vectors.js';
 import { syncPath } from '../../platform/files.js';
 import { damageOf, digestFile } from './saved-file.js';
+import { labelsDigest } from '../labels-digest.js';
 
 let index: hnswlib.HierarchicalNSW | undefined;
 let options: DenseIndexOptions | undefined;
@@ -147,6 +148,8 @@ function handle(request: DenseRequest): DenseReply {
       return { ok: true, count: live.size };
     case 'labels':
       return { ok: true, labels: Float64Array.from([...live].sort((a, b) => a - b)) };
+    case 'labelsDigest':
+      return { ok: true, labelsDigest: labelsDigest(live) };
   }
 }
 

@@ -10,6 +10,7 @@ import { DirLock, LOCK_FILE, sqliteCode, StoreError } from './dir-lock.js';
 import { chunkSum, documentSum, intact, type DocumentColumns } from './row-sums.js';
 import type { Changes } from './changes.js';
 import type { WriterReply, WriterRequest } from './writer-protocol.js';
+import { LABELS_DIGEST_SQL, type LabelsDigest } from '../labels-digest.js';
 import {
   addColumns,
   configure,
@@ -364,9 +365,9 @@ export class CorpusStore {
     return this.getMeta('store') ?? '';
   }
 
-  /** Every chunk label, ascending (what the dense index must hold). */
-  labels(): number[] {
-    return this.#sql('SELECT label FROM chunks ORDER BY label').pluck().all() as number[];
+  /** What the labels of the chunks come to (labels-digest.ts), without listing them. */
+  labelsDigest(): LabelsDigest {
+    return this.#sql(LABELS_DIGEST_SQL).get() as LabelsDigest;
   }
 
   /** The sequence number of the last committed write: the corpus indexVersion. */

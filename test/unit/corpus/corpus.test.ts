@@ -601,6 +601,25 @@ describe('corpus: store + dense + lexical in step', () => {
     await corpus.close();
   });
 
+  it('rows relabelled keeping their count and the sum of their labels are caught too: the index is rebuilt', async () => {
+    let corpus = await open('relabelled-same-sum');
+    await corpus.add(docs(8), { chunk: false, contextual: false });
+    await corpus.close();
+    const db = new Database(join(ROOT, 'relabelled-same-sum', 'corpus.sqlite'));
+    // Two labels a and b become 0 and a + b: the same count and sum, another set.
+    const labelOf = (id: string) => db.prepare('SELECT label FROM chunks WHERE doc_id = ?').pluck().get(id) as number;
+    const [a, b] = [labelOf('doc-6'), labelOf('doc-7')];
+    db.prepare("UPDATE chunks SET label = ? WHERE doc_id = 'doc-7'").run(a + b);
+    db.prepare("UPDATE chunks SET label = 0 WHERE doc_id = 'doc-6'").run();
+    db.close();
+    lines.length = 0;
+    corpus = await open('relabelled-same-sum');
+    expect(lines.some((line) => line.msg === 'dense index disagrees with the store; rebuilding')).toBe(true);
+    for (const chunk of corpus.store.chunks())
+      expect((await corpus.searchDense(chunk.vector, 1))[0]?.label).toBe(chunk.label);
+    await corpus.close();
+  });
+
   it.each([
     ['a sum of null', (dir: string, hnsw: string) => writeFileSync(join(dir, hnsw.replace('.hnsw', '.sum')), 'null')],
     [
