@@ -25,3 +25,22 @@ export async function whilePinging<T>(
   pings.sort((a, b) => a - b);
   return { answer, worstPingMs: pings.at(-1)!, slowPingMs: pings[Math.ceil(pings.length * 0.9) - 1]! };
 }
+
+/**
+ * Runs `work` and counts the turns of the event loop other callbacks got meanwhile (a callback that re-queues itself
+ * with setImmediate): 0 when `work` ran in one synchronous step, one or more per time it gave the loop back.
+ */
+export async function turnsDuring<T>(work: () => Promise<T>): Promise<{ answer: T; turns: number }> {
+  let turns = 0;
+  let running = true;
+  const tick = () => {
+    turns++;
+    if (running) setImmediate(tick);
+  };
+  setImmediate(tick);
+  try {
+    return { answer: await work(), turns };
+  } finally {
+    running = false;
+  }
+}

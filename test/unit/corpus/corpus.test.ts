@@ -16,6 +16,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { turnsDuring } from '../../helpers/pinging.js';
 import { chunkText } from '../../../src/corpus/chunking.js';
 import { Corpus, CorpusError, type CorpusSettings } from '../../../src/corpus/corpus.js';
 import { readManifest } from '../../../src/models/manifest.js';
@@ -281,20 +282,13 @@ describe('corpus: store + dense + lexical in step', () => {
     const corpus = await open('slow-filter');
     try {
       await corpus.add(docs(200), { chunk: false, contextual: false });
-      let turns = 0;
-      let filtering = true;
-      const tick = () => {
-        turns++;
-        if (filtering) setImmediate(tick);
-      };
-      setImmediate(tick);
       // About half a millisecond per document, as a filter of 1,024 long `contains` nodes costs.
       const slow = () => {
         for (const until = performance.now() + 0.5; performance.now() < until;);
         return true;
       };
-      expect(await corpus.labelsWhere(slow)).toHaveLength(200);
-      filtering = false;
+      const { answer, turns } = await turnsDuring(() => corpus.labelsWhere(slow));
+      expect(answer).toHaveLength(200);
       // 100 ms of tests: other callbacks ran in between (every 1,024 documents let none run here).
       expect(turns).toBeGreaterThanOrEqual(4);
     } finally {

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { turnsDuring } from '../../../helpers/pinging.js';
 import { CorpusStore, type NewDocument } from '../../../../src/corpus/store/corpus-store.js';
 
 const ROOT = mkdtempSync(join(tmpdir(), 'rcp-store-'));
@@ -49,15 +50,7 @@ describe('CorpusStore writes (docs/architecture.md §10: writes off the event lo
     const store = new CorpusStore(join(ROOT, 'paged-read'));
     try {
       const write = await store.upsert(documents(5_000, 64, 'many'));
-      let turns = 0;
-      let reading = true;
-      const tick = () => {
-        turns++;
-        if (reading) setImmediate(tick);
-      };
-      setImmediate(tick);
-      const read = await store.writeOf(write.seq);
-      reading = false;
+      const { answer: read, turns } = await turnsDuring(() => store.writeOf(write.seq));
       expect(read.added.map((chunk) => chunk.docId)).toEqual(Array.from({ length: 5_000 }, (_, i) => `many${i}`));
       expect(read.written).toHaveLength(5_000);
       // Five pages of 1,024 rows: other callbacks ran between them (a read in one step lets none).
