@@ -31,9 +31,6 @@ export interface CorpusStats {
   readonly indexVersion: string;
 }
 
-/** How often, by default, other processes' writes to the data dir are looked for (`index.followMs`). */
-const FOLLOW_MS = 50;
-
 /** Stored vectors read per statement (64 × 2 KB rows: well under a millisecond). */
 const VECTOR_BATCH = 64;
 
@@ -79,7 +76,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
         this.#state = { status: 'ready' };
         // Closed while loading: no timers to start (they would outlive the store).
         if (this.#closing) return;
-        if (this.replica === undefined) this.#order.followOthers(settings.followMs ?? FOLLOW_MS);
+        if (this.replica === undefined) this.#order.followOthers(settings.followMs);
         if (!writesLocally(settings)) return;
         // A failed periodic save is logged (the next one retries); it never becomes an unhandled rejection.
         this.#timer = setInterval(

@@ -5,6 +5,9 @@ import type { CorpusStore, WriteResult } from './store/corpus-store.js';
 /** How long indexes replaced by a reload stay open for the searches that were using them. */
 const RETIRED_MS = 30_000;
 
+/** How often, by default, other processes' writes to the data dir are looked for (`index.followMs`). */
+const FOLLOW_MS = 50;
+
 /**
  * The order in which writes reach the derived indexes (docs/architecture.md §5): this process's own, as it commits
  * them, and every other process's serving the data dir, read back from the store — one queue, in sequence order. It
@@ -56,7 +59,7 @@ export class WriteOrder {
    * Every `everyMs`, applies what other processes serving the data dir committed, in order with this process's own
    * writes: a look at the store's data version, microseconds when nothing changed.
    */
-  followOthers(everyMs: number): void {
+  followOthers(everyMs = FOLLOW_MS): void {
     this.#follower = setInterval(() => {
       try {
         if (this.store.changed()) void this.caughtUp().catch((error: unknown) => this.#followFailed(error));
