@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { Corpus } from '../src/corpus/corpus.js';
 import { DenseIndex } from '../src/corpus/hnsw/dense-index.js';
 import { DerivedIndexes } from '../src/corpus/indexes.js';
-import { Bm25Index } from '../src/corpus/lexical/bm25.js';
+import { Bm25Index } from '../src/lexical/bm25.js';
 import { CorpusStore } from '../src/corpus/store/corpus-store.js';
 import { ingest } from '../src/ingest/ingest.js';
 import { seededRandom } from '../test/helpers/children.js';

@@ -4,7 +4,7 @@
  * the BM25 analyzer choices on BEIR SciFact (training judgements): nDCG@10 with and without Porter stemming, at two
  * common (k1, b) settings, the first row the baseline of the same run. RCP_BENCH_LEXICAL=engines runs the first only.
  */
-import { Bm25Index } from '../src/corpus/lexical/bm25.js';
+import { Bm25Index } from '../src/lexical/bm25.js';
 import { benchLexicalEngines } from './lexical/engines.js';
 import { corpus, ndcg, recall, trainQueries } from './scifact.js';
 

@@ -1,7 +1,7 @@
 /** The Map-postings Bm25Index as it was before typed postings and MaxScore (main ad8e1c9): the bench's same-run baseline. */
 import { TimeSlice } from '../../src/protocol/time-slice.js';
 import { PART_UNITS, textParts } from '../../src/models/tokenizers/count-in-parts.js';
-import { analyze, type AnalyzerOptions } from '../../src/corpus/lexical/analyzer.js';
+import { analyze, type AnalyzerOptions } from '../../src/lexical/analyzer.js';
 
 /** Postings scored (or candidates ranked) between two looks at the clock: a look per posting would cost more than it saves. */
 const STEPS_PER_CHECK = 4096;

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type * as LanceDb from '@lancedb/lancedb';
 import type MiniSearchClass from 'minisearch';
-import { Bm25Index } from '../../src/corpus/lexical/bm25.js';
+import { Bm25Index } from '../../src/lexical/bm25.js';
 import { corpus, ndcg, trainQueries, type Doc } from '../scifact.js';
 import { Bm25IndexBefore } from './bm25-before.js';
 

@@ -2,7 +2,7 @@ import { withoutPassword } from '../platform/urls.js';
 import type { Encoder } from '../models/index.js';
 import { StartupError } from '../startup-error.js';
 import type { DenseIndexOptions } from './hnsw/dense-index.js';
-import type { Bm25Options } from './lexical/bm25.js';
+import type { Bm25Options } from '../lexical/bm25.js';
 import type { FieldType, MetadataLimits } from './metadata.js';
 import { CorpusStore, type StoreOptions } from './store/corpus-store.js';
 import { StoreError } from './store/dir-lock.js';

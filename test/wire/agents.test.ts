@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { damerauLevenshtein } from '../../src/corpus/lexical/query-transform.js';
+import { damerauLevenshtein } from '../../src/lexical/query-transform.js';
 import { connect, INITIALIZE, request, ROOT, TRANSPORTS, type Connection, type Frame } from '../helpers/wire.js';
 
 /**

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Bm25Index } from '../../../../src/corpus/lexical/bm25.js';
-import { readLexical, writeLexical } from '../../../../src/corpus/lexical/saved-lexical.js';
+import { Bm25Index } from '../../../src/lexical/bm25.js';
+import { readLexical, writeLexical } from '../../../src/lexical/saved-lexical.js';
 
 const options = { k1: 1.2, b: 0.75, stem: true, fields: { title: 2 } };
 const identity = { seq: 7, store: 'store-a', options };

@@ -1,4 +1,4 @@
-import { TimeSlice } from '../../protocol/time-slice.js';
+import { TimeSlice } from '../protocol/time-slice.js';
 import { analyzeInSlices, RAW_PART_UNITS } from './analyzer.js';
 import type { Bm25Index } from './bm25.js';
 

@@ -1,5 +1,5 @@
 import { stemmer } from 'stemmer';
-import type { TimeSlice } from '../../protocol/time-slice.js';
+import type { TimeSlice } from '../protocol/time-slice.js';
 
 /**
  * The lexical analyzer: Unicode compatibility decomposition, accents folded (combining marks dropped), case folded,

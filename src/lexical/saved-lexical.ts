@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { open, readFile, type FileHandle } from 'node:fs/promises';
-import { TimeSlice } from '../../protocol/time-slice.js';
+import { TimeSlice } from '../protocol/time-slice.js';
 import { Bm25Index, type Bm25Options, type Bm25State } from './bm25.js';
 
 /**

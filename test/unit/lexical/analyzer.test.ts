@@ -1,9 +1,9 @@
 import { stemmer } from 'stemmer';
 import { describe, expect, it } from 'vitest';
-import { analyze, analyzeInSlices, RAW_PART_UNITS } from '../../../../src/corpus/lexical/analyzer.js';
-import { Bm25Index } from '../../../../src/corpus/lexical/bm25.js';
-import type { TimeSlice } from '../../../../src/protocol/time-slice.js';
-import { longestNormalized } from '../../../helpers/normalize-spy.js';
+import { analyze, analyzeInSlices, RAW_PART_UNITS } from '../../../src/lexical/analyzer.js';
+import { Bm25Index } from '../../../src/lexical/bm25.js';
+import type { TimeSlice } from '../../../src/protocol/time-slice.js';
+import { longestNormalized } from '../../helpers/normalize-spy.js';
 
 /** The analysis of a whole text in one go, as it was: the reference the analysis in parts must equal. */
 function wholeAnalysis(text: string, stem: boolean): string[] {

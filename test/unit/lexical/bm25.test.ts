@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Bm25Index } from '../../../../src/corpus/lexical/bm25.js';
+import { Bm25Index } from '../../../src/lexical/bm25.js';
 
 describe('BM25 index', () => {
   const options = { k1: 1.2, b: 0.75, stem: true };

@@ -1,4 +1,4 @@
-import { TimeSlice } from '../../protocol/time-slice.js';
+import { TimeSlice } from '../protocol/time-slice.js';
 import { analyze, analyzeInSlices, type AnalyzerOptions } from './analyzer.js';
 
 /** Postings scored (or candidates ranked) between two looks at the clock: a look per posting would cost more than it saves. */

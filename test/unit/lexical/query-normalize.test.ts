@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { Bm25Index } from '../../../../src/corpus/lexical/bm25.js';
+import { Bm25Index } from '../../../src/lexical/bm25.js';
 import {
   normalizeQuery,
   normalizeQueryInSlices,
   rewriteQuery,
-} from '../../../../src/corpus/lexical/query-transform.js';
-import type { TimeSlice } from '../../../../src/protocol/time-slice.js';
-import { longestNormalized } from '../../../helpers/normalize-spy.js';
+} from '../../../src/lexical/query-transform.js';
+import type { TimeSlice } from '../../../src/protocol/time-slice.js';
+import { longestNormalized } from '../../helpers/normalize-spy.js';
 
 const slice = { due: () => Promise.resolve() } as unknown as TimeSlice;
 
