@@ -4,12 +4,21 @@ import type { Socket } from 'node:net';
 /** How long an ended connection may stay idle, waiting for its client to hang up, during a drain. */
 const LINGER_MS = 2000;
 
+/** Turns of the event loop a drain takes at most to accept connections already completed (the listen backlog). */
+const ACCEPT_TURNS = 512;
+
 /** How often a drain looks for connections whose last answer has gone out. */
 const SWEEP_MS = 50;
 
 /**
  * Graceful HTTP close for one listener: stop accepting, let every answer in progress go out, end each connection
  * once nothing is in progress on it, and cut whatever is still open at the request deadline.
+ *
+ * Every request a client sent before the signal is answered, the answer saying `Connection: close`. Connections the
+ * kernel has completed but Node has not yet accepted are reset when the listener closes, so it closes only once they
+ * are accepted. A connection with nothing in progress is ended only once a whole sweep
+ * has passed with no byte read from it: a request may be waiting in the socket, unread, when the signal comes (a
+ * connection that has sent nothing yet, or a keep-alive one between requests).
  *
  * Ended, never destroyed, while an answer may still be on its way: the connection closes once its client has read the
  * last answer and hung up, so the process does not exit while that answer's bytes wait in a buffer (a container's
@@ -21,21 +30,34 @@ const SWEEP_MS = 50;
 export class Drain {
   /** Every open connection, with the last answer begun on it (answers go out in order: when it has, all have). */
   readonly #last = new Map<Socket, ServerResponse | undefined>();
+  /** Bytes read from each connection as of the sweep that last found nothing in progress on it. */
+  readonly #quiet = new Map<Socket, number>();
+  #draining = false;
+  /** Connections accepted so far. */
+  #accepted = 0;
 
   constructor(private readonly server: Server) {
     server.on('connection', (socket: Socket) => {
+      this.#accepted++;
       this.#last.set(socket, undefined);
-      socket.once('close', () => this.#last.delete(socket));
+      socket.once('close', () => {
+        this.#last.delete(socket);
+        this.#quiet.delete(socket);
+      });
     });
     // No listener on each answer: this one's and the outbox's together cost a ping about 6% (npm run bench -- http).
     server.on('request', (request: IncomingMessage, response: ServerResponse) => {
       if (this.#last.has(request.socket)) this.#last.set(request.socket, response);
+      // The front listener (transport/http.ts) ran first; an answer it has not begun closes its connection after it.
+      if (this.#draining && !response.headersSent) response.setHeader('connection', 'close');
     });
     server.closeIdleConnections = () => this.#endIdle();
   }
 
   /** Resolves once every connection has closed: ended as its answers go out, cut at `deadlineMs` if still open. */
   async close(close: () => Promise<void>, deadlineMs: number): Promise<void> {
+    this.#draining = true;
+    await this.#acceptWaiting();
     const sweep = setInterval(() => this.#endIdle(), SWEEP_MS);
     const cut = setTimeout(() => this.server.closeAllConnections(), deadlineMs);
     try {
@@ -46,11 +68,37 @@ export class Drain {
     }
   }
 
-  /** Ends every connection with no answer in progress; one whose client does not hang up soon after is cut. */
+  /**
+   * Accepts the connections the kernel has completed before the listener closes: a poll of the event loop accepts
+   * one at a time here, so turns are taken until one passes with none accepted (at most `ACCEPT_TURNS`; a client
+   * connecting without end cannot hold the close).
+   */
+  async #acceptWaiting(): Promise<void> {
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    for (let turns = 0; turns < ACCEPT_TURNS; turns++) {
+      const accepted = this.#accepted;
+      // Two immediates: the second runs after a poll of the event loop, where connections are accepted.
+      await turn();
+      await turn();
+      if (this.#accepted === accepted) return;
+    }
+  }
+
+  /**
+   * Ends every connection with no answer in progress and no byte read since the sweep before; one whose client does
+   * not hang up soon after is cut.
+   */
   #endIdle(): void {
     for (const [socket, last] of this.#last) {
       // `writableFinished`: the answer's last byte has left Node for the kernel (a cut connection is closing anyway).
-      if (last?.writableFinished === false || socket.writableEnded) continue;
+      if (last?.writableFinished === false || socket.writableEnded) {
+        this.#quiet.delete(socket);
+        continue;
+      }
+      if (this.#quiet.get(socket) !== socket.bytesRead) {
+        this.#quiet.set(socket, socket.bytesRead);
+        continue;
+      }
       socket.end();
       socket.setTimeout(LINGER_MS, () => socket.destroy());
     }

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect as tcp } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { registerTestMethods } from '../fixtures/test-methods.js';
-import { untilLogged } from '../helpers/children.js';
+import { until, untilLogged } from '../helpers/children.js';
 import { assertValidFrame } from '../helpers/schema.js';
 import { INITIALIZE, request, spawnStdio, testConfig } from '../helpers/wire.js';
 
@@ -313,6 +313,50 @@ describe('§5.2 the real binary over HTTP', () => {
     });
     expect(await response.json()).toEqual({ jsonrpc: '2.0', id: 1, result: { nonce: 3 } });
     server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  });
+
+  it('on SIGTERM answers every request sent before it, on new and keep-alive connections, then closes them', async () => {
+    const server = spawnStdio({ config: { 'log.level': 'info' } }, [
+      'bin/rcp-server.js',
+      'serve',
+      '--http',
+      '127.0.0.1:0',
+    ]);
+    const { hostname, port } = new URL((await untilLogged(server, LISTENING))[1]!);
+    const body = JSON.stringify(request(1, 'ping', { nonce: 7 }));
+    const ping = `POST /rcp/ping HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+    const open = async () => {
+      const socket = tcp({ host: hostname, port: Number(port) });
+      await new Promise((resolve) => socket.once('connect', resolve));
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+      socket.on('error', () => undefined);
+      const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
+      const answered = () => received.includes('"nonce":7');
+      return { socket, closed, answered };
+    };
+    // A keep-alive connection that has had its answer, then stopped (SIGSTOP) so the rest is ordered for certain.
+    const keptAlive = await open();
+    keptAlive.socket.write(ping);
+    await until(keptAlive.answered, 'the first answer');
+    server.child.kill('SIGSTOP');
+    await until(
+      () => readFileSync(`/proc/${server.child.pid}/stat`, 'utf8').split(') ')[1]!.startsWith('T'),
+      'stopped',
+    );
+    // Connections the kernel completes while the process is stopped, each with a request sent, and another request
+    // on the kept-alive one: all of it is waiting for the process when the signal is.
+    const fresh = await Promise.all(Array.from({ length: 4 }, open));
+    const written = [keptAlive, ...fresh].map(({ socket }) => new Promise((resolve) => socket.write(ping, resolve)));
+    await Promise.all(written);
+    server.child.kill('SIGTERM');
+    server.child.kill('SIGCONT');
+    // Each answered in full (the kept-alive one twice), then closed by the server.
+    const answers = await Promise.all(
+      [keptAlive, ...fresh].map(async ({ closed }) => (await closed).match(/"nonce":7/g)?.length ?? 0),
+    );
+    expect(answers).toEqual([2, ...fresh.map(() => 1)]);
     expect(await server.exited).toBe(0);
   });
 
