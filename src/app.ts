@@ -385,7 +385,7 @@ class HttpServers {
 
   /** Follows the listener's connections and answers from before it listens, for its graceful close. */
   #track(app: FastifyInstance): void {
-    this.#servers.push({ server: app, drain: new Drain(app.server) });
+    this.#servers.push({ server: app, drain: new Drain(app.server, this.parts.config.http.headersTimeoutMs) });
   }
 }
 

@@ -102,9 +102,16 @@ function damagedStore(app: App): Promise<string> {
   });
 }
 
+/**
+ * Stops once on the first SIGTERM or SIGINT; a later one is logged and otherwise ignored (with `once`, a second signal
+ * found no listener and Node's default killed the process mid-drain: answers lost, the index not saved).
+ */
 export function onSignals(log: Logger, stop: () => void): void {
+  let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => {
+    process.on(signal, () => {
+      if (stopping) return void log.info({ signal }, 'already shutting down');
+      stopping = true;
       log.info({ signal }, 'shutting down');
       stop();
     });

@@ -90,13 +90,21 @@ export class TimeSlice {
   }
 
   /**
+   * Whether `due` would give the loop back now. A loop whose steps are cheap asks this at every step and awaits `due`
+   * only when it holds: the check is a clock read, an await is a turn of the microtask queue.
+   */
+  spent(): boolean {
+    return performance.now() - turnStart() >= this.budgetMs || (waiting.length > 0 && !woken.has(this));
+  }
+
+  /**
    * Resolves at once while the turn has time left and no other slice waits for one (or this one was woken for this
    * turn); else on the slice's next turn. Work that arrives while others wait goes behind them: before, a request
    * arriving fresh ran ahead of every waiting one, turn after turn, and under load a few waited seconds while most
    * took a millisecond.
    */
   async due(): Promise<void> {
-    if (performance.now() - turnStart() < this.budgetMs && (waiting.length === 0 || woken.has(this))) return;
+    if (!this.spent()) return;
     await nextTurn(this);
     this.signal?.throwIfAborted();
   }

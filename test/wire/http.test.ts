@@ -360,6 +360,45 @@ describe('§5.2 the real binary over HTTP', () => {
     expect(await server.exited).toBe(0);
   });
 
+  it('draining, answers requests pipelined behind one, ignores a second SIGTERM, and cuts a client still sending at the headers timeout', async () => {
+    const server = spawnStdio({ config: { 'log.level': 'info', 'http.headersTimeoutMs': 2000 } }, [
+      'bin/rcp-server.js',
+      'serve',
+      '--http',
+      '127.0.0.1:0',
+    ]);
+    const { hostname, port } = new URL((await untilLogged(server, LISTENING))[1]!);
+    const body = JSON.stringify(request(1, 'ping', { nonce: 7 }));
+    const ping = `POST /rcp/ping HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+    const open = async (first: string) => {
+      const socket = tcp({ host: hostname, port: Number(port) });
+      await new Promise((resolve) => socket.once('connect', resolve));
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+      socket.on('error', () => undefined);
+      const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
+      await new Promise((resolve) => socket.write(first, resolve));
+      return { socket, closed };
+    };
+    // A body that never finishes (headers whole, a byte of the body), and the first bytes of a request to come.
+    const sending = await open(`POST /rcp/ping HTTP/1.1\r\nhost: x\r\ncontent-length: ${body.length}\r\n\r\n{`);
+    const pipelined = await open(ping.slice(0, 10));
+    const signalled = performance.now();
+    server.child.kill('SIGTERM');
+    await untilLogged(server, /"msg":"shutting down"/);
+    // Twenty requests in one write, behind the one begun before the signal: every one answered.
+    pipelined.socket.write(ping.slice(10) + ping.repeat(19));
+    expect((await pipelined.closed).match(/"nonce":7/g)?.length).toBe(20);
+    // A second signal does not kill the drain (Node's default action did).
+    server.child.kill('SIGTERM');
+    await untilLogged(server, /"msg":"already shutting down"/);
+    // The client still sending is cut at the headers timeout, not at the request deadline (30 s): the process exits.
+    expect(await sending.closed).toBe('');
+    expect(await server.exited).toBe(0);
+    expect(performance.now() - signalled).toBeLessThan(20_000);
+    expect(server.stderr()).toMatch(/"msg":"stopped"/);
+  });
+
   it('on SIGTERM stops accepting, finishes the request in flight, saves the index and exits 0', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'rcp-sigterm-'));
     const serve = () =>
