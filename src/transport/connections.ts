@@ -26,6 +26,9 @@ export interface ConnectionLimits {
 /** Descriptors kept for the process's own use (store, indexes, logs, workers, model files) below the limit. */
 const RESERVED_DESCRIPTORS = 64;
 
+/** Header lines of a request kept (Node's default is 2,000; the rest are dropped unread by any handler). */
+const MAX_HEADERS = 64;
+
 /** Requests of one connection in the handler at once; more wait their turn (see `pipelineGate`). */
 export const PIPELINE_IN_FLIGHT = 4;
 /** Requests of one connection waiting their turn at most; a client with more is cut. */
@@ -70,6 +73,7 @@ export function serverOptions(
         pipelineGate(listener, bodies),
       );
       server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+      server.maxHeadersCount = MAX_HEADERS;
       server.setTimeout(Math.max(limits.idleTimeoutMs, requestTimeoutMs + 1000));
       return server;
     },
