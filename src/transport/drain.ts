@@ -14,11 +14,12 @@ const SWEEP_MS = 50;
  * Graceful HTTP close for one listener: stop accepting, let every answer in progress go out, end each connection
  * once nothing is in progress on it, and cut whatever is still open at the request deadline.
  *
- * Every request a client sent before the signal is answered, the answer saying `Connection: close`. Connections the
- * kernel has completed but Node has not yet accepted are reset when the listener closes, so it closes only once they
- * are accepted. A connection with nothing in progress is ended only once a whole sweep
- * has passed with no byte read from it: a request may be waiting in the socket, unread, when the signal comes (a
- * connection that has sent nothing yet, or a keep-alive one between requests).
+ * Every request a client sent before the signal is answered, the last answer on each connection saying `Connection:
+ * close`. Connections the kernel has completed but Node has not yet accepted are reset when the listener closes, so
+ * it closes only once they are accepted. A connection with nothing in progress is ended only once a whole sweep has
+ * passed with no byte read from it: a request may be waiting in the socket, unread, when the signal comes (a
+ * connection that has sent nothing yet, or a keep-alive one between requests). A client still sending a request
+ * `receivingMs` into the drain is cut.
  *
  * Ended, never destroyed, while an answer may still be on its way: the connection closes once its client has read the
  * last answer and hung up, so the process does not exit while that answer's bytes wait in a buffer (a container's
