@@ -6,6 +6,7 @@ import type { Admission } from './admission.js';
 import type { ApiKeys } from './auth.js';
 import type { BodyBudget } from './body.js';
 import type { FrontListener } from './connections.js';
+import { callerOfAddress } from './address-caller.js';
 import { corsHeaders } from './cors.js';
 import { serveRcp } from './http-request.js';
 import { rcpRoute } from './http-route.js';
@@ -74,11 +75,14 @@ export function rcpHttp(options: HttpTransportOptions): FrontListener {
   };
 }
 
-/** The client's address: its socket's, or what configured proxies say it is (X-Forwarded-For). */
+/**
+ * The caller the client's address stands for (`callerOfAddress`: an IPv6 address's /64): its socket's address, or
+ * what configured proxies say it is (X-Forwarded-For).
+ */
 function clientAddress(trustProxy: readonly string[]): (request: IncomingMessage) => string {
-  if (trustProxy.length === 0) return (request) => request.socket.remoteAddress ?? '';
+  if (trustProxy.length === 0) return (request) => callerOfAddress(request.socket.remoteAddress ?? '');
   const trusted = proxyAddr.compile([...trustProxy]);
-  return (request) => proxyAddr(request, trusted);
+  return (request) => callerOfAddress(proxyAddr(request, trusted));
 }
 
 /** §5.2: a JSON-RPC answer can still be produced, so it is HTTP 200 carrying -32603 (unless one has begun). */

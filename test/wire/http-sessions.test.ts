@@ -344,6 +344,19 @@ describe('proxies: X-Forwarded-For is believed only from configured proxies', ()
     expect(await burst()).toBe(20);
   });
 
+  it('§15.6 forwarded IPv6 clients of one /64 network are one caller: one bucket, however many addresses', async () => {
+    await start({ ...RATE, 'http.trustProxy': ['127.0.0.1'] });
+    let admitted = 0;
+    for (let i = 0; i < 20; i++) {
+      const answer = await post('/rcp/x-test/echo', request(i, 'x-test/echo', { text: 'x' }), {
+        'x-forwarded-for': `2001:db8:7:9:${(i + 1).toString(16)}::1`,
+      });
+      if (answer.json?.result !== undefined) admitted++;
+    }
+    // Counted one by one, every address had a bucket of its own: 20 of 20.
+    expect(admitted).toBeLessThanOrEqual(2);
+  });
+
   it('`true` is not a proxy list: the configuration is refused', () => {
     expect(() => testConfig({ 'http.trustProxy': true })).toThrow(/trustProxy/);
   });
