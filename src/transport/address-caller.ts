@@ -1,4 +1,4 @@
-import { isIPv6 } from 'node:net';
+import { isIPv6, type Socket } from 'node:net';
 
 /**
  * The caller a client address stands for where no API key names one (§15.6): an IPv4 address itself; an IPv6
@@ -7,7 +7,8 @@ import { isIPv6 } from 'node:net';
  * session table or every per-address share from one machine.
  */
 export function callerOfAddress(address: string): string {
-  const bare = address.split('%')[0]!; // a zone index (fe80::1%eth0) names an interface, not a host
+  const zone = address.indexOf('%'); // a zone index (fe80::1%eth0) names an interface, not a host
+  const bare = zone < 0 ? address : address.slice(0, zone);
   if (!isIPv6(bare)) return address;
   const groups = expanded(bare);
   // IPv4 written as IPv6 (::ffff:192.0.2.1): the IPv4 host.
@@ -17,6 +18,18 @@ export function callerOfAddress(address: string): string {
     .slice(0, 4)
     .map((group) => group.toString(16))
     .join(':')}::/64`;
+}
+
+const socketCallers = new WeakMap<Socket, string>();
+
+/**
+ * `callerOfAddress` of a connection's remote address, worked out once per connection: the connection cap, the
+ * per-address turns and the request's caller all ask it of the same socket.
+ */
+export function callerOfSocket(socket: Socket): string {
+  let caller = socketCallers.get(socket);
+  if (caller === undefined) socketCallers.set(socket, (caller = callerOfAddress(socket.remoteAddress ?? '')));
+  return caller;
 }
 
 /** The eight 16-bit groups of an IPv6 address (`isIPv6` has accepted it), an embedded IPv4 tail as two. */

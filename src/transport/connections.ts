@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { RpcError } from '../protocol/errors.js';
-import { callerOfAddress } from './address-caller.js';
+import { callerOfSocket } from './address-caller.js';
 import type { BodyBudget } from './body.js';
 import { refuse } from './json-answer.js';
 
@@ -131,7 +131,7 @@ export function pipelineGate(handler: RequestListener, waitingBodies?: WaitingBo
       pipeline.lastClosedTurn = currentTurn();
       schedule(pipeline);
     });
-    turns.start(callerOfAddress(request.socket.remoteAddress ?? ''), () => void handler(request, response));
+    turns.start(callerOfSocket(request.socket), () => void handler(request, response));
   };
   const schedule = (pipeline: Pipeline) => {
     if (pipeline.scheduled || pipeline.waiting.length === 0 || pipeline.active >= PIPELINE_IN_FLIGHT) return;
@@ -324,7 +324,7 @@ function capOpen(server: Server, cap: number, perAddress: number): void {
     held.response = response;
   });
   server.on('connection', (socket: Socket) => {
-    const address = callerOfAddress(socket.remoteAddress ?? '');
+    const address = callerOfSocket(socket);
     const holder = holders.get(address) ?? { address, open: 0 };
     if (holder.open >= perAddress) return void socket.destroy();
     if (open.size >= cap) {

@@ -6,7 +6,7 @@ import type { Admission } from './admission.js';
 import type { ApiKeys } from './auth.js';
 import type { BodyBudget } from './body.js';
 import type { FrontListener } from './connections.js';
-import { callerOfAddress } from './address-caller.js';
+import { callerOfAddress, callerOfSocket } from './address-caller.js';
 import { corsHeaders } from './cors.js';
 import { serveRcp } from './http-request.js';
 import { rcpRoute } from './http-route.js';
@@ -80,7 +80,7 @@ export function rcpHttp(options: HttpTransportOptions): FrontListener {
  * what configured proxies say it is (X-Forwarded-For).
  */
 function clientAddress(trustProxy: readonly string[]): (request: IncomingMessage) => string {
-  if (trustProxy.length === 0) return (request) => callerOfAddress(request.socket.remoteAddress ?? '');
+  if (trustProxy.length === 0) return (request) => callerOfSocket(request.socket);
   const trusted = proxyAddr.compile([...trustProxy]);
   return (request) => callerOfAddress(proxyAddr(request, trusted));
 }

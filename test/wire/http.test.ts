@@ -299,15 +299,37 @@ const LISTENING = /"address":"(http:\/\/[^"]+)"/;
 
 /** Each process is ended when the file's tests are done (children.ts), whether or not its test got to stop it. */
 describe('§5.2 the real binary over HTTP', () => {
-  it('serve --http [HOST:]PORT listens, answers, and exits 0 on SIGTERM', async () => {
-    const server = spawnStdio({ config: { 'log.level': 'info' } }, [
+  /** `serve --http` on a free loopback port, logging at info (plus `config`): the process and its origin, once open. */
+  const serveHttp = async (config: Record<string, unknown> = {}) => {
+    const server = spawnStdio({ config: { 'log.level': 'info', ...config } }, [
       'bin/rcp-server.js',
       'serve',
       '--http',
       '127.0.0.1:0',
     ]);
-    const address = (await untilLogged(server, LISTENING))[1]!;
-    const response = await fetch(`${address}/rcp/ping`, {
+    return { server, url: new URL((await untilLogged(server, LISTENING))[1]!) };
+  };
+  /** A ping whose answer carries nonce 7, as raw HTTP/1.1. */
+  const rawPing = (url: URL) => {
+    const body = JSON.stringify(request(1, 'ping', { nonce: 7 }));
+    return `POST /rcp/ping HTTP/1.1\r\nhost: ${url.hostname}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+  };
+  /** A raw connection, once open: `closed` resolves with all it received when the server closes it. */
+  const rawConnection = async (url: URL) => {
+    const socket = tcp({ host: url.hostname, port: Number(url.port) });
+    await new Promise((resolve) => socket.once('connect', resolve));
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+    socket.on('error', () => undefined);
+    const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
+    return { socket, closed, received: () => received };
+  };
+  /** How many nonce-7 pings `text` answers. */
+  const pingAnswers = (text: string) => text.match(/"nonce":7/g)?.length ?? 0;
+
+  it('serve --http [HOST:]PORT listens, answers, and exits 0 on SIGTERM', async () => {
+    const { server, url } = await serveHttp();
+    const response = await fetch(`${url.origin}/rcp/ping`, {
       method: 'POST',
       body: JSON.stringify(request(1, 'ping', { nonce: 3 })),
     });
@@ -317,29 +339,12 @@ describe('§5.2 the real binary over HTTP', () => {
   });
 
   it('on SIGTERM answers every request sent before it, on new and keep-alive connections, then closes them', async () => {
-    const server = spawnStdio({ config: { 'log.level': 'info' } }, [
-      'bin/rcp-server.js',
-      'serve',
-      '--http',
-      '127.0.0.1:0',
-    ]);
-    const { hostname, port } = new URL((await untilLogged(server, LISTENING))[1]!);
-    const body = JSON.stringify(request(1, 'ping', { nonce: 7 }));
-    const ping = `POST /rcp/ping HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
-    const open = async () => {
-      const socket = tcp({ host: hostname, port: Number(port) });
-      await new Promise((resolve) => socket.once('connect', resolve));
-      let received = '';
-      socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
-      socket.on('error', () => undefined);
-      const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
-      const answered = () => received.includes('"nonce":7');
-      return { socket, closed, answered };
-    };
+    const { server, url } = await serveHttp();
+    const ping = rawPing(url);
     // A keep-alive connection that has had its answer, then stopped (SIGSTOP) so the rest is ordered for certain.
-    const keptAlive = await open();
+    const keptAlive = await rawConnection(url);
     keptAlive.socket.write(ping);
-    await until(keptAlive.answered, 'the first answer');
+    await until(() => pingAnswers(keptAlive.received()) === 1, 'the first answer');
     server.child.kill('SIGSTOP');
     await until(
       () => readFileSync(`/proc/${server.child.pid}/stat`, 'utf8').split(') ')[1]!.startsWith('T'),
@@ -347,48 +352,34 @@ describe('§5.2 the real binary over HTTP', () => {
     );
     // Connections the kernel completes while the process is stopped, each with a request sent, and another request
     // on the kept-alive one: all of it is waiting for the process when the signal is.
-    const fresh = await Promise.all(Array.from({ length: 4 }, open));
+    const fresh = await Promise.all(Array.from({ length: 4 }, () => rawConnection(url)));
     const written = [keptAlive, ...fresh].map(({ socket }) => new Promise((resolve) => socket.write(ping, resolve)));
     await Promise.all(written);
     server.child.kill('SIGTERM');
     server.child.kill('SIGCONT');
     // Each answered in full (the kept-alive one twice), then closed by the server.
-    const answers = await Promise.all(
-      [keptAlive, ...fresh].map(async ({ closed }) => (await closed).match(/"nonce":7/g)?.length ?? 0),
-    );
+    const answers = await Promise.all([keptAlive, ...fresh].map(async ({ closed }) => pingAnswers(await closed)));
     expect(answers).toEqual([2, ...fresh.map(() => 1)]);
     expect(await server.exited).toBe(0);
   });
 
   it('draining, answers requests pipelined behind one, ignores a second SIGTERM, and cuts a client still sending at the headers timeout', async () => {
-    const server = spawnStdio({ config: { 'log.level': 'info', 'http.headersTimeoutMs': 2000 } }, [
-      'bin/rcp-server.js',
-      'serve',
-      '--http',
-      '127.0.0.1:0',
-    ]);
-    const { hostname, port } = new URL((await untilLogged(server, LISTENING))[1]!);
-    const body = JSON.stringify(request(1, 'ping', { nonce: 7 }));
-    const ping = `POST /rcp/ping HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+    const { server, url } = await serveHttp({ 'http.headersTimeoutMs': 2000 });
+    const ping = rawPing(url);
     const open = async (first: string) => {
-      const socket = tcp({ host: hostname, port: Number(port) });
-      await new Promise((resolve) => socket.once('connect', resolve));
-      let received = '';
-      socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
-      socket.on('error', () => undefined);
-      const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
-      await new Promise((resolve) => socket.write(first, resolve));
-      return { socket, closed };
+      const connection = await rawConnection(url);
+      await new Promise((resolve) => connection.socket.write(first, resolve));
+      return connection;
     };
     // A body that never finishes (headers whole, a byte of the body), and the first bytes of a request to come.
-    const sending = await open(`POST /rcp/ping HTTP/1.1\r\nhost: x\r\ncontent-length: ${body.length}\r\n\r\n{`);
+    const sending = await open(`${ping.slice(0, ping.indexOf('\r\n\r\n') + 4)}{`);
     const pipelined = await open(ping.slice(0, 10));
     const signalled = performance.now();
     server.child.kill('SIGTERM');
     await untilLogged(server, /"msg":"shutting down"/);
     // Twenty requests in one write, behind the one begun before the signal: every one answered.
     pipelined.socket.write(ping.slice(10) + ping.repeat(19));
-    expect((await pipelined.closed).match(/"nonce":7/g)?.length).toBe(20);
+    expect(pingAnswers(await pipelined.closed)).toBe(20);
     // A second signal does not kill the drain (Node's default action did).
     server.child.kill('SIGTERM');
     await untilLogged(server, /"msg":"already shutting down"/);
