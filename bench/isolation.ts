@@ -9,7 +9,8 @@
  * its own (127.0.0.2: Linux routes all of 127.0.0.0/8 to loopback), so no per-caller bound counts it with the heavy
  * one. A flood follows: one caller on 16 connections adding 20-document chunked batches, while the victim pings and
  * retrieves; its p99 against its idle p99 in the same run (target: under 10×). `RCP_ISOLATION_KINDS=a,b` runs only the
- * heavy kinds whose names contain one of those words (`flood` the flood, `batches` the lifecycle batch floods);
+ * heavy kinds whose names contain one of those words (`flood` the flood, `batches` the lifecycle batch floods,
+ * `pipelined` one caller pipelining pings on 250 connections);
  * `RCP_ISOLATION_REPEAT=4` runs each heavy kind four times in a row.
  */
 import { spawn } from 'node:child_process';
@@ -170,6 +171,8 @@ interface Heavy {
   readonly params: object;
   /** Sent as a batch of this many requests of `rpc` to `/rcp`, not one to `/rcp/<rpc>`. */
   readonly batch?: number;
+  /** Written this many at a time, pipelined on each connection in one write (raw sockets), again once all answered. */
+  readonly pipelined?: number;
 }
 
 function heavyKinds(): Record<string, Heavy> {
@@ -247,6 +250,41 @@ const { parentPort, workerData } = require('node:worker_threads');
 })();
 `;
 
+/**
+ * A client in its own thread that pipelines: on each of `connections` raw connections it writes `requests` (whole
+ * HTTP requests, concatenated) in one write, counts the answers (a status line each) and writes again once all came,
+ * until `until`; answers how many were written and answered. Error codes are not read: these are pings.
+ */
+const PIPELINER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { connect } = require('node:net');
+(async () => {
+  const { host, port, requests, count, until, connections } = workerData;
+  let sent = 0;
+  let ok = 0;
+  const loop = () => new Promise((resolve) => {
+    const socket = connect(port, host);
+    let answered = 0;
+    let tail = '';
+    const write = () => { sent += count; answered = 0; socket.write(requests); };
+    socket.once('connect', write);
+    socket.on('data', (chunk) => {
+      const text = tail + chunk.toString('latin1');
+      answered += text.split('HTTP/1.1 ').length - 1;
+      tail = text.slice(-8);
+      if (answered < count) return;
+      ok += count;
+      if (performance.now() + performance.timeOrigin < until) write();
+      else socket.end();
+    });
+    socket.once('error', () => {});
+    socket.once('close', resolve);
+  });
+  await Promise.all(Array.from({ length: connections }, loop));
+  parentPort.postMessage({ ok: true, sent, okCount: ok, codes: {} });
+})();
+`;
+
 interface Sent {
   ok: boolean;
   code?: number;
@@ -261,11 +299,23 @@ function run(origin: string, heavy: Heavy, until = 0, connections = 1): Promise<
   const member = () => ({ jsonrpc: '2.0', id: ++nextId, method: heavy.rpc, params: heavy.params });
   const body = JSON.stringify(heavy.batch === undefined ? member() : Array.from({ length: heavy.batch }, member));
   const url = heavy.batch === undefined ? `${origin}/rcp/${heavy.rpc}` : `${origin}/rcp`;
-  const worker = new Worker(SENDER, { eval: true, workerData: { url, body, until, connections } });
+  const worker =
+    heavy.pipelined === undefined
+      ? new Worker(SENDER, { eval: true, workerData: { url, body, until, connections } })
+      : new Worker(PIPELINER, { eval: true, workerData: pipelining(url, body, heavy.pipelined, until, connections) });
   return new Promise((resolve, reject) => {
     worker.once('message', (result: Sent) => void worker.terminate().then(() => resolve(result)));
     worker.once('error', reject);
   });
+}
+
+/** What the pipelining client needs: `count` copies of the request to `url` with `body`, as one string. */
+function pipelining(url: string, body: string, count: number, until: number, connections: number) {
+  const { hostname: host, port, pathname } = new URL(url);
+  const one =
+    `POST ${pathname} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  return { host, port: Number(port), requests: one.repeat(count), count, until, connections };
 }
 
 /** Which parts to run: `RCP_ISOLATION_KINDS` (comma-separated words a name must contain), else all. */
@@ -296,6 +346,15 @@ async function flood(origin: string, seconds: number): Promise<void> {
   }));
   const heavy = { rpc: 'index/add', params: { documents, chunk: true } };
   await floodBy(origin, seconds, heavy, 16, '16 connections of one caller, 20-document chunked index/add');
+}
+
+/**
+ * One caller on 250 connections, each pipelining 1,000 pings in one write (64 KB reaches the server per read):
+ * what parsing them costs everybody else.
+ */
+async function pipelineFlood(origin: string, seconds: number): Promise<void> {
+  const heavy = { rpc: 'ping', params: {}, pipelined: 1000 };
+  await floodBy(origin, seconds, heavy, 250, '250 connections of one caller, 1,000 pings pipelined on each');
 }
 
 /**
@@ -377,6 +436,7 @@ export async function benchIsolation(): Promise<void> {
     await call(origin, 'index/delete', { ids: Array.from({ length: 15 }, (_, i) => `big${i}`) });
     if (wanted('flood')) await flood(origin, 15);
     if (wanted('batches')) await batchFloods(origin, 10);
+    if (wanted('pipelined')) await pipelineFlood(origin, 10);
     if (heaviest.name === '' || !wanted('polite')) return;
     const SECONDS = 20;
     const polite = async (until: number) => {

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import type { Socket } from 'node:net';
 import { RpcError } from '../protocol/errors.js';
 import { callerOfSocket } from './address-caller.js';
+import { AddressReads } from './address-reads.js';
 import type { BodyBudget } from './body.js';
 import { refuse } from './json-answer.js';
 
@@ -47,9 +48,9 @@ export type FrontListener = (request: IncomingMessage, response: ServerResponse)
 
 /**
  * Fastify's server options for these limits: a server of our own (Fastify's `serverFactory`), so that every request
- * passes the pipelining gate first, then `front` (the RCP routes, served beside Fastify), then Fastify. With a factory
- * Fastify applies none of its timeout options, so every timeout is set here; the longest answer
- * (`requestTimeoutMs`) never counts as idle.
+ * is counted against its address's reads of the turn (`AddressReads`), passes the pipelining gate, then `front` (the
+ * RCP routes, served beside Fastify), then Fastify. With a factory Fastify applies none of its timeout options, so
+ * every timeout is set here; the longest answer (`requestTimeoutMs`) never counts as idle.
  */
 export function serverOptions(
   limits: ConnectionLimits,
@@ -63,6 +64,8 @@ export function serverOptions(
         front === undefined
           ? handler
           : (request, response) => front(request, response) || void handler(request, response);
+      const reads = new AddressReads();
+      const gate = pipelineGate(listener, bodies);
       const server = createServer(
         {
           // Node's requestTimeout bounds receiving the request (headers and body), not producing the answer.
@@ -71,8 +74,12 @@ export function serverOptions(
           // Timeouts are checked this often (Node's default, 30 s, would let a slow client overstay by that much).
           connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
         },
-        pipelineGate(listener, bodies),
+        (request, response) => {
+          reads.read(request.socket);
+          gate(request, response);
+        },
       );
+      server.on('connection', (socket: Socket) => reads.watch(socket));
       server.keepAliveTimeout = limits.keepAliveTimeoutMs;
       server.maxHeadersCount = MAX_HEADERS;
       server.setTimeout(Math.max(limits.idleTimeoutMs, requestTimeoutMs + 1000));
