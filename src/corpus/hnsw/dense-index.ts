@@ -220,10 +220,11 @@ function removeStale(dir: string): void {
 }
 
 /**
- * Points per add message: about 50-100 ms of HNSW inserts on this class of machine at 512 dimensions (a write of 1,532
- * chunks in one message held every dense search for seconds).
+ * Points per add message: about 15-25 ms of HNSW inserts on this class of machine at 512 dimensions, what a search
+ * may wait behind (a write of 1,532 chunks in one message held every dense search for seconds; at 64 points a
+ * message, a victim's hybrid retrieve beside one caller's flood of chunked writes had p99 480-600 ms, at 16 355-390).
  */
-const ADD_POINTS = 64;
+const ADD_POINTS = 16;
 
 /** Removes a saved index with its sum and companion. */
 function removePair(file: string): void {
