@@ -36,8 +36,8 @@ function openPublicly(config: Config): string | undefined {
 
 /**
  * Serves the app on the chosen transport until EOF/shutdown (stdio) or a signal (HTTP), then closes it: exit 0. A
- * store found damaged while loading is a start-up error (exit 2; nothing in the data dir is changed), thrown once the
- * app is closed.
+ * store found damaged, while loading or later by its scrub or a read, ends the process as a start-up error does
+ * (exit 2, one line; nothing in the data dir is changed), thrown once the app is closed.
  */
 export async function serveApp(app: App, transport: Transport, log: Logger): Promise<number> {
   if (transport.kind === 'stdio') {
@@ -92,14 +92,9 @@ async function listen(app: App, log: Logger): Promise<void> {
   }
 }
 
-/** Resolves with the reason if the corpus finds its store damaged while loading; otherwise never. */
+/** Resolves with the reason if the corpus finds its store damaged, while loading or serving; otherwise never. */
 function damagedStore(app: App): Promise<string> {
-  return new Promise((resolve) => {
-    void app.corpus?.ready.then(() => {
-      const reason = app.corpus?.fatal;
-      if (reason !== undefined) resolve(reason);
-    });
-  });
+  return app.corpus?.damaged ?? new Promise<never>(() => undefined);
 }
 
 /**

@@ -11,7 +11,7 @@ import { prepareDocuments, type AddOptions } from './prepare.js';
 import { Replica, type ReplicaTarget } from './replica.js';
 import { openCorpusStore, writesLocally, type CorpusSettings } from './settings.js';
 import type { CorpusStore, DocumentOrigin, StoredDocument } from './store/corpus-store.js';
-import { StoreError } from './store/dir-lock.js';
+import { sqliteCode, StoreError } from './store/dir-lock.js';
 import { WriteOrder } from './write-order.js';
 
 export { contentHash, type AddOptions } from './prepare.js';
@@ -55,6 +55,11 @@ export class Corpus implements CorpusWriter, CorpusReader {
   };
   #timer: NodeJS.Timeout | undefined;
   #closing = false;
+  /** Settles once the store's scrub has checked it whole (see `checked`). */
+  readonly #checked: Promise<void>;
+  /** Resolves with the reason once the store is found damaged, while loading or after (see `damaged`). */
+  readonly #damaged: Promise<string>;
+  #found: (reason: string) => void = () => undefined;
   /** Recently served chunks (text and offsets, never vectors), bounded in bytes: no store read per hit when warm. */
   readonly #chunks: ChunkCache | undefined;
   /** Present when the corpus of record is a shared PostgreSQL store. */
@@ -88,11 +93,50 @@ export class Corpus implements CorpusWriter, CorpusReader {
       (error: unknown) => {
         const reason = (error as Error).message;
         // A damaged store is no passing fault: the process should stop rather than serve (see `fatal`).
-        const fatal = error instanceof StoreError;
-        this.#state = { status: 'failed', reason, fatal };
+        if (isDamage(error)) return this.#foundDamage(reason);
+        this.#state = { status: 'failed', reason, fatal: false };
         log.error({ dir: settings.dir, reason }, 'corpus failed to open; index calls answer -32010');
       },
     );
+    this.#damaged = new Promise((resolve) => (this.#found = resolve));
+    this.#checked = this.#ready.then(() => this.#scrub());
+  }
+
+  /**
+   * The store checked whole once the corpus is ready (docs/architecture.md §5, "Damage"), on a thread of its own:
+   * a start reads only what it needs (a hit's row is checked as it is read), so a million chunks are served in
+   * seconds, and damage anywhere else is found by this within its first minutes.
+   */
+  async #scrub(): Promise<void> {
+    if (this.#state.status !== 'ready' || this.#closing) return;
+    const started = performance.now();
+    try {
+      const damage = await this.store.scrub();
+      if (damage !== undefined) return this.#foundDamage(damage);
+      this.log.info({ dir: this.settings.dir, ms: Math.round(performance.now() - started) }, 'store checked whole');
+    } catch (error) {
+      if (this.#closing) return;
+      this.log.warn({ dir: this.settings.dir, reason: (error as Error).message }, 'store check did not finish');
+    }
+  }
+
+  /** The store is damaged: nothing more is served from it (index calls answer -32010) and `damaged` says why. */
+  #foundDamage(reason: string): void {
+    if (this.fatal !== undefined) return;
+    this.#state = { status: 'failed', reason, fatal: true };
+    clearInterval(this.#timer);
+    this.log.error({ dir: this.settings.dir, reason }, 'store found damaged; index calls answer -32010');
+    this.#found(reason);
+  }
+
+  /** Settles once the store has been checked whole (or could not be); `fatal` then says whether it is damaged. */
+  get checked(): Promise<void> {
+    return this.#checked;
+  }
+
+  /** Resolves with the reason once the store is found damaged, while loading or while serving; otherwise never. */
+  get damaged(): Promise<string> {
+    return this.#damaged;
   }
 
   /** The indexes searches read now (write-order.ts swaps them on a reload). */
@@ -125,7 +169,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return this.#ready;
   }
 
-  /** Once `ready` settles: why the store cannot be served at all (found damaged while loading), if it cannot. */
+  /** Why the store cannot be served at all (found damaged while loading, by the scrub or by a read), if it cannot. */
   get fatal(): string | undefined {
     return this.#state.status === 'failed' && this.#state.fatal ? this.#state.reason : undefined;
   }
@@ -337,10 +381,19 @@ export class Corpus implements CorpusWriter, CorpusReader {
   }
 
   getChunk(label: number): ChunkBody | undefined {
-    if (this.#chunks === undefined) return this.store.getChunk(label);
     // A label names one chunk for ever (a replaced document's chunks get new labels), so a cached body never goes
     // stale; a removed label is dropped from the cache when the write is applied.
-    return this.#chunks.get(label) ?? this.#chunks.keep(this.store.getChunk(label));
+    const cached = this.#chunks?.get(label);
+    if (cached !== undefined) return cached;
+    let read: ChunkBody | undefined;
+    try {
+      read = this.store.getChunk(label);
+    } catch (error) {
+      if (!isDamage(error)) throw error;
+      this.#foundDamage((error as Error).message);
+      throw RpcError.backendUnavailable(`corpus: ${(error as Error).message}`, 5_000);
+    }
+    return this.#chunks === undefined ? read : this.#chunks.keep(read);
   }
 
   vectorOf(label: number): Float32Array | undefined {
@@ -390,6 +443,11 @@ export class Corpus implements CorpusWriter, CorpusReader {
     await this.#order.close();
     await this.store.close();
   }
+}
+
+/** A damaged store, as found by a row's sum or by SQLite reading a damaged page. */
+function isDamage(error: unknown): boolean {
+  return error instanceof StoreError || ['SQLITE_CORRUPT', 'SQLITE_NOTADB'].includes(sqliteCode(error));
 }
 
 /**

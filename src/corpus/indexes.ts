@@ -123,11 +123,17 @@ export class DerivedIndexes {
    * `lexicalSeq` analysed and added (every chunk's when 0: a rebuild), the removals after it taken out.
    */
   async #placeChunks(lexicalSeq: number, slice: TimeSlice): Promise<void> {
-    for (const { label, docId, ordinal, text, context, seq } of this.store.chunkTexts()) {
-      this.#chunkPlace.set(label, { docId, ordinal });
-      if (seq > lexicalSeq) {
-        await this.#lexical.addInSlices(label, lexicalText(text, context), slice, this.#documentMeta.get(docId));
+    // With a saved lexical index only the places of the chunks before it are read (a few columns, not their texts
+    // and vectors); a rebuild reads them with the texts.
+    if (lexicalSeq > 0) {
+      for (const { label, doc_id: docId, ordinal } of this.store.chunkPlaces()) {
+        this.#chunkPlace.set(label, { docId, ordinal });
+        await slice.due();
       }
+    }
+    for (const { label, docId, ordinal, text, context } of this.store.chunkTexts(lexicalSeq)) {
+      this.#chunkPlace.set(label, { docId, ordinal });
+      await this.#lexical.addInSlices(label, lexicalText(text, context), slice, this.#documentMeta.get(docId));
       await slice.due();
     }
     if (lexicalSeq > 0) for (const label of this.store.tombstonesAfter(lexicalSeq)) this.#lexical.remove(label);

@@ -49,7 +49,8 @@ export function writesLocally(settings: CorpusSettings): boolean {
 export function openCorpusStore(settings: CorpusSettings, encoder: Encoder): CorpusStore {
   const writable = writesLocally(settings);
   const agreed = { ...agreedSettings(settings), 'models.encoder': encoder.info.identity };
-  const store = openStore(settings.dir, { readOnly: !writable, agreed });
+  // The whole-file checks run once the corpus serves (Corpus `checked`), not on the path to ready.
+  const store = openStore(settings.dir, { readOnly: !writable, agreed, scrubLater: true });
   try {
     if (settings.store !== undefined && !store.alone) {
       throw new CorpusError(

@@ -2,6 +2,7 @@ import { chmodSync, cpSync, mkdtempSync, readdirSync, rmSync, statSync, truncate
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mulberry32 } from '../helpers/random.js';
 import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
@@ -9,8 +10,9 @@ import { readFrames, ROOT, spawnStdio } from '../helpers/wire.js';
 /**
  * The corruption matrix: a data dir written and cleanly stopped by a real server, then one of its files damaged —
  * truncated at a random offset, a random byte range overwritten, emptied, or made unreadable — and a real server
- * started on it. Each case must end one of two ways: the server refuses to start (exit 2, one line naming the
- * problem), or it serves every query exactly as a server that rebuilt its indexes from an undamaged store does.
+ * started on it. Each case must end one of two ways: the server refuses to serve (exit 2, one line naming the
+ * problem: at start, or once its scrub or a read finds the damage), or it serves every query exactly as a server
+ * that rebuilt its indexes from an undamaged store does.
  * Never a signal, never other answers. RCP_CORRUPT_CASES sets the number of cases (CI: 12; `npm run test:corrupt`
  * runs 200), RCP_CORRUPT_SEED the first seed (a failure prints its seed).
  */
@@ -135,7 +137,7 @@ describe('the corruption matrix (damaged data files)', () => {
         const outcome = await serve(dir);
         const context = `seed ${seed}: ${done}`;
         if (outcome.refused) {
-          // Refusing is allowed only as a start-up error: exit 2 and a line saying why. Never a signal, never a crash.
+          // Refusing is allowed only as a start-up error does: exit 2 and a line saying why. Never a signal or a crash.
           expect(outcome.code, `${context}\n${outcome.stderr}`).toBe(2);
           expect(outcome.stderr, context).toMatch(/^rcp-server: .+$/m);
           refused.push(context);
@@ -145,9 +147,30 @@ describe('the corruption matrix (damaged data files)', () => {
         rmSync(dir, { recursive: true, force: true });
       }
       console.log(
-        `corruption matrix: ${CASES} cases, ${refused.length} refused at start, ${CASES - refused.length} served as a clean rebuild`,
+        `corruption matrix: ${CASES} cases, ${refused.length} refused, ${CASES - refused.length} served as a clean rebuild`,
       );
     },
     60_000 + CASES * 30_000,
   );
+
+  it('a row whose contents no longer match their sum: the server serves at once, and its scrub ends it (exit 2, one line)', async () => {
+    const dir = join(WORK, 'row-sum');
+    cpSync(CLEAN, dir, { recursive: true });
+    const db = new Database(join(dir, 'corpus.sqlite'));
+    db.prepare("UPDATE chunks SET text = 'tampered' WHERE label = (SELECT max(label) FROM chunks)").run();
+    db.close();
+    const server = spawnStdio({ config: { 'models.encoder': ENCODER_DIR, dataDir: dir } }, [
+      'bin/rcp-server.js',
+      'serve',
+      '--stdio',
+    ]);
+    readFrames(server.child, () => undefined);
+    server.child.stdin.write(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: 1, client: { name: 'corrupt', version: '1' }, capabilities: {} } })}\n`,
+    );
+    expect(await server.exited).toBe(2);
+    expect(server.stderr()).toMatch(
+      /^rcp-server: corpus\.sqlite: chunk \d+ is damaged \(its contents do not match their sum\)/m,
+    );
+  }, 120_000);
 });

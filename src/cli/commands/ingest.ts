@@ -7,9 +7,10 @@ import { openQuietApp } from '../startup.js';
 export async function ingestCommand(command: IngestCommand): Promise<number> {
   const { config, app } = await openQuietApp(command.configFile, command.overrides);
   if (app.corpus === undefined) throw new StartupError('ingest needs an encoder (models.encoder is none)');
-  await app.corpus.ready;
+  // Checked whole before anything is written (a server checks it while serving; a write waits for it here).
+  await app.corpus.checked;
   try {
-    // A store found damaged while loading is a start-up error: nothing in the data dir is changed.
+    // A store found damaged is a start-up error: nothing in the data dir is changed.
     if (app.corpus.fatal !== undefined) throw new StartupError(app.corpus.fatal);
     const summary = await ingest(
       app.corpus,

@@ -7,7 +7,10 @@ import type { ChunkBody, ChunkRecord } from '../ports.js';
 import { WorkerChannel } from '../../platform/worker-thread.js';
 import { SAVED_INDEX } from '../hnsw/saved-file.js';
 import { DirLock, LOCK_FILE, sqliteCode, StoreError } from './dir-lock.js';
-import { chunkSum, documentSum, intact, type DocumentColumns } from './row-sums.js';
+import { paged, PAGE_ROWS } from './paged.js';
+import { chunkSum, intact } from './row-sums.js';
+import { rowDamaged, STORE_FILE, storeDamaged } from './scrub.js';
+import type { ScrubReply, ScrubRequest } from './scrub-thread.js';
 import type { Changes } from './changes.js';
 import type { WriterReply, WriterRequest } from './writer-protocol.js';
 import { LABELS_DIGEST_SQL, type LabelsDigest } from '../labels-digest.js';
@@ -94,41 +97,37 @@ function chunkBodyOf(row: Omit<ChunkRow, 'vector'>): ChunkBody {
   };
 }
 
-/** Rows read per page when streaming the store (a page of chunks with their vectors is ~2.5 MB). */
-const PAGE_ROWS = 1024;
-
-/**
- * The rows of a query read a page at a time by its key (`page(last)`: the rows after the last one read, `first`
- * before any): no statement stays open between pages, so the connection serves other reads meanwhile.
- */
-function* paged<Key, Row extends Key>(page: (last: Key) => Row[], first: Key): Generator<Row> {
-  for (let last = first; ;) {
-    const rows = page(last);
-    yield* rows;
-    if (rows.length < PAGE_ROWS) return;
-    last = rows[rows.length - 1]!;
-  }
-}
-
 const NOTHING = { added: [], removed: [], written: [], deletedIds: [] };
 
 const VECTORS_OF = 'SELECT label, vector FROM chunks WHERE label IN (SELECT value FROM json_each(?))';
 
-const CHUNK_BODY = 'SELECT label, doc_id, ordinal, text, context, start_offset, end_offset FROM chunks WHERE label = ?';
+const CHUNK_ROW = 'SELECT * FROM chunks WHERE label = ?';
 
-const STORE_FILE = 'corpus.sqlite';
+/** A document's metadata as stored; JSON that no longer parses is damage (a StoreError naming the document). */
+function parsedMeta(row: { id: string; meta: string }): Record<string, unknown> {
+  try {
+    return JSON.parse(row.meta) as Record<string, unknown>;
+  } catch {
+    throw damaged(`document ${JSON.stringify(row.id)}`);
+  }
+}
 
 export interface StoreOptions {
   readonly readOnly?: boolean;
   /** Settings every process serving the dir must share (name → value), kept in the store's meta as `agreed.<name>`. */
   readonly agreed?: Readonly<Record<string, string>>;
+  /**
+   * Whole-file checks (`PRAGMA quick_check`, every row's sum) left to `scrub()`, run once the corpus serves: reading
+   * a million-chunk store whole took longer than all the rest of a start.
+   */
+  readonly scrubLater?: boolean;
 }
 
 /**
  * Opens the store file; a writer also brings its schema up to date. Every check is a read. Read-only with no store
  * yet (a dir never written): an empty store in memory, so nothing is created on disk.
  */
-function openDatabase(file: string, readOnly: boolean): Database.Database {
+function openDatabase(file: string, readOnly: boolean, quickCheck: boolean): Database.Database {
   if (readOnly && !existsSync(file)) {
     const empty = new Database(':memory:');
     migrate(empty);
@@ -136,7 +135,7 @@ function openDatabase(file: string, readOnly: boolean): Database.Database {
   }
   const db = new Database(file, { readonly: readOnly, fileMustExist: readOnly });
   try {
-    checkStore(db, file);
+    checkStore(db, file, quickCheck);
     if (!readOnly) migrate(db);
     requireConsistentSeq(db);
     return db;
@@ -152,8 +151,11 @@ function openDatabase(file: string, readOnly: boolean): Database.Database {
  */
 const STORE_SCHEMA = 3;
 
-/** Refuses another program's database, one of a newer schema (STORE_SCHEMA), and one SQLite finds damaged. */
-function checkStore(db: Database.Database, file: string): void {
+/**
+ * Refuses another program's database, one of a newer schema (STORE_SCHEMA), and, with `quickCheck`, one SQLite finds
+ * damaged (a serving process leaves that to its scrub, `CorpusStore.scrub`: it reads the whole file).
+ */
+function checkStore(db: Database.Database, file: string, quickCheck: boolean): void {
   const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
   if (tables.length > 0 && !tables.includes('meta')) {
     throw new StoreError(`${file} is not an rcp-server store (it has other tables: ${tables.slice(0, 3).join(', ')})`);
@@ -165,11 +167,10 @@ function checkStore(db: Database.Database, file: string): void {
       `${file} has store schema ${schema}, newer than this rcp-server's (${STORE_SCHEMA}): run the newer version`,
     );
   }
+  if (!quickCheck) return;
   const problems = db.pragma('quick_check', { simple: false }) as { quick_check: string }[];
   if (problems[0]?.quick_check !== 'ok') {
-    throw new StoreError(
-      `${file} is damaged (${problems[0]?.quick_check ?? 'quick_check failed'}): restore it from a backup`,
-    );
+    throw new StoreError(storeDamaged(file, problems[0]?.quick_check ?? 'quick_check failed'));
   }
 }
 
@@ -197,8 +198,7 @@ function requireConsistentSeq(db: Database.Database): void {
     throw new StoreError(`${STORE_FILE}: its write sequence (${seq}) is damaged: restore it from a backup`);
 }
 
-const damaged = (row: string) =>
-  new StoreError(`${STORE_FILE}: ${row} is damaged (its contents do not match their sum): restore it from a backup`);
+const damaged = (row: string) => new StoreError(rowDamaged(row));
 
 const notADirectory = (dir: string, path: string) =>
   new StoreError(`data dir ${dir} cannot be used: ${path} is not a directory`);
@@ -263,6 +263,8 @@ export class CorpusStore {
   #writer: WorkerChannel<WriterRequest, WriterReply> | undefined;
   #dataVersion = 0;
   readonly #file: string;
+  readonly #scrubLater: boolean;
+  #scrubber: WorkerChannel<ScrubRequest, ScrubReply> | undefined;
   readonly #lock: DirLock;
 
   /**
@@ -271,19 +273,20 @@ export class CorpusStore {
    * corpus, unreadable, damaged (`PRAGMA quick_check`) or another program's database; or when `agreed` (settings
    * every process of the dir must share, such as how its indexes are built) differs from what the processes already
    * serving it use. `readOnly` (a server with `index.writable: false`) writes nothing at all, so a read-only
-   * filesystem can be served.
+   * filesystem can be served. `scrubLater`: SQLite's whole-file check waits for `scrub()`.
    */
-  constructor(dir: string, { readOnly = false, agreed = {} }: StoreOptions = {}) {
+  constructor(dir: string, { readOnly = false, agreed = {}, scrubLater = false }: StoreOptions = {}) {
     if (!readOnly) makeDataDir(dir);
     else if (existsSync(dir) && !statSync(dir).isDirectory()) throw notADirectory(dir, dir);
     const served = existsSync(dir) && hasServed(dir);
+    this.#scrubLater = scrubLater;
     this.#lock = DirLock.acquire(dir, { readOnly });
     const file = (this.#file = join(dir, STORE_FILE));
     let db: Database.Database | undefined;
     try {
       if (served && (!existsSync(file) || statSync(file).size === 0))
         throw new StoreError(`${file} is missing or empty, but ${dir} has held a corpus: restore it from a backup`);
-      db = checked(file, () => openDatabase(file, readOnly));
+      db = checked(file, () => openDatabase(file, readOnly, !scrubLater));
       this.#db = new Connection(db);
       this.#settle(dir, agreed);
       this.#lock.share();
@@ -456,9 +459,13 @@ export class CorpusStore {
     return new Map(rows.map(([label, bytes]) => [label, vectorFrom(bytes)]));
   }
 
-  /** A chunk without its vector (a hit's body: the 2 KB vector is most of a row, and hits rarely ask for it). */
+  /**
+   * A chunk without its vector (a hit's body), its row checked against its sum: the vector is read for that alone
+   * (a start checks no row it does not read; the scrub checks them all later).
+   */
   getChunk(label: number): ChunkBody | undefined {
-    const row = this.#sql(CHUNK_BODY).get(label) as Omit<ChunkRow, 'vector'> | undefined;
+    const row = this.#sql(CHUNK_ROW).get(label) as (ChunkRow & { sum?: Uint8Array | null }) | undefined;
+    if (row !== undefined && !intact(row.sum, chunkSum(row))) throw damaged(`chunk ${row.label}`);
     return row === undefined ? undefined : chunkBodyOf(row);
   }
 
@@ -479,41 +486,60 @@ export class CorpusStore {
   }
 
   /**
-   * Every chunk's place, lexical text and the seq that wrote it, a page at a time: what the lexical index is
-   * rebuilt (or brought up to date) from. Each row is checked against its sum on the way (a StoreError names the
-   * first damaged one).
+   * Every chunk's place (label, document, ordinal), a page at a time, read from the columns that hold it alone: with
+   * a saved lexical index, that is all a start needs of the chunks written before it. Not checked against the row's
+   * sum (the scrub checks every row; a hit's row is checked as it is read, `getChunk`).
    */
-  *chunkTexts(): Generator<{
-    label: number;
-    docId: string;
-    ordinal: number;
-    text: string;
-    context: string;
-    seq: number;
-  }> {
+  *chunkPlaces(): Generator<{ label: number; doc_id: string; ordinal: number }> {
+    type Row = { label: number; doc_id: string; ordinal: number };
+    const page = this.#sql(
+      `SELECT label, doc_id, ordinal FROM chunks WHERE label > ? ORDER BY label LIMIT ${PAGE_ROWS}`,
+    );
+    yield* paged((last: Pick<Row, 'label'>) => page.all(last.label) as Row[], { label: -1 });
+  }
+
+  /**
+   * The chunks written after `afterSeq` (every chunk when 0) with their lexical text, in write order, a page at a
+   * time: what the lexical index is brought up to date (or rebuilt) from. Each row is checked against its sum on the
+   * way (a StoreError names the first damaged one).
+   */
+  *chunkTexts(
+    afterSeq = 0,
+  ): Generator<{ label: number; docId: string; ordinal: number; text: string; context: string }> {
     type Row = ChunkRow & { seq: number; sum?: Uint8Array | null };
-    const page = this.#sql(`SELECT * FROM chunks WHERE label > ? ORDER BY label LIMIT ${PAGE_ROWS}`);
-    for (const row of paged((last: Pick<Row, 'label'>) => page.all(last.label) as Row[], { label: -1 })) {
+    const page = this.#sql(
+      `SELECT * FROM chunks WHERE seq > ? AND (seq, label) > (?, ?) ORDER BY seq, label LIMIT ${PAGE_ROWS}`,
+    );
+    const rows = paged((last: Pick<Row, 'seq' | 'label'>) => page.all(afterSeq, last.seq, last.label) as Row[], {
+      seq: afterSeq,
+      label: -1,
+    });
+    for (const row of rows) {
       if (!intact(row.sum, chunkSum(row))) throw damaged(`chunk ${row.label}`);
-      yield {
-        label: row.label,
-        docId: row.doc_id,
-        ordinal: row.ordinal,
-        text: row.text,
-        context: row.context,
-        seq: row.seq,
-      };
+      yield { label: row.label, docId: row.doc_id, ordinal: row.ordinal, text: row.text, context: row.context };
     }
   }
 
-  /** Every document's metadata, a page at a time (the corpus keeps it in memory for filters), each row checked. */
+  /**
+   * Every document's metadata, a page at a time (the corpus keeps it in memory for filters). Not checked against
+   * the row's sum: the scrub does (metadata that no longer parses is damage found at once).
+   */
   *documentMetas(): Generator<{ id: string; meta: Record<string, unknown>; origin: DocumentOrigin }> {
-    type Row = DocumentColumns & { origin: DocumentOrigin; sum?: Uint8Array | null };
-    const page = this.#sql(`SELECT * FROM documents WHERE id > ? ORDER BY id LIMIT ${PAGE_ROWS}`);
+    type Row = { id: string; meta: string; origin: DocumentOrigin };
+    const page = this.#sql(`SELECT id, meta, origin FROM documents WHERE id > ? ORDER BY id LIMIT ${PAGE_ROWS}`);
     for (const row of paged((last: Pick<Row, 'id'>) => page.all(last.id) as Row[], { id: '' })) {
-      if (!intact(row.sum, documentSum(row))) throw damaged(`document ${JSON.stringify(row.id)}`);
-      yield { id: row.id, meta: JSON.parse(row.meta) as Record<string, unknown>, origin: row.origin };
+      yield { id: row.id, meta: parsedMeta(row), origin: row.origin };
     }
+  }
+
+  /**
+   * The whole store checked on a thread of its own (scrub.ts): SQLite's structure check and every row's sum. The
+   * line telling the first damage found; undefined: none (or nothing on disk to check).
+   */
+  async scrub(): Promise<string | undefined> {
+    if (this.#db.db.memory) return undefined;
+    this.#scrubber ??= new WorkerChannel<ScrubRequest, ScrubReply>(import.meta.url, './scrub-thread');
+    return (await this.#scrubber.call({ file: this.#file })).damage;
   }
 
   /** Labels removed after `afterSeq`. */
@@ -554,7 +580,7 @@ export class CorpusStore {
    */
   #created(): boolean {
     if (!existsSync(this.#file)) return false;
-    const db = checked(this.#file, () => openDatabase(this.#file, true));
+    const db = checked(this.#file, () => openDatabase(this.#file, true, !this.#scrubLater));
     this.#db.db.close();
     this.#db = new Connection(db);
     return true;
@@ -608,6 +634,8 @@ export class CorpusStore {
    * read-only filesystem) can read it without the WAL's shared-memory file; the next writer turns WAL back on.
    */
   async close(): Promise<void> {
+    // A scrub under way is dropped (a read-only connection: nothing to finish).
+    void this.#scrubber?.terminate();
     if (this.#writer !== undefined) {
       await this.#writer.call({ op: 'close' });
       await this.#writer.terminate();

@@ -686,7 +686,7 @@ describe('corpus: store + dense + lexical in step', () => {
     },
   );
 
-  it('a store row damaged inside its payload (text bytes changed in place) is found while loading: fatal', async () => {
+  it('a store row damaged inside its payload (text bytes changed in place) is found by the scrub once serving: fatal, -32010', async () => {
     let corpus = await open('row-damage');
     await corpus.add([{ id: 'only', text: 'a distinctive sentence about zebrafish hearts' }], {
       chunk: false,
@@ -701,6 +701,30 @@ describe('corpus: store + dense + lexical in step', () => {
     writeFileSync(file, bytes);
     corpus = new Corpus(settings('row-damage'), encoder, log);
     await corpus.ready;
+    // The start read no row it did not need (the saved lexical index covers this chunk): served until checked.
+    expect(corpus.fatal).toBeUndefined();
+    await corpus.checked;
+    expect(corpus.fatal).toMatch(/chunk \d+ is damaged \(its contents do not match their sum\)/);
+    expect(await corpus.damaged).toBe(corpus.fatal);
+    await expect(corpus.searchLexical('zebrafish', 1)).rejects.toMatchObject({ code: -32010 });
+    await corpus.close();
+  });
+
+  it('a hit whose row is damaged is refused as it is read (-32010), and the store is then damaged for every call', async () => {
+    let corpus = await open('hit-damage');
+    await corpus.add([{ id: 'only', text: 'a distinctive sentence about axolotl gills' }], {
+      chunk: false,
+      contextual: false,
+    });
+    await corpus.close();
+    const file = join(ROOT, 'hit-damage', 'corpus.sqlite');
+    const bytes = readFileSync(file);
+    bytes.write('axoLOTL', bytes.lastIndexOf('axolotl')); // the chunk's copy of the text
+    writeFileSync(file, bytes);
+    corpus = new Corpus(settings('hit-damage'), encoder, log);
+    await corpus.ready;
+    const [hit] = await corpus.searchLexical('axolotl', 1);
+    expect(() => corpus.getChunk(hit!.label)).toThrow(expect.objectContaining({ code: -32010 }));
     expect(corpus.fatal).toMatch(/is damaged \(its contents do not match their sum\)/);
     await corpus.close();
   });
