@@ -75,6 +75,8 @@ export class DerivedIndexes {
     const [dense, lexical] = await Promise.all([this.#loadDense(), this.#loadMapsAndLexical()]);
     this.#savedSeq = dense;
     this.#appliedSeq = this.store.seq;
+    // The restored lexical index's runs of terms, in time slices once serving (see Bm25Index.restore).
+    void this.#lexical.runsBuilt();
     return { dense, lexical };
   }
 
@@ -82,10 +84,11 @@ export class DerivedIndexes {
   async #loadMapsAndLexical(): Promise<number> {
     // In time slices: requests that arrive meanwhile are read and wait for readiness, and ping is answered.
     const slice = new TimeSlice();
+    // Only what differs from what `metaOf` and `originOf` answer for a document they do not hold ({} and 'client').
     for (const { id, meta, origin } of this.store.documentMetas()) {
-      this.#documentMeta.set(id, meta);
-      this.#documentOrigin.set(id, origin);
-      await slice.due();
+      if (meta !== undefined) this.#documentMeta.set(id, meta);
+      if (origin !== 'client') this.#documentOrigin.set(id, origin);
+      if (slice.spent()) await slice.due();
     }
     return this.#loadLexical(slice);
   }
@@ -136,7 +139,10 @@ export class DerivedIndexes {
       await this.#lexical.addInSlices(label, lexicalText(text, context), slice, this.#documentMeta.get(docId));
       await slice.due();
     }
-    if (lexicalSeq > 0) for (const label of this.store.tombstonesAfter(lexicalSeq)) this.#lexical.remove(label);
+    if (lexicalSeq === 0) return;
+    const removed = this.store.tombstonesAfter(lexicalSeq);
+    if (removed.length > 0) await this.#lexical.runsBuilt(slice);
+    for (const label of removed) this.#lexical.remove(label);
   }
 
   /** The lexical index in `file`, if it verifies as saved at `seq` of this store with these settings. */
@@ -218,6 +224,8 @@ export class DerivedIndexes {
     // Handled here, awaited below: a failed insert is this write's error, not an unhandled rejection meanwhile.
     dense.catch(() => undefined);
     await this.#addLexical(added, new Map(write.written.map(({ id, meta }) => [id, meta])));
+    // A removal reads its document's run of terms: built in slices if the restored index has not built them yet.
+    if (removed.size > 0) await this.#lexical.runsBuilt();
     await dense;
     this.#switch(write, added, removed);
     if (removed.size > 0) await this.#dense.remove([...removed]);

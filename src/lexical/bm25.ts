@@ -142,6 +142,13 @@ export class Bm25Index {
   #forwardTerms = new Int32Array(64);
   #forwardTfs = new Float32Array(64);
   #forwardLength = 0;
+  /**
+   * A restored index's state while the runs of the documents it restored are not yet read out of its postings
+   * (`#forwardRuns`): until then the forward arrays hold only the runs of documents added since, ids from
+   * `pending.ids` on. Whatever reads a run first has them built (`#runsBuilt`).
+   */
+  #pending: Bm25State | undefined;
+  #building: Promise<void> | undefined;
   /** Internal ids handed out so far (the next id). */
   #ids = 0;
   #totalLength = 0;
@@ -185,44 +192,32 @@ export class Bm25Index {
 
   /**
    * An index in the state `state` describes, built without analysing any text: each term's postings are views of the
-   * state's arrays (exactly as long as the list, so the first append copies them), and each document's term list is
-   * the postings read the other way, in vocabulary order.
+   * state's arrays (exactly as long as the list, so the first append copies them). Each document's term list is the
+   * postings read the other way: that is most of a restore's work (4 million postings: ~0.3 s), and only removals and
+   * term counts need it, so it is left for `runsBuilt` (in time slices, once the index serves) or for the first of
+   * them to come.
    */
   static async restore(options: Bm25Options, state: Bm25State, slice = new TimeSlice()): Promise<Bm25Index> {
     const index = new Bm25Index(options);
-    const { ids, vocabulary, ends, docs, tfs } = state;
-    const counts = new Uint32Array(ids + 1);
-    for (let i = 0; i < docs.length; i++) counts[docs[i]! + 1]!++;
-    for (let doc = 0; doc < ids; doc++) counts[doc + 1]! += counts[doc]!;
-    const termOf = new Int32Array(docs.length);
-    const tfOf = new Float32Array(docs.length);
-    const filled = counts.slice(0, ids);
+    const { vocabulary, ends, docs, tfs, lengths } = state;
+    const removed = lengths.some((length) => length < 0);
     for (let t = 0, start = 0; t < vocabulary.length; start = ends[t++]!) {
       const posting = new Posting(t, vocabulary[t]!);
       posting.docs = docs.subarray(start, ends[t]);
       posting.tfs = tfs.subarray(start, ends[t]);
       posting.length = posting.docs.length;
-      for (let i = start; i < ends[t]!; i++) {
-        const at = filled[docs[i]!]!++;
-        [termOf[at], tfOf[at]] = [t, tfs[i]!];
-        if (state.lengths[docs[i]!]! >= 0) posting.live++;
-      }
+      posting.live = removed ? liveIn(posting.docs, lengths) : posting.length;
+      if (t % STEPS_PER_CHECK === 0) await slice.due();
       if (posting.live === 0) continue;
       index.#postings.set(posting.term, posting);
       index.#byId[t] = posting;
-      if (t % STEPS_PER_CHECK === 0) await slice.due();
     }
-    index.#restoreDocuments(state, counts, termOf, tfOf);
+    index.#restoreDocuments(state);
     return index;
   }
 
-  /** `restore`'s second half: lengths, labels, each document's run of terms, and each live document's label. */
-  #restoreDocuments(
-    state: Bm25State,
-    starts: Uint32Array,
-    termOf: Int32Array<ArrayBuffer>,
-    tfOf: Float32Array<ArrayBuffer>,
-  ): void {
+  /** `restore`'s second half: lengths, labels and each live document's label; the runs are pending. */
+  #restoreDocuments(state: Bm25State): void {
     const { ids } = state;
     const capacity = Math.max(16, ids);
     this.#lengths = new Float64Array(capacity);
@@ -230,16 +225,57 @@ export class Bm25Index {
     this.#forwardStart = new Float64Array(capacity);
     this.#lengths.set(state.lengths);
     this.#labels.set(state.labels);
-    this.#forwardStart.set(starts.subarray(0, ids));
-    this.#forwardTerms = termOf;
-    this.#forwardTfs = tfOf;
-    this.#forwardLength = termOf.length;
     this.#ids = ids;
+    this.#pending = state;
     for (let doc = 0; doc < ids; doc++) {
       if (state.lengths[doc]! < 0) continue;
       this.#docOf.set(state.labels[doc]!, doc);
       this.#totalLength += state.lengths[doc]!;
     }
+  }
+
+  /**
+   * Resolves once every document's run of terms is built (at once, unless restored and not yet built): read out of
+   * the restored postings in time slices, so that a removal after it holds the event loop for nothing.
+   */
+  runsBuilt(slice = new TimeSlice()): Promise<void> {
+    if (this.#pending === undefined) return Promise.resolve();
+    const pending = this.#pending;
+    this.#building ??= (async () => {
+      const runs = forwardRuns(pending);
+      let step = runs.next();
+      for (; !step.done; step = runs.next()) await slice.due();
+      this.#installRuns(pending, step.value);
+    })();
+    return this.#building;
+  }
+
+  /** Builds the restored documents' runs now, if they are pending (what a removal or term count needs). */
+  #runsNow(): void {
+    const pending = this.#pending;
+    if (pending === undefined) return;
+    const runs = forwardRuns(pending);
+    let step = runs.next();
+    while (!step.done) step = runs.next();
+    this.#installRuns(pending, step.value);
+  }
+
+  /** The restored documents' runs go first, then those of the documents added since, their starts moved on. */
+  #installRuns(pending: Bm25State, restored: Runs): void {
+    if (this.#pending !== pending) return;
+    const added = this.#forwardLength;
+    const terms = new Int32Array(restored.terms.length + added);
+    const tfs = new Float32Array(terms.length);
+    terms.set(restored.terms);
+    terms.set(this.#forwardTerms.subarray(0, added), restored.terms.length);
+    tfs.set(restored.tfs);
+    tfs.set(this.#forwardTfs.subarray(0, added), restored.terms.length);
+    const starts = new Float64Array(this.#forwardStart.length);
+    starts.set(restored.starts);
+    for (let doc = pending.ids; doc < this.#ids; doc++) starts[doc] = this.#forwardStart[doc]! + restored.terms.length;
+    [this.#forwardStart, this.#forwardTerms, this.#forwardTfs] = [starts, terms, tfs];
+    this.#forwardLength = terms.length;
+    this.#pending = undefined;
   }
 
   /** Indexes `text` under `label`, with the weighed fields of `meta` (BM25F) when the options name any. */
@@ -346,6 +382,7 @@ export class Bm25Index {
   remove(label: number): void {
     const doc = this.#docOf.get(label);
     if (doc === undefined) return;
+    this.#runsNow();
     // Dead before its lists are compacted below: a compaction keeps only live documents.
     this.#totalLength -= this.#lengths[doc]!;
     this.#lengths[doc] = -1;
@@ -497,6 +534,7 @@ export class Bm25Index {
   termCounts(label: number): { counts: Map<string, number>; length: number } | undefined {
     const doc = this.#docOf.get(label);
     if (doc === undefined) return undefined;
+    this.#runsNow();
     const counts = new Map<string, number>();
     for (let i = this.#forwardStart[doc]!; i < this.#forwardEnd(doc); i++) {
       counts.set(this.#byId[this.#forwardTerms[i]!]!.term, this.#forwardTfs[i]!);
@@ -901,4 +939,40 @@ class TopK {
     for (let i = 0; i < this.#size; i++) hits.push({ label: this.#labels[i]!, score: this.#scores[i]! });
     return hits.sort((x, y) => (TopK.#worse(x.score, x.label, y.score, y.label) ? 1 : -1));
   }
+}
+
+/** How many of a posting list's documents are live (their length is not −1). */
+function liveIn(docs: Int32Array, lengths: Float64Array): number {
+  let live = 0;
+  for (let i = 0; i < docs.length; i++) if (lengths[docs[i]!]! >= 0) live++;
+  return live;
+}
+
+/** The documents' runs of terms as `Bm25Index` keeps them: starts by internal id, then term ids and frequencies. */
+interface Runs {
+  readonly starts: Float64Array;
+  readonly terms: Int32Array;
+  readonly tfs: Float32Array;
+}
+
+/**
+ * A restored state's runs, read the other way from its postings (term id = the term's place in the vocabulary):
+ * yields every STEPS_PER_CHECK terms, so a caller may give the event loop back between, and returns the runs.
+ */
+function* forwardRuns({ ids, vocabulary, ends, docs, tfs }: Bm25State): Generator<void, Runs> {
+  const counts = new Uint32Array(ids + 1);
+  for (let i = 0; i < docs.length; i++) counts[docs[i]! + 1]!++;
+  for (let doc = 0; doc < ids; doc++) counts[doc + 1]! += counts[doc]!;
+  const terms = new Int32Array(docs.length);
+  const frequencies = new Float32Array(docs.length);
+  const filled = counts.slice(0, ids);
+  for (let t = 0, start = 0; t < vocabulary.length; start = ends[t++]!) {
+    for (let i = start, end = ends[t]!; i < end; i++) {
+      const at = filled[docs[i]!]!++;
+      terms[at] = t;
+      frequencies[at] = tfs[i]!;
+    }
+    if (t % STEPS_PER_CHECK === STEPS_PER_CHECK - 1) yield;
+  }
+  return { starts: Float64Array.from(counts.subarray(0, ids)), terms, tfs: frequencies };
 }

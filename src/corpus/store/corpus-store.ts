@@ -534,14 +534,15 @@ export class CorpusStore {
   }
 
   /**
-   * Every document's metadata, a page at a time (the corpus keeps it in memory for filters). Not checked against
-   * the row's sum: the scrub does (metadata that no longer parses is damage found at once).
+   * Every document's metadata (undefined: none, `{}`), a page at a time (the corpus keeps it in memory for
+   * filters). Not checked against the row's sum: the scrub does (metadata that no longer parses is damage found at
+   * once).
    */
-  *documentMetas(): Generator<{ id: string; meta: Record<string, unknown>; origin: DocumentOrigin }> {
+  *documentMetas(): Generator<{ id: string; meta: Record<string, unknown> | undefined; origin: DocumentOrigin }> {
     type Row = { id: string; meta: string; origin: DocumentOrigin };
     const page = this.#sql(`SELECT id, meta, origin FROM documents WHERE id > ? ORDER BY id LIMIT ${PAGE_ROWS}`);
     for (const row of paged((last: Pick<Row, 'id'>) => page.all(last.id) as Row[], { id: '' })) {
-      yield { id: row.id, meta: parsedMeta(row), origin: row.origin };
+      yield { id: row.id, meta: row.meta === '{}' ? undefined : parsedMeta(row), origin: row.origin };
     }
   }
 
