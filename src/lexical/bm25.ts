@@ -264,6 +264,17 @@ export class Bm25Index {
   #installRuns(pending: Bm25State, restored: Runs): void {
     if (this.#pending !== pending) return;
     const added = this.#forwardLength;
+    this.#pending = undefined;
+    if (added === 0) {
+      // Nothing added since the restore: the runs are the arrays just built (the next add grows them).
+      this.#forwardStart.set(restored.starts);
+      [this.#forwardTerms, this.#forwardTfs, this.#forwardLength] = [
+        restored.terms,
+        restored.tfs,
+        restored.terms.length,
+      ];
+      return;
+    }
     const terms = new Int32Array(restored.terms.length + added);
     const tfs = new Float32Array(terms.length);
     terms.set(restored.terms);
@@ -275,7 +286,6 @@ export class Bm25Index {
     for (let doc = pending.ids; doc < this.#ids; doc++) starts[doc] = this.#forwardStart[doc]! + restored.terms.length;
     [this.#forwardStart, this.#forwardTerms, this.#forwardTfs] = [starts, terms, tfs];
     this.#forwardLength = terms.length;
-    this.#pending = undefined;
   }
 
   /** Indexes `text` under `label`, with the weighed fields of `meta` (BM25F) when the options name any. */
@@ -950,9 +960,9 @@ function liveIn(docs: Int32Array, lengths: Float64Array): number {
 
 /** The documents' runs of terms as `Bm25Index` keeps them: starts by internal id, then term ids and frequencies. */
 interface Runs {
-  readonly starts: Float64Array;
-  readonly terms: Int32Array;
-  readonly tfs: Float32Array;
+  readonly starts: Float64Array<ArrayBuffer>;
+  readonly terms: Int32Array<ArrayBuffer>;
+  readonly tfs: Float32Array<ArrayBuffer>;
 }
 
 /**
