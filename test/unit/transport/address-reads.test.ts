@@ -1,12 +1,8 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ADDRESS_READS_PER_TURN } from '../../../src/transport/address-reads.js';
 import { serverOptions } from '../../../src/transport/connections.js';
+import { burstAtOnce, turnCounter } from '../../helpers/bursts.js';
 import { untilLogged } from '../../helpers/children.js';
 
 /**
@@ -56,34 +52,16 @@ describe('§15.5 one client address reads its share of requests a turn', () => {
   afterEach(() => server?.close());
 
   it('32 connections of one address pipelining 300 requests each are not all parsed in one turn; another address is read in the first', async () => {
-    // Turns of the event loop, counted by an immediate that queues the next.
-    let turn = 0;
-    let counting = true;
-    const count = () => counting && setImmediate(() => (turn++, count()));
-    count();
+    const turns = turnCounter();
     server = serverOptions(LIMITS, 30_000).serverFactory((_request, response) => response.end('{}'));
     const reads: [number, string][] = [];
-    server.on('request', (request) => reads.push([turn, request.socket.remoteAddress ?? '']));
-    let accepted = 0;
-    server.on('connection', () => accepted++);
+    server.on('request', (request) => reads.push([turns.turn, request.socket.remoteAddress ?? '']));
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     const [connections, pipelined] = [32, 300];
-    const written = join(mkdtempSync(join(tmpdir(), 'rcp-reads-')), 'written');
-    const port = String((server.address() as AddressInfo).port);
-    const child = spawn(process.execPath, ['-e', CLIENT, port, String(connections), String(pipelined), written]);
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const client = { child, stderr: () => stderr };
-    await untilLogged(client, /open/);
-    while (accepted < connections + 1) await new Promise((resolve) => setImmediate(resolve));
-    // Every request arrives while this event loop is busy, so one poll finds every connection with bytes to read.
-    child.stdin.write('go\n');
-    while (!existsSync(written)) {
-      // busy on purpose: the requests queue in the kernel meanwhile
-    }
+    const client = await burstAtOnce(server, CLIENT, [String(connections), String(pipelined)], connections + 1);
     await untilLogged(client, /done/);
-    counting = false;
-    child.kill();
+    turns.stop();
+    client.child.kill();
     const perTurn = new Map<number, number>();
     for (const [at, address] of reads) if (address === '127.0.0.1') perTurn.set(at, (perTurn.get(at) ?? 0) + 1);
     // Past its share an address reads no further connection that turn; the one read that crossed it is parsed whole.

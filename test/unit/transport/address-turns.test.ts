@@ -1,11 +1,7 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ADDRESS_STARTS_PER_TURN, pipelineGate } from '../../../src/transport/connections.js';
+import { burstAtOnce, turnCounter } from '../../helpers/bursts.js';
 import { untilLogged } from '../../helpers/children.js';
 
 /**
@@ -39,38 +35,20 @@ describe('§15.5 each client address starts its share of requests a turn', () =>
   afterEach(() => server?.close());
 
   it(`a client whose ${ADDRESS_STARTS_PER_TURN * 3} requests arrive at once starts ${ADDRESS_STARTS_PER_TURN} a turn; another address starts in the first`, async () => {
-    // Turns of the event loop, counted by an immediate that queues the next.
-    let turn = 0;
-    let counting = true;
-    const count = () => counting && setImmediate(() => (turn++, count()));
-    count();
+    const turns = turnCounter();
     const starts: [number, string][] = [];
     server = createServer(
       pipelineGate((request, response) => {
-        starts.push([turn, request.socket.remoteAddress ?? '']);
+        starts.push([turns.turn, request.socket.remoteAddress ?? '']);
         setImmediate(() => response.end('{}'));
       }),
     );
-    let accepted = 0;
-    server.on('connection', () => accepted++);
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     const connections = ADDRESS_STARTS_PER_TURN * 3;
-    const written = join(mkdtempSync(join(tmpdir(), 'rcp-turns-')), 'written');
-    const port = String((server.address() as AddressInfo).port);
-    const child = spawn(process.execPath, ['-e', CLIENT, port, String(connections), written]);
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const client = { child, stderr: () => stderr };
-    await untilLogged(client, /open/);
-    while (accepted < connections + 1) await new Promise((resolve) => setImmediate(resolve));
-    // Every request arrives while this event loop is busy, so one poll finds them all.
-    child.stdin.write('go\n');
-    while (!existsSync(written)) {
-      // busy on purpose: the requests queue in the kernel meanwhile
-    }
+    const client = await burstAtOnce(server, CLIENT, [String(connections)], connections + 1);
     await untilLogged(client, new RegExp(`(answered[^]*){${connections + 1}}`));
-    counting = false;
-    child.kill();
+    turns.stop();
+    client.child.kill();
     const perTurn = new Map<string, number>();
     for (const [at, address] of starts) perTurn.set(`${at} ${address}`, (perTurn.get(`${at} ${address}`) ?? 0) + 1);
     expect(Math.max(...perTurn.values())).toBe(ADDRESS_STARTS_PER_TURN);
