@@ -131,7 +131,7 @@ export class DerivedIndexes {
     if (lexicalSeq > 0) {
       for (const { label, doc_id: docId, ordinal } of this.store.chunkPlaces()) {
         this.#chunkPlace.set(label, { docId, ordinal });
-        await slice.due();
+        if (slice.spent()) await slice.due();
       }
     }
     for (const { label, docId, ordinal, text, context } of this.store.chunkTexts(lexicalSeq)) {
