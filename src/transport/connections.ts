@@ -73,19 +73,36 @@ export function serverOptions(
           headersTimeout: limits.headersTimeoutMs,
           // Timeouts are checked this often (Node's default, 30 s, would let a slow client overstay by that much).
           connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+          // Node answers these before any listener sees them, so `reads` would not count them: answered below.
+          requireHostHeader: false,
         },
         (request, response) => {
           reads.read(request.socket);
+          if (request.httpVersion === '1.1' && request.headers.host === undefined) return void hostMissing(response);
           gate(request, response);
         },
       );
       server.on('connection', (socket: Socket) => reads.watch(socket));
+      server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+        reads.read(request.socket);
+        response.writeHead(417).end();
+      });
       server.keepAliveTimeout = limits.keepAliveTimeoutMs;
       server.maxHeadersCount = MAX_HEADERS;
       server.setTimeout(Math.max(limits.idleTimeoutMs, requestTimeoutMs + 1000));
       return server;
     },
   };
+}
+
+/**
+ * RFC 9112 §3.2: an HTTP/1.1 request without a Host header is answered 400, and the connection closed, as Node's own
+ * check does (`requireHostHeader`); it is made here so that such requests count against their address's reads: one
+ * address pipelining them on 250 connections held every other client 4.1-4.6 s when Node answered them uncounted
+ * (an unknown `Expect` likewise, answered 417 by the server's `checkExpectation` listener).
+ */
+function hostMissing(response: ServerResponse): void {
+  response.writeHead(400, { connection: 'close' }).end();
 }
 
 /** The budget of bodies being received, and the largest body a request may have. */
