@@ -34,13 +34,13 @@ export function unavailable(error: unknown, detail: string): unknown {
  * answer: the caller's own code (-32014, -32006), with `detail` saying what was applied — nothing when COMMIT was never
  * sent, perhaps once it was (a hung server may still run it when it wakes).
  */
-export function abandoned(signal: AbortSignal, detail: string): RpcError {
+export function abandoned(
+  signal: AbortSignal,
+  detail: string,
+  waiting = 'the store of record did not answer',
+): RpcError {
   const reason = RpcError.fromAbort(signal.reason);
-  return new RpcError(
-    reason.code,
-    `${reason.message} while the store of record did not answer; ${detail}`,
-    reason.data,
-  );
+  return new RpcError(reason.code, `${reason.message} while ${waiting}; ${detail}`, reason.data);
 }
 
 /**

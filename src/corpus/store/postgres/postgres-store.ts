@@ -181,7 +181,8 @@ export class PostgresStore {
           (late) => late.release(),
           () => undefined,
         );
-        return abandoned(signal!, nothing);
+        // No connection was had (every one busy, a new one not yet made): none to drop, nothing sent.
+        return abandoned(signal!, nothing, 'no connection to the store of record came free');
       });
     } catch (error) {
       throw unavailable(error, nothing);
