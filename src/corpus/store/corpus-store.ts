@@ -228,6 +228,8 @@ function makeDataDir(dir: string): void {
       mkdirSync(path);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? 'error';
+      // Another process starting on the same new dir made it first (docs/architecture.md §5): it is there to use.
+      if (code === 'EEXIST' && statSync(path).isDirectory()) continue;
       throw new StoreError(`data dir ${dir} cannot be created (${code} at ${path})`);
     }
   }
