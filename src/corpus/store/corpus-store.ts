@@ -484,15 +484,19 @@ export class CorpusStore {
    * `snapshot` for one state).
    */
   *chunks(afterSeq = 0): Generator<StoredChunk> {
+    for (const row of this.#rowsAfter(afterSeq)) yield chunkOf(row);
+  }
+
+  /** The chunk rows written after `afterSeq`, whole, in write order, a page at a time. */
+  *#rowsAfter(afterSeq: number): Generator<ChunkRow & { seq: number; sum?: Uint8Array | null }> {
     const page = this.#sql(
       `SELECT * FROM chunks WHERE seq > ? AND (seq, label) > (?, ?) ORDER BY seq, label LIMIT ${PAGE_ROWS}`,
     );
-    type Row = ChunkRow & { seq: number };
-    const rows = paged((last: Pick<Row, 'seq' | 'label'>) => page.all(afterSeq, last.seq, last.label) as Row[], {
+    type Row = ChunkRow & { seq: number; sum?: Uint8Array | null };
+    yield* paged((last: Pick<Row, 'seq' | 'label'>) => page.all(afterSeq, last.seq, last.label) as Row[], {
       seq: afterSeq,
       label: -1,
     });
-    for (const row of rows) yield chunkOf(row);
   }
 
   /**
@@ -523,15 +527,7 @@ export class CorpusStore {
   *chunkTexts(
     afterSeq = 0,
   ): Generator<{ label: number; docId: string; ordinal: number; text: string; context: string }> {
-    type Row = ChunkRow & { seq: number; sum?: Uint8Array | null };
-    const page = this.#sql(
-      `SELECT * FROM chunks WHERE seq > ? AND (seq, label) > (?, ?) ORDER BY seq, label LIMIT ${PAGE_ROWS}`,
-    );
-    const rows = paged((last: Pick<Row, 'seq' | 'label'>) => page.all(afterSeq, last.seq, last.label) as Row[], {
-      seq: afterSeq,
-      label: -1,
-    });
-    for (const row of rows) {
+    for (const row of this.#rowsAfter(afterSeq)) {
       if (!intact(row.sum, chunkSum(row))) throw damaged(`chunk ${row.label}`);
       yield { label: row.label, docId: row.doc_id, ordinal: row.ordinal, text: row.text, context: row.context };
     }
