@@ -86,8 +86,13 @@ describe.each(['stdio', 'http'] as const)('the client over %s', (transport) => {
     expect(cancelled.code).toBe(-32006);
     expect(cancelled.retryable()).toBe(false);
     expect(Date.now() - started).toBeLessThan(2000);
+    const before = Date.now();
     const late = await rcp.request('x-test/sleep', { ms: 5000 }, { timeoutMs: 150 }).catch((e: unknown) => e);
-    expect(late).toBeInstanceOf(ClientTimeoutError);
+    // §13.1: the deadline also travels as _meta.deadlineMs, so the server stops at it too. On a loaded machine its
+    // -32014 can be read in the same poll in which the client's own timer falls due, and I/O is handled first: either
+    // answer is the deadline keeping its word, and neither waits for the 5 s sleep.
+    if (!(late instanceof ClientTimeoutError)) expect((late as RcpError).code).toBe(-32014);
+    expect(Date.now() - before).toBeLessThan(2000);
     // The connection is fine afterwards.
     expect(await rcp.request('x-test/echo', { text: 'still here' })).toEqual({ text: 'still here' });
   });
