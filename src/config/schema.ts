@@ -414,6 +414,16 @@ export const ConfigSchema = Section({
         default: 0,
         description: 'ONNX Runtime intra-op threads per model; 0: one per core the process may use.',
       }),
+      backgroundNice: Type.Integer({
+        minimum: 0,
+        maximum: 19,
+        default: 10,
+        description:
+          'The encoder runs bulk work (the texts of index writes, embed without kind "query") in a second session ' +
+          'of its own, opened on the first such call, whose threads run at this OS nice value (Linux): a query ' +
+          'never waits for a bulk batch, and takes the cores first. 0: one session for everything (the model\'s ' +
+          'memory once, not twice).',
+      }),
       embedBatchLimit: Type.Integer({ minimum: 1, default: 256, description: 'Inputs in one embed request at most.' }),
       rerankMaxCandidates: Type.Integer({
         minimum: 1,

@@ -20,10 +20,13 @@ import { RpcError } from '../protocol/errors.js';
  * tokenizes its documents: once its caller's own waiting texts are more than `maxQueueWaitMs` of work, the write is
  * refused then, not after that work (§15.5).
  *
- * While queries are being served (one came within the last `QUERIES_RECENT_MS`), a batch carries at most
- * `maxBulkItems` bulk texts: a batch runs to its end once begun, so this is what a query that comes meanwhile waits
- * for (16 texts of 128 tokens hold two cores ~100 ms idle, 300-400 ms loaded; 4 hold them a quarter of that). With
- * no query about, bulk batches fill to `maxBatchItems`, where the model's throughput is best.
+ * With `background`, the model has a second session for bulk work at a lower OS thread priority (model-host.ts):
+ * queries and bulk texts then run in batches of their own, side by side, one of each at a time, and a query never
+ * waits for a bulk batch to end (docs/architecture.md §10). Without it, one batch runs at a time, and while queries
+ * are being served (one came within the last `QUERIES_RECENT_MS`) a batch carries at most `maxBulkItems` bulk texts:
+ * a batch runs to its end once begun, so this is what a query that comes meanwhile waits for (16 texts of 128 tokens
+ * hold two cores ~100 ms idle, 300-400 ms loaded; 4 hold them a quarter of that). With no query about, bulk batches
+ * fill to `maxBatchItems`, where the model's throughput is best.
  *
  * Batching is adaptive: waiting only pays when there is someone to batch with. A submission that finds the queue
  * idle (no batch running, nothing waiting) runs at the end of the current turn of the event loop (so the texts of
@@ -39,6 +42,8 @@ export interface QueueOptions {
   readonly maxQueueWaitMs?: number;
   /** Bulk texts in one batch at most while queries are being served; absent: `maxBatchItems`. */
   readonly maxBulkItems?: number;
+  /** Bulk batches run beside query batches, in the model's background session (the runner's second argument). */
+  readonly background?: boolean;
 }
 
 /** How long after a query bulk batches stay at `maxBulkItems`: a client retrieving in a loop keeps them small. */
@@ -58,8 +63,11 @@ export interface Submitter {
   readonly urgent?: boolean | undefined;
 }
 
-/** Runs one bucket: same-order outputs for the inputs. */
-export type BatchRunner<I, O> = (inputs: readonly I[]) => Promise<readonly O[]>;
+/** Runs one bucket, of bulk work in the background session when `background`: same-order outputs for the inputs. */
+export type BatchRunner<I, O> = (inputs: readonly I[], background: boolean) => Promise<readonly O[]>;
+
+/** Where a batch runs: the model's main session (queries; everything without a background one), or its background. */
+type Slot = 'main' | 'background';
 
 interface Pending<I, O> {
   /** Which submit() call the item came with: a caller's submissions take turns. */
@@ -91,7 +99,8 @@ export class InferenceQueue<I, O> {
   /** Batches taken so far, and the batch each lane last had an item in: who waited longest goes first. */
   #batches = 0;
   readonly #servedIn = new Map<string, number>();
-  #running = false;
+  /** The slots with a batch running: one batch at a time in each. */
+  readonly #running = new Set<Slot>();
   #timer: NodeJS.Timeout | undefined;
   /** Set while a flush is due at the end of this turn: the queue was idle when the work arrived. */
   #immediate: NodeJS.Immediate | undefined;
@@ -136,8 +145,9 @@ export class InferenceQueue<I, O> {
         ),
       );
     }
-    const idle = !this.#running && this.#pending.length === 0;
     const urgent = submitter.urgent === true;
+    const slot = this.#slotOf(urgent);
+    const idle = !this.#running.has(slot) && !this.#pending.some((entry) => this.#slotOf(entry.urgent) === slot);
     if (urgent) this.#lastQueryAt = performance.now();
     const outputs = items.map(
       (item) =>
@@ -199,9 +209,18 @@ export class InferenceQueue<I, O> {
     }
   }
 
-  /** `idle`: the work just submitted found no batch running and nothing waiting. */
+  #slotOf(urgent: boolean): Slot {
+    return this.options.background === true && !urgent ? 'background' : 'main';
+  }
+
+  /** Whether some item waits for a slot with no batch running. */
+  #runnable(): boolean {
+    return this.#pending.some((entry) => !this.#running.has(this.#slotOf(entry.urgent)));
+  }
+
+  /** `idle`: the work just submitted found no batch running and nothing waiting in its slot. */
   #schedule(idle = false): void {
-    if (this.#running || this.#pending.length === 0) return;
+    if (!this.#runnable()) return;
     const full = this.#pendingCost >= this.options.maxBatchTokens || this.#pending.length >= this.options.maxBatchItems;
     // The oldest waiting item bounds the wait: work that queued behind a running batch has waited already.
     const waited = performance.now() - (this.#pending[0]?.enqueuedAt ?? 0);
@@ -215,13 +234,14 @@ export class InferenceQueue<I, O> {
     }
   }
 
-  /** Runs what waits now (if no batch is running), forgetting any wait that was due. */
+  /** Runs what waits now in each slot with no batch running, forgetting any wait that was due. */
   #flushNow(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     clearImmediate(this.#immediate);
     this.#immediate = undefined;
-    void this.#flush();
+    void this.#flush('main');
+    if (this.options.background === true) void this.#flush('background');
   }
 
   /**
@@ -241,10 +261,11 @@ export class InferenceQueue<I, O> {
     return ahead;
   }
 
-  /** Waiting items by caller, then by submission: queries first, then oldest first. */
-  #lanes(): Map<string, Pending<I, O>[][]> {
+  /** Waiting items (for `slot`, else all) by caller, then by submission: queries first, then oldest first. */
+  #lanes(slot?: Slot): Map<string, Pending<I, O>[][]> {
     const bySubmission = new Map<number, Pending<I, O>[]>();
     for (const entry of this.#pending) {
+      if (slot !== undefined && this.#slotOf(entry.urgent) !== slot) continue;
       const items = bySubmission.get(entry.submission);
       if (items === undefined) bySubmission.set(entry.submission, [entry]);
       else items.push(entry);
@@ -274,13 +295,13 @@ export class InferenceQueue<I, O> {
    * query waiting first, then whoever's last batch is longest ago, then whoever's oldest item is oldest. Bulk items
    * stop at `maxBulkItems` while queries are being served (the batch is what the next query waits for).
    */
-  #take(): Pending<I, O>[] {
+  #take(slot: Slot): Pending<I, O>[] {
     const batch: Pending<I, O>[] = [];
     let cost = 0;
     let bulk = 0;
     const maxBulk = this.#maxBulkItems();
     const rank = (items: readonly Pending<I, O>[]) => this.#servedIn.get(items[0]!.lane) ?? 0;
-    const callers = [...this.#lanes().values()]
+    const callers = [...this.#lanes(slot).values()]
       .map((submissions) => InferenceQueue.#interleave(submissions))
       .sort((a, b) => Number(b[0]!.urgent) - Number(a[0]!.urgent) || rank(a) - rank(b));
     const fits = (next: Pending<I, O>) =>
@@ -307,9 +328,12 @@ export class InferenceQueue<I, O> {
     return batch;
   }
 
-  /** `maxBulkItems` while a query came within `QUERIES_RECENT_MS`, else `maxBatchItems`. */
+  /**
+   * `maxBulkItems` while a query came within `QUERIES_RECENT_MS`, else `maxBatchItems`; always `maxBatchItems` with a
+   * background session, where no query waits for a bulk batch.
+   */
   #maxBulkItems(): number {
-    const serving = performance.now() - this.#lastQueryAt < QUERIES_RECENT_MS;
+    const serving = this.options.background !== true && performance.now() - this.#lastQueryAt < QUERIES_RECENT_MS;
     return serving ? (this.options.maxBulkItems ?? this.options.maxBatchItems) : this.options.maxBatchItems;
   }
 
@@ -334,21 +358,24 @@ export class InferenceQueue<I, O> {
     return [...buckets.values()];
   }
 
-  async #flush(): Promise<void> {
-    if (this.#running) return;
-    this.#running = true;
+  async #flush(slot: Slot): Promise<void> {
+    if (this.#running.has(slot) || !this.#pending.some((entry) => this.#slotOf(entry.urgent) === slot)) return;
+    this.#running.add(slot);
     try {
-      for (const bucket of InferenceQueue.#buckets(this.#take())) await this.#runBucket(bucket);
+      for (const bucket of InferenceQueue.#buckets(this.#take(slot))) await this.#runBucket(bucket, slot);
     } finally {
-      this.#running = false;
+      this.#running.delete(slot);
       this.#schedule();
     }
   }
 
-  async #runBucket(bucket: readonly Pending<I, O>[]): Promise<void> {
+  async #runBucket(bucket: readonly Pending<I, O>[], slot: Slot): Promise<void> {
     const started = performance.now();
     try {
-      const outputs = await this.run(bucket.map((entry) => entry.item.input));
+      const outputs = await this.run(
+        bucket.map((entry) => entry.item.input),
+        slot === 'background',
+      );
       bucket.forEach((entry, i) => entry.resolve(outputs[i] as O));
       const ms = performance.now() - started;
       this.onBatch?.(bucket.length, ms);

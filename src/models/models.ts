@@ -17,6 +17,7 @@ export interface ModelSettings {
   readonly reranker: string;
   readonly colbert: boolean;
   readonly intraOpThreads: number;
+  readonly backgroundNice: number;
   readonly batching: QueueOptions;
 }
 
@@ -119,7 +120,11 @@ export function intraOpThreads(setting: number): number {
 }
 
 export function openModels(settings: ModelSettings, log: Logger): Models {
-  const runtime: RuntimeOptions = { intraOpThreads: intraOpThreads(settings.intraOpThreads), log };
+  const runtime: RuntimeOptions = {
+    intraOpThreads: intraOpThreads(settings.intraOpThreads),
+    backgroundNice: settings.backgroundNice,
+    log,
+  };
   let encoder: (Encoder & Closable) | undefined;
   if (settings.encoder !== NONE) {
     const dir = modelDir(settings, settings.encoder);

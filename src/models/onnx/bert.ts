@@ -64,7 +64,7 @@ export class BertEncoder extends HostedEncoder<HuggingFaceTokenizer, EncodeJob> 
     return tokenizer.encode(text, Number.MAX_SAFE_INTEGER).ids.length;
   }
 
-  protected async runBatch(jobs: readonly EncodeJob[]): Promise<EncoderOutput[]> {
+  protected async runBatch(jobs: readonly EncodeJob[], background: boolean): Promise<EncoderOutput[]> {
     const { session } = await this.host.acquire();
     const output = this.manifest.output ?? 'last_hidden_state';
     const result = await this.host.run(
@@ -73,6 +73,7 @@ export class BertEncoder extends HostedEncoder<HuggingFaceTokenizer, EncodeJob> 
         session.inputNames,
       ),
       [output],
+      background,
     );
     const states = result[output] as ort.Tensor;
     const [, time = 0, hidden = 0] = states.dims;
@@ -108,7 +109,8 @@ export class BertCrossEncoder extends HostedModel<HuggingFaceTokenizer, EncodedT
   readonly info: CrossEncoderInfo;
 
   constructor(dir: string, manifest: ModelManifest, runtime: RuntimeOptions, queue: QueueOptions) {
-    super(manifest.identity, dir, manifest, loadTokenizer, runtime, queue);
+    // A rerank is a caller waiting on its answer: it has no bulk work for a background session to take.
+    super(manifest.identity, dir, manifest, loadTokenizer, { ...runtime, backgroundNice: 0 }, queue);
     this.info = { identity: modelIdentity(manifest), maxTokens: manifest.maxTokens };
   }
 

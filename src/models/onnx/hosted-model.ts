@@ -27,7 +27,9 @@ export abstract class HostedModel<Tokenizer, Job, Output> {
     queue: QueueOptions,
   ) {
     this.host = new ModelHost(name, dir, manifest, loadTokenizer, runtime);
-    this.queue = new InferenceQueue(queue, (jobs) => this.runBatch(jobs));
+    this.queue = new InferenceQueue({ ...queue, background: (runtime.backgroundNice ?? 0) > 0 }, (jobs, background) =>
+      this.runBatch(jobs, background),
+    );
     // A failed load is the host's to report; warm-up failures only cost the first call its speed.
     this.#warmed = this.host.loaded
       .then(() => (this.host.health().ready ? this.warmUp() : undefined))
@@ -38,8 +40,8 @@ export abstract class HostedModel<Tokenizer, Job, Output> {
       .finally(() => (this.#warm = true));
   }
 
-  /** One model call over one length bucket; outputs in input order. */
-  protected abstract runBatch(jobs: readonly Job[]): Promise<Output[]>;
+  /** One model call over one length bucket, bulk work in the background session; outputs in input order. */
+  protected abstract runBatch(jobs: readonly Job[], background: boolean): Promise<Output[]>;
 
   /** One small real inference after loading. */
   protected abstract warmUp(): Promise<unknown>;
@@ -104,8 +106,9 @@ export abstract class HostedEncoder<Tokenizer, Job>
   /** Tokens the model would see for `text` (before truncation, special tokens included). */
   protected abstract countTokens(tokenizer: Tokenizer, text: string): number;
 
+  /** Warms the main session, which queries use; the background one opens and warms with the first bulk work. */
   protected warmUp(): Promise<unknown> {
-    return this.embed(['warm-up'], undefined);
+    return this.embed(['warm-up'], 'query');
   }
 
   queueRefusal(caller: string | undefined): RpcError | undefined {

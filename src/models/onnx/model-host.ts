@@ -9,6 +9,12 @@ import { WorkerSession } from './worker-session.js';
 export interface RuntimeOptions {
   /** ONNX Runtime intra-op threads per session (models.ts intraOpThreads resolves the setting's 0). */
   readonly intraOpThreads: number;
+  /**
+   * The OS nice value (1-19) of a second session of the model that runs bulk work (index writes' texts) beside the
+   * main one, so that queries neither wait for a bulk batch nor share the cores equally with it; 0 or absent: one
+   * session.
+   */
+  readonly backgroundNice?: number | undefined;
   readonly log: Logger;
 }
 
@@ -49,6 +55,8 @@ export class ModelHost<T> {
   };
   #loading: Promise<void>;
   #closing = false;
+  /** The background session, opened on the first bulk call (a server that only reads never pays its memory). */
+  #background: Promise<WorkerSession | undefined> | undefined;
 
   constructor(
     readonly name: string,
@@ -107,9 +115,17 @@ export class ModelHost<T> {
     throw RpcError.backendUnavailable(`model ${this.name} is not loaded`, Math.max(100, LOAD_RETRY_MS - waited));
   }
 
-  /** Runs inference; a runtime failure is logged and becomes -32010, and the session stays usable for the next call. */
-  async run(feeds: Record<string, ort.Tensor>, outputs: readonly string[]): Promise<Record<string, ort.Tensor>> {
-    const { session } = await this.acquire();
+  /**
+   * Runs inference, bulk work (`background`) in the background session where there is one; a runtime failure is
+   * logged and becomes -32010, and the session stays usable for the next call.
+   */
+  async run(
+    feeds: Record<string, ort.Tensor>,
+    outputs: readonly string[],
+    background = false,
+  ): Promise<Record<string, ort.Tensor>> {
+    const { session: main } = await this.acquire();
+    const session = background ? ((await this.#backgroundSession()) ?? main) : main;
     try {
       const result = await session.run(feeds, outputs);
       return Object.fromEntries(outputs.map((name) => [name, result[name] as ort.Tensor]));
@@ -121,9 +137,35 @@ export class ModelHost<T> {
     }
   }
 
+  /**
+   * The session for bulk work at `backgroundNice`, opened once; undefined when there is none to be had (0, closing,
+   * or it failed to open: bulk work then runs in the main session, at the main session's priority, and it is logged).
+   */
+  #backgroundSession(): Promise<WorkerSession | undefined> {
+    const nice = this.options.backgroundNice ?? 0;
+    if (nice <= 0 || this.#closing) return Promise.resolve(undefined);
+    this.#background ??= WorkerSession.create(
+      join(this.dir, this.manifest.files.model),
+      modelSessionOptions(this.options.intraOpThreads),
+      nice,
+    ).then(
+      (session) => {
+        this.options.log.info({ model: this.name, nice, niced: session.niced }, 'model background session opened');
+        return session;
+      },
+      (error: unknown) => {
+        const reason = (error as Error).message;
+        this.options.log.warn({ model: this.name, reason }, 'model background session failed; bulk work shares the main');
+        return undefined;
+      },
+    );
+    return this.#background;
+  }
+
   async close(): Promise<void> {
     this.#closing = true;
     await this.#loading;
+    await (await this.#background)?.release();
     if (this.#state.status === 'ready') await this.#state.model.session.release();
     this.#state = { status: 'failed', reason: 'closed', at: Date.now() };
   }

@@ -5,6 +5,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
+import { lowerThreadPriority } from '../../platform/thread-priority.js';
 import type { SessionReply, SessionRequest, TensorMessage } from './session-protocol.js';
 
 let session: ort.InferenceSession | undefined;
@@ -23,11 +24,16 @@ port.on('message', (request: SessionRequest) => {
 async function handle(request: SessionRequest): Promise<{ reply: SessionReply; transfer: ArrayBuffer[] }> {
   switch (request.op) {
     case 'open': {
+      // Before the session exists: the intra-op threads it starts inherit this thread's priority.
+      const niced = lowerThreadPriority(request.nice ?? 0);
       session =
         typeof request.model === 'string'
           ? await ort.InferenceSession.create(request.model, request.options)
           : await ort.InferenceSession.create(request.model, request.options);
-      return { reply: { ok: true, inputNames: session.inputNames, outputNames: session.outputNames }, transfer: [] };
+      return {
+        reply: { ok: true, niced, inputNames: session.inputNames, outputNames: session.outputNames },
+        transfer: [],
+      };
     }
     case 'run': {
       if (session === undefined) throw new Error('session not open');

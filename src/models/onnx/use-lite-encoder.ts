@@ -36,12 +36,12 @@ export class UseLiteEncoder extends HostedEncoder<SentencePieceTokenizer, Job> {
     return tokenizer.encode(text).length;
   }
 
-  protected async runBatch(jobs: readonly Job[]): Promise<EncoderOutput[]> {
+  protected async runBatch(jobs: readonly Job[], background: boolean): Promise<EncoderOutput[]> {
     const { session } = await this.host.acquire();
     const wantTokens = jobs.some((job) => job.tokens);
     const rows = jobs.map((job) => job.ids);
     const feeds = session.inputNames.includes('indices') ? sparseFeeds(rows) : denseFeeds(rows, wantTokens);
-    const result = await this.host.run(feeds, wantTokens ? ['embeddings', 'token_states'] : ['embeddings']);
+    const result = await this.host.run(feeds, wantTokens ? ['embeddings', 'token_states'] : ['embeddings'], background);
     const dimension = this.info.dimension;
     const embeddings = result.embeddings?.data as Float32Array;
     const states = result.token_states;

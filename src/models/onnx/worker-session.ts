@@ -11,17 +11,24 @@ export class WorkerSession {
   readonly #worker = new WorkerChannel<SessionRequest, SessionReply>(import.meta.url, './session-worker');
   inputNames: readonly string[] = [];
   outputNames: readonly string[] = [];
+  /** Whether the session's threads run at the lower priority asked for (`nice`). */
+  niced = false;
 
   private constructor() {}
 
-  /** Opens the model (a file path, or the model's bytes) in a new worker. */
+  /**
+   * Opens the model (a file path, or the model's bytes) in a new worker; with `nice` (1-19), the worker's thread and
+   * the session's own threads run at that lower OS priority where the platform allows (platform/thread-priority.ts).
+   */
   static async create(
     model: string | Uint8Array,
     options: ort.InferenceSession.SessionOptions,
+    nice = 0,
   ): Promise<WorkerSession> {
     const session = new WorkerSession();
     try {
-      const reply = await session.#worker.call({ op: 'open', model, options });
+      const reply = await session.#worker.call({ op: 'open', model, options, nice });
+      session.niced = reply.niced === true;
       session.inputNames = reply.inputNames ?? [];
       session.outputNames = reply.outputNames ?? [];
       return session;

@@ -87,6 +87,35 @@ describe('inference queue: bulk batches while queries are served (docs/architect
   });
 });
 
+describe('inference queue: a background session for bulk work (docs/architecture.md §10)', () => {
+  it('a query runs in the main session while a bulk batch still runs in the background one, and bulk fills its batches', async () => {
+    const calls: { inputs: number[]; background: boolean }[] = [];
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const run = async (inputs: readonly number[], background: boolean) => {
+      calls.push({ inputs: [...inputs], background });
+      if (background) await held;
+      return inputs.map((n) => n * 2);
+    };
+    const queue = new InferenceQueue({ ...options, maxBatchItems: 16, maxBulkItems: 4, background: true }, run);
+    // A query came: with one session, bulk batches would now be held to maxBulkItems.
+    await queue.submit(texts(QUERY + 1, 1, 5), undefined, { caller: 'b', urgent: true });
+    const bulk = queue.submit(texts(0, 16), undefined, { caller: 'a' });
+    await new Promise((resolve) => setImmediate(resolve));
+    // Answered while A's bulk batch has not ended (with one session this would wait for it: the test would hang).
+    await expect(queue.submit(texts(QUERY, 1, 5), undefined, { caller: 'b', urgent: true })).resolves.toEqual([
+      2 * QUERY,
+    ]);
+    expect(calls.map(({ inputs, background }) => [inputs.length, background])).toEqual([
+      [1, false],
+      [16, true],
+      [1, false],
+    ]);
+    release();
+    await expect(bulk).resolves.toHaveLength(16);
+  });
+});
+
 describe("inference queue: a caller's share (§15.5)", () => {
   it('a write of a caller whose own waiting texts are past maxQueueWaitMs is refused before it is chunked; its queries and other callers are taken', async () => {
     const { run } = recorder(40);

@@ -6,6 +6,7 @@ import { UseLiteEncoder } from '../../../../src/models/onnx/use-lite-encoder.js'
 import { SentencePieceTokenizer, type Vocabulary } from '../../../../src/models/tokenizers/sentencepiece.js';
 import { golden } from '../../../fixtures/use-lite-golden.js';
 import { silentLogger } from '../../../helpers/logger.js';
+import { threadNices } from '../../../helpers/threads.js';
 
 const DIR = fileURLToPath(new URL('../../../../models/use-lite', import.meta.url));
 const queue = { maxWaitMs: 1, maxBatchTokens: 16_384, maxBatchItems: 64, maxQueuedItems: 1024 };
@@ -58,6 +59,27 @@ describe('the default encoder: USE-lite converted from TF.js to ONNX by the buil
       expect(maxAbsoluteError(vector!, item.embedding), item.text).toBeLessThan(1e-5);
     }
   });
+
+  it.runIf(process.platform === 'linux')(
+    'runs bulk work in a second session at the lower priority, opened on the first bulk call; queries stay in the first (docs/architecture.md §10)',
+    async () => {
+      const lowered = () => [...threadNices().values()].filter((nice) => nice === 10).length;
+      const runtime = { intraOpThreads: 2, backgroundNice: 10, log: silentLogger };
+      const lanes = new UseLiteEncoder(DIR, manifest, runtime, queue);
+      await lanes.loaded;
+      const [item] = golden.items;
+      const [query] = await lanes.embed([item!.text], 'query');
+      // Warm-up and queries ran: no thread of this process has been lowered yet.
+      expect(lowered()).toBe(0);
+      const [document] = await lanes.embed([item!.text], 'document');
+      // The background worker's thread and the intra-op thread its session started.
+      expect(lowered()).toBeGreaterThanOrEqual(2);
+      // The same model in both: the same vector, the golden one.
+      expect(maxAbsoluteError(document!, item!.embedding)).toBeLessThan(1e-5);
+      expect(maxAbsoluteError(query!, item!.embedding)).toBeLessThan(1e-5);
+      await lanes.close();
+    },
+  );
 
   it('returns unit vectors and truncates past 128 tokens instead of failing', async () => {
     const [long] = await encoder.embed(['retrieval '.repeat(400)], undefined);
