@@ -10,7 +10,9 @@
  * one. A flood follows: one caller on 16 connections adding 20-document chunked batches, while the victim pings and
  * retrieves; its p99 against its idle p99 in the same run (target: under 10×). `RCP_ISOLATION_KINDS=a,b` runs only the
  * heavy kinds whose names contain one of those words (`flood` the flood, `batches` the lifecycle batch floods,
- * `pipelined` one caller pipelining pings on 250 connections);
+ * `pipelined` one caller pipelining pings on 250 connections). Each flood line also says how late the victim's own
+ * 10 ms timer fired (p99), idle and flooded: the victim shares the machine's cores with the server and the attacker's
+ * client, and whatever it waits for a core is in every latency it measures;
  * `RCP_ISOLATION_REPEAT=4` runs each heavy kind four times in a row.
  */
 import { spawn } from 'node:child_process';
@@ -124,6 +126,18 @@ function victimCall(origin: string, method: string, params: object): Promise<Vic
 class VictimLog {
   readonly answered: number[] = [];
   readonly refused = new Map<number, number>();
+  /**
+   * How late the victim's own 10 ms timer fired between calls: its own process waiting for a core. On a machine
+   * whose cores the server and the attacker's client share with it, this is part of every latency it measures.
+   */
+  readonly late: number[] = [];
+
+  /** The 10 ms between calls, recording how late the timer fired. */
+  async pause(): Promise<void> {
+    const started = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    this.late.push(performance.now() - started - 10);
+  }
 
   add(answer: VictimAnswer): void {
     if (answer.code === undefined) this.answered.push(answer.ms);
@@ -151,7 +165,7 @@ async function victimDuring(
   const log = new VictimLog();
   do {
     log.add(await victimCall(origin, method, params));
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await log.pause();
   } while (!done);
   return log;
 }
@@ -161,7 +175,7 @@ async function victimIdle(origin: string, count: number, method = 'ping', params
   const log = new VictimLog();
   for (let i = 0; i < count; i++) {
     log.add(await victimCall(origin, method, params));
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await log.pause();
   }
   return log;
 }
@@ -391,7 +405,8 @@ async function floodBy(origin: string, seconds: number, heavy: Heavy, connection
         `(${sent.okCount}/${sent.sent} OK${errors === '' ? '' : `; ${errors}`}); victim ${what}: ` +
         `idle worst ${ms(Math.max(...idle.answered))} p99 ${ms(idleP99)}${idle.refusals}; ` +
         `flooded worst ${ms(Math.max(...during.answered))} p99 ${ms(p99)} (${(p99 / idleP99).toFixed(1)}× idle p99; ` +
-        `${during.answered.length} answered${during.refusals})`,
+        `${during.answered.length} answered${during.refusals}); the victim's own timer late p99 ` +
+        `${percentile(during.late, 0.99).toFixed(1)} ms (idle ${percentile(idle.late, 0.99).toFixed(1)} ms)`,
     );
   }
 }
