@@ -9,8 +9,8 @@
  *    with 1,000 writes after the last save (replayed from the store).
  * 2. Resident memory per chunk: the server's RSS once ready, less an empty server's, over the chunks.
  *    Where it goes, measured in this process on the same texts: the lexical index built by analysis and restored
- *    from its saved file, and the per-chunk maps the corpus keeps (place, metadata, origin); the vectors are the
- *    dimension's 4 bytes each.
+ *    from its saved file, and what the corpus keeps of each chunk's place and each document (`ChunkPlaces`) against
+ *    the Maps of objects it replaced; the vectors are the dimension's 4 bytes each.
  * 3. One client's retrieve latency, p50 and p95 of 200 queries, sparse, dense and hybrid, against the same on a
  *    5,000-chunk corpus in the same run.
  */
@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { ChunkPlaces } from '../src/corpus/chunk-places.js';
 import { Bm25Index } from '../src/lexical/bm25.js';
 import { readLexical, writeLexical } from '../src/lexical/saved-lexical.js';
 import { startHttpProcess, type ServerProcess } from '../test/helpers/processes.js';
@@ -120,21 +121,32 @@ export async function breakdown(chunks: number): Promise<void> {
   if (typeof restored !== 'string') await restored.runsBuilt();
   const restoredBytes = heldBytes() - base - builtBytes;
   rmSync(dir, { recursive: true, force: true });
-  const places = new Map<number, { docId: string; ordinal: number }>();
-  const origins = new Map<string, string>();
+  // A document of one chunk each: the per-document part is all counted against its one chunk.
+  const places = new ChunkPlaces();
   const before = heldBytes();
   for (let n = 0; n < chunks; n++) {
-    // As the corpus holds them: empty metadata is not held; these documents' origin is ingest's, not the default.
-    places.set(n + 1, { docId: `doc-${n}`, ordinal: 0 });
-    origins.set(`doc-${n}`, 'operator');
+    // As the corpus holds them: ids as the store's rows hand them over (a string each); no metadata; these
+    // documents' origin is ingest's, not the default.
+    places.setDocument(`doc-${n}`, undefined, 'operator');
+    places.set(n + 1, `doc-${n}`, 0);
   }
   const mapBytes = heldBytes() - before;
+  // The same as the corpus kept them before ChunkPlaces, a Map of place objects and one of origins: the baseline.
+  const objects = new Map<number, { docId: string; ordinal: number }>();
+  const origins = new Map<string, string>();
+  const beforeObjects = heldBytes();
+  for (let n = 0; n < chunks; n++) {
+    objects.set(n + 1, { docId: `doc-${n}`, ordinal: 0 });
+    origins.set(`doc-${n}`, 'operator');
+  }
+  const objectBytes = heldBytes() - beforeObjects;
   const per = (bytes: number) => `${(bytes / chunks).toFixed(0).padStart(5)} B`;
   console.log(`what each chunk holds in memory besides its vector (${chunks} synthetic chunks, this process)`);
   console.log(`  lexical index, built by analysis          ${per(builtBytes)}`);
   console.log(`  lexical index, restored from its file     ${per(restoredBytes)}`);
-  console.log(`  place, metadata and origin maps           ${per(mapBytes)}`);
-  void [built, restored, places, origins]; // held until measured
+  console.log(`  places, metadata and origins (ChunkPlaces) ${per(mapBytes)}`);
+  console.log(`    the same as Maps of objects              ${per(objectBytes)} (what the corpus held before)`);
+  void [built, restored, places, origins, objects]; // held until measured
 }
 
 export async function benchScale(): Promise<void> {

@@ -2,6 +2,7 @@ import type { Logger } from '../protocol/logger.js';
 import { TimeSlice } from '../protocol/time-slice.js';
 import type { TextKind } from '../models/index.js';
 import type { ChunkCache } from './chunk-cache.js';
+import { ChunkPlaces } from './chunk-places.js';
 import { DenseIndex, savedIndexFiles, type DenseIndexOptions } from './hnsw/dense-index.js';
 import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
 import { readLexical, writeLexical } from '../lexical/saved-lexical.js';
@@ -36,9 +37,7 @@ export interface IndexSettings {
 export class DerivedIndexes {
   readonly #dense = new DenseIndex();
   #lexical: Bm25Index;
-  readonly #chunkPlace = new Map<number, ChunkPlace>();
-  readonly #documentMeta = new Map<string, Record<string, unknown>>();
-  readonly #documentOrigin = new Map<string, DocumentOrigin>();
+  readonly #chunkPlace = new ChunkPlaces();
   #savedSeq = 0;
   /**
    * The last write in both indexes, not only in the store (whose seq moves at its commit, before the indexes take
@@ -84,13 +83,15 @@ export class DerivedIndexes {
   async #loadMapsAndLexical(): Promise<number> {
     // In time slices: requests that arrive meanwhile are read and wait for readiness, and ping is answered.
     const slice = new TimeSlice();
-    // Only what differs from what `metaOf` and `originOf` answer for a document they do not hold ({} and 'client').
+    await this.#loadDocuments(slice);
+    return this.#loadLexical(slice);
+  }
+
+  async #loadDocuments(slice: TimeSlice): Promise<void> {
     for (const { id, meta, origin } of this.store.documentMetas()) {
-      if (meta !== undefined) this.#documentMeta.set(id, meta);
-      if (origin !== 'client') this.#documentOrigin.set(id, origin);
+      this.#chunkPlace.setDocument(id, meta, origin);
       if (slice.spent()) await slice.due();
     }
-    return this.#loadLexical(slice);
   }
 
   /**
@@ -107,6 +108,7 @@ export class DerivedIndexes {
     this.log.warn({ dir: this.settings.dir }, 'saved lexical index disagrees with the store; rebuilding it');
     this.#lexical = new Bm25Index(this.settings.bm25);
     this.#chunkPlace.clear();
+    await this.#loadDocuments(slice);
     await this.#placeChunks(0, slice);
     return 0;
   }
@@ -130,13 +132,13 @@ export class DerivedIndexes {
     // and vectors); a rebuild reads them with the texts.
     if (lexicalSeq > 0) {
       for (const { label, doc_id: docId, ordinal } of this.store.chunkPlaces()) {
-        this.#chunkPlace.set(label, { docId, ordinal });
+        this.#chunkPlace.set(label, docId, ordinal);
         if (slice.spent()) await slice.due();
       }
     }
     for (const { label, docId, ordinal, text, context } of this.store.chunkTexts(lexicalSeq)) {
-      this.#chunkPlace.set(label, { docId, ordinal });
-      await this.#lexical.addInSlices(label, lexicalText(text, context), slice, this.#documentMeta.get(docId));
+      this.#chunkPlace.set(label, docId, ordinal);
+      await this.#lexical.addInSlices(label, lexicalText(text, context), slice, this.#chunkPlace.metaOf(docId));
       await slice.due();
     }
     if (lexicalSeq === 0) return;
@@ -237,20 +239,14 @@ export class DerivedIndexes {
    * not count them (the dense index scores each vector alone, and unplaced labels are never hits).
    */
   #switch(write: WriteResult, added: WriteResult['added'], removed: ReadonlySet<number>): void {
-    for (const chunk of added) this.#chunkPlace.set(chunk.label, { docId: chunk.docId, ordinal: chunk.ordinal });
+    for (const chunk of added) this.#chunkPlace.set(chunk.label, chunk.docId, chunk.ordinal);
     for (const label of removed) {
       this.#chunkPlace.delete(label);
       this.#lexical.remove(label);
       this.chunks?.delete(label);
     }
-    for (const { id, meta, origin } of write.written) {
-      this.#documentMeta.set(id, meta);
-      this.#documentOrigin.set(id, origin);
-    }
-    for (const id of write.deletedIds) {
-      this.#documentMeta.delete(id);
-      this.#documentOrigin.delete(id);
-    }
+    // A deleted document went with its last chunk.
+    for (const { id, meta, origin } of write.written) this.#chunkPlace.setDocument(id, meta, origin);
     this.#appliedSeq = Math.max(this.#appliedSeq, write.seq);
   }
 
@@ -261,7 +257,7 @@ export class DerivedIndexes {
   async #addLexical(added: WriteResult['added'], written: Map<string, Record<string, unknown>>): Promise<void> {
     const slice = new TimeSlice();
     for (const chunk of added) {
-      const meta = written.get(chunk.docId) ?? this.#documentMeta.get(chunk.docId);
+      const meta = written.get(chunk.docId) ?? this.#chunkPlace.metaOf(chunk.docId);
       await this.#lexical.addInSlices(chunk.label, lexicalText(chunk.text, chunk.context), slice, meta);
       await slice.due();
     }
@@ -276,7 +272,7 @@ export class DerivedIndexes {
       const write = await this.store.writeOf(seq);
       // A document whose chunks went and that the store no longer holds was deleted (a document has a chunk).
       const written = new Set(write.written.map(({ id }) => id));
-      const gone = new Set(write.removed.map((label) => this.#chunkPlace.get(label)?.docId));
+      const gone = new Set(write.removed.map((label) => this.#chunkPlace.docOf(label)));
       const deletedIds = [...gone].filter(
         (id): id is string => id !== undefined && !written.has(id) && this.store.hashOf(id) === undefined,
       );
@@ -339,8 +335,8 @@ export class DerivedIndexes {
   async labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]> {
     const slice = new TimeSlice(signal);
     const labels: number[] = [];
-    for (const [label, { docId }] of this.#chunkPlace) {
-      if (predicate(this.#documentMeta.get(docId) ?? {})) labels.push(label);
+    for (const [label, docId] of this.#chunkPlace.entries()) {
+      if (predicate(this.#chunkPlace.metaOf(docId))) labels.push(label);
       // After every document: one document's test may cost milliseconds (§8 filters of 1,024 `contains` nodes over
       // 20 KB values: 16 documents between checks held other clients ~75 ms a turn).
       if (slice.spent()) await slice.due();
@@ -353,11 +349,11 @@ export class DerivedIndexes {
   }
 
   originOf(documentId: string): DocumentOrigin {
-    return this.#documentOrigin.get(documentId) ?? 'client';
+    return this.#chunkPlace.originOf(documentId);
   }
 
   metaOf(documentId: string): Record<string, unknown> {
-    return this.#documentMeta.get(documentId) ?? {};
+    return this.#chunkPlace.metaOf(documentId);
   }
 
   async counts(): Promise<{ dense: number; lexical: number }> {
