@@ -88,7 +88,6 @@ const ALIASES: Record<string, { path: string; parse?: (raw: string) => unknown }
   RCP_RERANKER: { path: 'models.reranker' },
   RCP_COLBERT: { path: 'models.colbert' },
   RCP_INTRA_OP_THREADS: { path: 'models.intraOpThreads' },
-  RCP_MODEL_BACKGROUND_NICE: { path: 'models.backgroundNice' },
   RCP_EMBED_BATCH_LIMIT: { path: 'models.embedBatchLimit' },
   RCP_RERANK_MAX_CANDIDATES: { path: 'models.rerankMaxCandidates' },
   RCP_BATCH_WAIT_MS: { path: 'models.batching.maxWaitMs' },
