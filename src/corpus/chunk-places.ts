@@ -47,6 +47,10 @@ export class ChunkPlaces {
   }
 
   set(label: number, docId: string, ordinal: number): void {
+    // The document is counted before the label's old place goes: a chunk placed again (a start places the chunks
+    // written after the saved indexes twice) must not free its document, metadata and origin with it.
+    const doc = this.#number(docId);
+    this.#chunksOf[doc]!++;
     this.delete(label);
     const key = pageOf(label);
     let page = this.#pages.get(key);
@@ -55,11 +59,9 @@ export class ChunkPlaces {
       this.#pages.set(key, page);
     }
     const at = slotOf(label);
-    const doc = this.#number(docId);
     page.slots[at] = doc;
     page.slots[at + 1] = ordinal;
     page.placed++;
-    this.#chunksOf[doc]!++;
     this.#size++;
   }
 

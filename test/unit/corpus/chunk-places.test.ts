@@ -21,6 +21,16 @@ describe('ChunkPlaces: where each chunk sits, by label (docs/architecture.md §5
     ]);
   });
 
+  it("a chunk placed again keeps its document's metadata and origin (a start places the chunks after a save twice)", () => {
+    const places = new ChunkPlaces();
+    places.setDocument('one-chunk', { tag: 'b' }, 'operator');
+    places.set(9, 'one-chunk', 0);
+    places.set(9, 'one-chunk', 0);
+    expect(places.size).toBe(1);
+    expect(places.metaOf('one-chunk')).toEqual({ tag: 'b' });
+    expect(places.originOf('one-chunk')).toBe('operator');
+  });
+
   it('a label set again takes its new place, counted once', () => {
     const places = new ChunkPlaces();
     places.set(7, 'a', 0);

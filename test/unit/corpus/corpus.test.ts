@@ -491,6 +491,21 @@ describe('corpus: store + dense + lexical in step', () => {
     await third.close();
   });
 
+  it("restart after a save: a one-chunk document written after it keeps its metadata and origin (filters, trust)", async () => {
+    const first = await open('meta-after-save');
+    await first.add(docs(3), { chunk: false, contextual: false });
+    await first.save();
+    const late = { id: 'late', text: 'a late protein', meta: { source: 'b' } };
+    await first.add([late], { chunk: false, contextual: false, origin: 'operator' });
+    await first.store.close(); // dies here: the write after the save is in the store only
+    const second = await open('meta-after-save');
+    const labels = await second.labelsWhere((meta) => meta.source === 'b');
+    expect(labels.map((label) => second.placeOf(label)?.docId)).toEqual(['late']);
+    expect(second.metaOf('late')).toEqual({ source: 'b' });
+    expect(second.originOf('late')).toBe('operator');
+    await second.close();
+  });
+
   it('a damaged saved lexical index is never loaded: rebuilt from the store, with a log line', async () => {
     let corpus = await open('lexical-damaged');
     await corpus.add(docs(12), { chunk: false, contextual: false });
