@@ -84,8 +84,12 @@ export async function sha256File(path: string): Promise<string> {
 }
 
 /** Checks every file against the manifest; rejects with the first mismatch, naming the file. */
-export async function verifyFiles(dir: string, manifest: ModelManifest): Promise<void> {
-  for (const [name, expected] of Object.entries(manifest.sha256)) {
+export async function verifyFiles(
+  dir: string,
+  manifest: ModelManifest,
+  names: readonly string[] = Object.keys(manifest.sha256),
+): Promise<void> {
+  for (const [name, expected] of Object.entries(manifest.sha256).filter(([file]) => names.includes(file))) {
     const actual = await sha256File(join(dir, name));
     if (actual !== expected)
       throw new Error(`${name}: sha256 ${actual.slice(0, 12)}… does not match ${expected.slice(0, 12)}…`);

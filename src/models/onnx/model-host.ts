@@ -144,22 +144,28 @@ export class ModelHost<T> {
   #backgroundSession(): Promise<WorkerSession | undefined> {
     const nice = this.options.backgroundNice ?? 0;
     if (nice <= 0 || this.#closing) return Promise.resolve(undefined);
-    this.#background ??= WorkerSession.create(
-      join(this.dir, this.manifest.files.model),
-      modelSessionOptions(this.options.intraOpThreads),
-      nice,
-    ).then(
+    this.#background ??= this.#openBackground(nice).then(
       (session) => {
         this.options.log.info({ model: this.name, nice, niced: session.niced }, 'model background session opened');
         return session;
       },
       (error: unknown) => {
         const reason = (error as Error).message;
-        this.options.log.warn({ model: this.name, reason }, 'model background session failed; bulk work shares the main');
+        this.options.log.error({ model: this.name, reason }, 'model background session failed; bulk work shares the main');
         return undefined;
       },
     );
     return this.#background;
+  }
+
+  /**
+   * The model file checked against its manifest again, then opened: a file replaced in place since the load would
+   * otherwise embed the writes with another model than the queries, silently.
+   */
+  async #openBackground(nice: number): Promise<WorkerSession> {
+    const file = this.manifest.files.model;
+    await verifyFiles(this.dir, this.manifest, [file]);
+    return WorkerSession.create(join(this.dir, file), modelSessionOptions(this.options.intraOpThreads), nice);
   }
 
   async close(): Promise<void> {

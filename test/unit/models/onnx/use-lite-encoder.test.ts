@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { modelIdentity, readManifest, verifyFiles } from '../../../../src/models/manifest.js';
@@ -80,6 +82,31 @@ describe('the default encoder: USE-lite converted from TF.js to ONNX by the buil
       await lanes.close();
     },
   );
+
+  it('a model file replaced in place after the load is not opened for bulk work: the main session takes it, with a log line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rcp-use-lite-'));
+    cpSync(DIR, dir, { recursive: true });
+    const errors: string[] = [];
+    const log = { ...silentLogger, error: (_: object, msg?: string) => void errors.push(msg ?? '') };
+    const lanes = new UseLiteEncoder(dir, manifest, { intraOpThreads: 1, backgroundNice: 10, log }, queue);
+    await lanes.loaded;
+    // Other weights under the same name, swapped in whole (as a rebuild or a fetch in place would).
+    const model = join(dir, manifest.files.model);
+    const bytes = readFileSync(model);
+    // The lowest bit of a byte in the middle of the file: inside the weights, the file still a valid model.
+    const middle = bytes.length >> 1;
+    bytes[middle] = bytes[middle]! ^ 0x01;
+    writeFileSync(`${model}.new`, bytes);
+    renameSync(`${model}.new`, model);
+    const [item] = golden.items;
+    const [query] = await lanes.embed([item!.text], 'query');
+    const [document] = await lanes.embed([item!.text], 'document');
+    // The main session's model, bit for bit: the writes are embedded by the model the queries are.
+    expect(document).toEqual(query);
+    expect(errors).toEqual(['model background session failed; bulk work shares the main']);
+    await lanes.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('returns unit vectors and truncates past 128 tokens instead of failing', async () => {
     const [long] = await encoder.embed(['retrieval '.repeat(400)], undefined);
