@@ -128,8 +128,8 @@ export class DerivedIndexes {
    * `lexicalSeq` analysed and added (every chunk's when 0: a rebuild), the removals after it taken out.
    */
   async #placeChunks(lexicalSeq: number, slice: TimeSlice): Promise<void> {
-    // With a saved lexical index only the places of the chunks before it are read (a few columns, not their texts
-    // and vectors); a rebuild reads them with the texts.
+    // With a saved lexical index every chunk is placed from its place alone (a few columns, not its text and vector),
+    // and only the texts written after the save are read; a rebuild places each chunk as it reads its text.
     if (lexicalSeq > 0) {
       for (const { label, doc_id: docId, ordinal } of this.store.chunkPlaces()) {
         this.#chunkPlace.set(label, docId, ordinal);
@@ -137,7 +137,7 @@ export class DerivedIndexes {
       }
     }
     for (const { label, docId, ordinal, text, context } of this.store.chunkTexts(lexicalSeq)) {
-      this.#chunkPlace.set(label, docId, ordinal);
+      if (lexicalSeq === 0) this.#chunkPlace.set(label, docId, ordinal);
       await this.#lexical.addInSlices(label, lexicalText(text, context), slice, this.#chunkPlace.metaOf(docId));
       await slice.due();
     }

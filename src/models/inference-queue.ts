@@ -147,7 +147,7 @@ export class InferenceQueue<I, O> {
     }
     const urgent = submitter.urgent === true;
     const slot = this.#slotOf(urgent);
-    const idle = !this.#running.has(slot) && !this.#pending.some((entry) => this.#slotOf(entry.urgent) === slot);
+    const idle = !this.#running.has(slot) && !this.#waitsIn(slot);
     if (urgent) this.#lastQueryAt = performance.now();
     const outputs = items.map(
       (item) =>
@@ -211,6 +211,11 @@ export class InferenceQueue<I, O> {
 
   #slotOf(urgent: boolean): Slot {
     return this.options.background === true && !urgent ? 'background' : 'main';
+  }
+
+  /** Whether some item waits for `slot`. */
+  #waitsIn(slot: Slot): boolean {
+    return this.#pending.some((entry) => this.#slotOf(entry.urgent) === slot);
   }
 
   /** Whether some item waits for a slot with no batch running. */
@@ -359,7 +364,7 @@ export class InferenceQueue<I, O> {
   }
 
   async #flush(slot: Slot): Promise<void> {
-    if (this.#running.has(slot) || !this.#pending.some((entry) => this.#slotOf(entry.urgent) === slot)) return;
+    if (this.#running.has(slot) || !this.#waitsIn(slot)) return;
     this.#running.add(slot);
     try {
       for (const bucket of InferenceQueue.#buckets(this.#take(slot))) await this.#runBucket(bucket, slot);

@@ -83,6 +83,9 @@ interface ChunkRow {
   vector: Buffer;
 }
 
+/** A chunk row whole, with its write's seq and its sum (absent in a store written before sums). */
+type SeqRow = ChunkRow & { seq: number; sum?: Uint8Array | null };
+
 /** A stored vector as floats: copied out of the driver's buffer, which need not be 4-byte aligned. */
 function vectorFrom(blob: Buffer): Float32Array {
   const bytes = new Uint8Array(blob);
@@ -488,12 +491,11 @@ export class CorpusStore {
   }
 
   /** The chunk rows written after `afterSeq`, whole, in write order, a page at a time. */
-  *#rowsAfter(afterSeq: number): Generator<ChunkRow & { seq: number; sum?: Uint8Array | null }> {
+  *#rowsAfter(afterSeq: number): Generator<SeqRow> {
     const page = this.#sql(
       `SELECT * FROM chunks WHERE seq > ? AND (seq, label) > (?, ?) ORDER BY seq, label LIMIT ${PAGE_ROWS}`,
     );
-    type Row = ChunkRow & { seq: number; sum?: Uint8Array | null };
-    yield* paged((last: Pick<Row, 'seq' | 'label'>) => page.all(afterSeq, last.seq, last.label) as Row[], {
+    yield* paged((last: Pick<SeqRow, 'seq' | 'label'>) => page.all(afterSeq, last.seq, last.label) as SeqRow[], {
       seq: afterSeq,
       label: -1,
     });
