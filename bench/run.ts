@@ -25,7 +25,9 @@
  * scale (RCP_BENCH_CHUNKS, default 1,000,000: time to ready from saved files, after kill -9 and with the lexical
  * index analysed again; RSS per chunk; sparse, dense and hybrid latency against 5,000 chunks) and
  * request-path (an HTTP request's way in, from the request
- * listener to the session: functions entered, files, returns to a file left, callbacks up). The suites that read SciFact take its folder from
+ * listener to the session: functions entered, files, returns to a file left, callbacks up) and backup
+ * (`rcp-server backup` of a serving dir beside a reader and a writer, restore, ready on the restored dir against a
+ * restart; RCP_BENCH_CHUNKS, default 30,000). The suites that read SciFact take its folder from
  * `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -53,6 +55,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   'shared-state': async () => (await import('./shared-state.js')).benchSharedState(),
   burst: async () => (await import('./burst.js')).benchBurst(),
   'request-path': async () => (await import('./request-path.js')).benchRequestPath(),
+  backup: async () => (await import('./backup.js')).benchBackup(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

@@ -66,6 +66,7 @@ export const PACKAGES = [
     owners: ['corpus/store/postgres/**'],
     why: 'a database driver belongs to its adapter',
   },
+  { names: ['tar-stream'], owners: ['corpus/backup/**'], why: 'backups are the only archives' },
   { names: ['ioredis'], owners: ['transport/redis-bucket-store.ts'], why: 'only the Redis bucket store uses ioredis' },
 ];
 

@@ -58,6 +58,15 @@ export interface ConfigCommand {
   configFile: string | undefined;
 }
 
+/** `backup --to FILE`, or `restore FILE`: the data dir named by --data / the configuration. */
+export interface BackupCommand {
+  command: 'backup' | 'restore';
+  /** The archive written (backup) or read (restore). */
+  file: string;
+  configFile: string | undefined;
+  overrides: ConfigOverrides;
+}
+
 export interface HelpCommand {
   command: 'help';
   text: string;
@@ -77,6 +86,8 @@ export const USAGE = `usage:
                   [--mode M] [--fusion F] [--alpha A] [--rrf-k N] [--candidate-k N] [--rerank METHOD]
                   [--unit U] [--params JSON]
   rcp-server config --print [--config FILE]
+  rcp-server backup --to FILE [--data DIR] [--config FILE]
+  rcp-server restore FILE [--data DIR] [--config FILE]
   rcp-server models build [use-lite|use-lite-int8] [--dir DIR]
   rcp-server models fetch NAME... [--dir DIR] [--hub URL] [--unpinned]
 
@@ -92,6 +103,10 @@ export const USAGE = `usage:
                      skipped); --chunk splits long documents, --contextual adds title/heading context
   eval               run judged queries through retrieve; print nDCG@10, Recall@100, MRR@10
   config --print     print the effective configuration (file < environment), secrets hidden
+  backup             write the corpus in DIR to FILE (a tar archive: the store and its saved indexes at one
+                     indexVersion) while servers read and write it; a replica's dir likewise
+  restore            unpack a backup into DIR, which must hold no corpus; a server there then serves it at
+                     the backup's indexVersion (a replica's: then follows its store from there)
   models build       build the default encoder (USE-lite, converted to ONNX) into DIR
                      (default: models/use-lite); a no-op when it is up to date; use-lite-int8 builds
                      its int8-quantised variant (default DIR models/use-lite-int8), served with
@@ -120,6 +135,7 @@ export function parseCommandLine(
   | IngestCommand
   | EvalCommand
   | ConfigCommand
+  | BackupCommand
   | ModelsCommand
   | HelpCommand {
   const [command, ...rest] = argv;
@@ -132,6 +148,7 @@ export function parseCommandLine(
   if (command === 'config') return parseConfigCommand(rest);
   if (command === 'gateway') return parseGateway(rest);
   if (command === 'mcp') return parseMcp(rest);
+  if (command === 'backup' || command === 'restore') return parseBackup(command, rest);
   if (command !== 'serve') throw new UsageError(`unknown command '${command}'\n\n${USAGE}`);
   const { values, help, transport, overrides } = parseListening(rest, {
     data: { type: 'string' },
@@ -330,6 +347,27 @@ function parseConfigCommand(args: readonly string[]): ConfigCommand {
   });
   if (values.print !== true) throw new UsageError(`config needs --print\n\n${USAGE}`);
   return { command: 'config', configFile: values.config };
+}
+
+function parseBackup(command: 'backup' | 'restore', args: readonly string[]): BackupCommand {
+  const { values, positionals } = parseOrUsage({
+    args: [...args],
+    options: { to: { type: 'string' }, data: { type: 'string' }, config: { type: 'string' } },
+    strict: true,
+    allowPositionals: command === 'restore',
+  });
+  const file = command === 'backup' ? values.to : positionals.length === 1 ? positionals[0] : undefined;
+  if (command === 'restore' && values.to !== undefined)
+    throw new UsageError(`restore takes FILE, not --to\n\n${USAGE}`);
+  if (file === undefined) {
+    throw new UsageError(`${command === 'backup' ? 'backup needs --to FILE' : 'restore needs one FILE'}\n\n${USAGE}`);
+  }
+  return {
+    command,
+    file,
+    configFile: values.config,
+    overrides: values.data === undefined ? {} : { dataDir: values.data },
+  };
 }
 
 /** node:util parseArgs, its complaints turned into usage errors (printed with the usage text, exit 2). */

@@ -1,4 +1,5 @@
 import { parseCommandLine } from './cli.js';
+import { backupCommand } from './cli/commands/backup.js';
 import { configCommand } from './cli/commands/config.js';
 import { evalCommand } from './cli/commands/eval.js';
 import { gatewayCommand } from './cli/commands/gateway.js';
@@ -43,6 +44,9 @@ async function dispatch(command: ReturnType<typeof parseCommandLine>): Promise<n
       return evalCommand(command);
     case 'config':
       return configCommand(command);
+    case 'backup':
+    case 'restore':
+      return backupCommand(command);
     case 'gateway':
       return gatewayCommand(command);
     case 'mcp':

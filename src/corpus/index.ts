@@ -5,3 +5,5 @@
 
 export type * from './ports.js';
 export { Corpus, CorpusError, contentHash, type AddResult, type CorpusSettings, type CorpusStats } from './corpus.js';
+export { backupDataDir } from './backup/backup.js';
+export { restoreDataDir } from './backup/restore.js';

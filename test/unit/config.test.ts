@@ -163,6 +163,25 @@ describe('command line', () => {
     expect(parseListen('[::1]:8081')).toEqual({ 'http.host': '::1', 'http.port': 8081 });
   });
 
+  it('backup --to FILE and restore FILE take --data and --config; each refuses the other form', () => {
+    expect(parseCommandLine(['backup', '--to', 'b.tar', '--data', '/d'])).toEqual({
+      command: 'backup',
+      file: 'b.tar',
+      configFile: undefined,
+      overrides: { dataDir: '/d' },
+    });
+    expect(parseCommandLine(['restore', 'b.tar', '--config', 'c.yaml'])).toEqual({
+      command: 'restore',
+      file: 'b.tar',
+      configFile: 'c.yaml',
+      overrides: {},
+    });
+    expect(() => parseCommandLine(['backup', 'b.tar'])).toThrow(/Unexpected argument/);
+    expect(() => parseCommandLine(['backup'])).toThrow(/backup needs --to FILE/);
+    expect(() => parseCommandLine(['restore', '--to', 'b.tar'])).toThrow(/restore takes FILE, not --to/);
+    expect(() => parseCommandLine(['restore', 'a.tar', 'b.tar'])).toThrow(/restore needs one FILE/);
+  });
+
   it('rejects what it does not understand', () => {
     expect(() => parseCommandLine(['serve', '--stdio', '--http', '80'])).toThrow(/exclude each other/);
     expect(() => parseCommandLine(['serve', '--bogus'])).toThrow(/bogus/);

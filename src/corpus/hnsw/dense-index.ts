@@ -11,6 +11,7 @@ import {
   SAVED_COMPANION,
   SAVED_INDEX,
   SAVED_SUM,
+  sumOf,
   type SavedIndexSum,
 } from './saved-file.js';
 
@@ -192,8 +193,6 @@ export class DenseIndex {
     await this.#worker.terminate();
   }
 }
-
-const sumOf = (file: string) => file.replace(/\.hnsw$/, '.sum');
 
 interface Discard {
   readonly reason: string;

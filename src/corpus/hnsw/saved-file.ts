@@ -19,6 +19,8 @@ export const SAVED_SUM = new RegExp(String.raw`^${STEM}\.sum$`);
 export const COMPANION = 'bm25';
 export const SAVED_COMPANION = new RegExp(String.raw`^${STEM}\.${COMPANION}$`);
 export const companionOf = (file: string) => file.replace(/\.hnsw$/, `.${COMPANION}`);
+/** The sum saved beside an index file. */
+export const sumOf = (file: string) => file.replace(/\.hnsw$/, '.sum');
 
 /** Any file of a save cut short (its temporary names). */
 export const SAVE_CUT_SHORT = new RegExp(String.raw`^${STEM}\.(?:hnsw|sum|${COMPANION})\.tmp$`);
@@ -43,17 +45,23 @@ export interface SavedIndexSum {
 
 /** Size and SHA-256 of a file, read in 1 MiB blocks (run in the index's worker thread, never on the event loop). */
 export function digestFile(file: string): { bytes: number; sha256: string } {
-  const hash = createHash('sha256');
-  const block = Buffer.allocUnsafe(1 << 20);
   const fd = openSync(file, 'r');
-  let bytes = 0;
   try {
-    for (let read = readSync(fd, block); read > 0; read = readSync(fd, block)) {
-      hash.update(block.subarray(0, read));
-      bytes += read;
-    }
+    return digestOpen(fd);
   } finally {
     closeSync(fd);
+  }
+}
+
+/** Size and SHA-256 of an open file, from its start. */
+export function digestOpen(fd: number): { bytes: number; sha256: string } {
+  const hash = createHash('sha256');
+  const block = Buffer.allocUnsafe(1 << 20);
+  let bytes = 0;
+  for (let read = readSync(fd, block, 0, block.length, 0); read > 0;) {
+    hash.update(block.subarray(0, read));
+    bytes += read;
+    read = readSync(fd, block, 0, block.length, bytes);
   }
   return { bytes, sha256: hash.digest('hex') };
 }

@@ -1,0 +1,35 @@
+import type { BackupCommand } from '../../cli.js';
+import { backupDataDir, restoreDataDir } from '../../corpus/index.js';
+import { loadSettings } from '../startup.js';
+
+/**
+ * `rcp-server backup --to FILE` and `rcp-server restore FILE` over the configured data dir (docs/corpus.md, "Backup
+ * and restore"). Neither loads a model or an index: a backup copies files, a restore checks and moves them in.
+ */
+export async function backupCommand(command: BackupCommand): Promise<number> {
+  const { dataDir } = loadSettings(command.configFile, command.overrides);
+  const started = performance.now();
+  const seconds = () => ((performance.now() - started) / 1000).toFixed(1);
+  if (command.command === 'restore') {
+    const manifest = await restoreDataDir(command.file, dataDir);
+    process.stdout.write(
+      `restored ${command.file} into ${dataDir} in ${seconds()} s: indexVersion ${manifest.seq}, ` +
+        `${savedPart(manifest.indexesSeq, manifest.seq)}\n`,
+    );
+    return 0;
+  }
+  const { manifest, passedOver } = await backupDataDir(dataDir, command.file);
+  const bytes = manifest.files.reduce((sum, file) => sum + file.bytes, 0);
+  process.stdout.write(
+    `backed up ${dataDir} to ${command.file} in ${seconds()} s (${bytes} bytes): indexVersion ${manifest.seq}, ` +
+      `${savedPart(manifest.indexesSeq, manifest.seq)}\n`,
+  );
+  for (const reason of passedOver) process.stdout.write(`  passed over ${reason}\n`);
+  return 0;
+}
+
+function savedPart(indexesSeq: number, seq: number): string {
+  if (indexesSeq === 0) return 'no saved indexes (built from the store at start)';
+  const after = seq - indexesSeq;
+  return `saved indexes at ${indexesSeq}${after > 0 ? ` (the ${after} writes after them replayed at start)` : ''}`;
+}

@@ -1,0 +1,315 @@
+import { execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCommand, until } from '../helpers/children.js';
+import { HAS_POSTGRES, PostgresCluster } from '../helpers/postgres.js';
+import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+
+/**
+ * `rcp-server backup` and `rcp-server restore` (docs/corpus.md, "Backup and restore"), as real processes over real data
+ * dirs: a backup taken while a server writes restores to a corpus that answers at the backup's indexVersion (§7.7.1)
+ * with the hits it answered then, starting from the saved indexes in the archive; a restore refuses, and leaves its
+ * dir as it was, whatever the archive is not.
+ */
+const WORK = mkdtempSync(join(tmpdir(), 'rcp-backup-'));
+afterAll(() => rmSync(WORK, { recursive: true, force: true }));
+
+type Hit = { id: string; score: number };
+type Answer = { result?: Record<string, unknown>; error?: { code: number; message: string } };
+
+async function call(origin: string, method: string, params: object): Promise<Record<string, unknown>> {
+  const response = await fetch(`${origin}/rcp/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const answer = (await response.json()) as Answer;
+  if (answer.result === undefined) throw new Error(`${method}: ${JSON.stringify(answer.error)}`);
+  return answer.result;
+}
+
+const documents = (prefix: string, n: number, words: string) =>
+  Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, text: `${words} ${prefix} number ${i} of ${n}` }));
+
+const add = async (origin: string, docs: object[]) =>
+  Number((await call(origin, 'index/add', { documents: docs })).indexVersion);
+
+const QUERY = 'mitochondria protein folding';
+const retrieveBoth = async (origin: string) =>
+  Promise.all(
+    (['sparse', 'hybrid'] as const).map(async (mode) => {
+      const result = await call(origin, 'retrieve', { query: QUERY, k: 8, mode, includeText: false });
+      const hits = (result.hits as Hit[]).map(({ id, score }) => ({ id, score }));
+      return { indexVersion: result.indexVersion, hits };
+    }),
+  );
+
+const manifestOf = (archive: string) =>
+  JSON.parse(execFileSync('tar', ['xOf', archive, 'rcp-backup.json'], { encoding: 'utf8' })) as {
+    seq: number;
+    indexesSeq: number;
+    files: { name: string }[];
+  };
+
+describe('backup and restore of a data dir', () => {
+  const source = join(WORK, 'source');
+  let server: ServerProcess;
+  /** The seq of each write before the flood. */
+  const written: number[] = [];
+
+  beforeAll(async () => {
+    server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', source]);
+    written.push(await add(server.origin, documents('base', 60, 'protein folding in the cell')));
+    // Stopped and started again: the first process saves its indexes at its stop, so the archive has some to carry.
+    await server.stop();
+    server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', source]);
+    written.push(await add(server.origin, documents('mito', 5, 'mitochondria membranes')));
+  });
+  afterAll(() => server.stop());
+
+  it('a backup taken while the server runs restores to the same hits at the same indexVersion (§7.7.1), from its saved indexes', async () => {
+    const before = await retrieveBoth(server.origin);
+    const archive = join(WORK, 'one.tar');
+    const backup = await runCommand(['backup', '--data', source, '--to', archive]);
+    expect(backup.code, backup.stderr).toBe(0);
+    const manifest = manifestOf(archive);
+    expect(manifest.seq).toBe(written[1]);
+    // The saved indexes are those of the first process's stop; the write after them is replayed at start.
+    expect(manifest.indexesSeq).toBe(written[0]);
+    expect(backup.stdout).toContain(`indexVersion ${manifest.seq}, saved indexes at ${manifest.indexesSeq}`);
+    // Written after the backup: the restored corpus must not have it.
+    await add(server.origin, documents('late', 3, 'mitochondria protein folding mitochondria'));
+
+    const restored = join(WORK, 'restored');
+    const restore = await runCommand(['restore', archive, '--data', restored]);
+    expect(restore.code, restore.stderr).toBe(0);
+    const copy = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', restored]);
+    try {
+      expect(await retrieveBoth(copy.origin)).toEqual(before);
+      expect(copy.stderr()).toContain(`"denseIndex":"loaded at seq ${manifest.indexesSeq}"`);
+      expect(copy.stderr()).toContain(`"lexicalIndex":"loaded at seq ${manifest.indexesSeq}"`);
+    } finally {
+      await copy.stop();
+    }
+  });
+
+  it('a backup taken during a flood of writes is of one write: the restored corpus holds exactly the documents written through its seq', async () => {
+    let flooding = true;
+    const floods: number[] = [];
+    const flood = (async () => {
+      for (let round = 0; flooding; round++)
+        floods.push(await add(server.origin, documents(`flood${round}-`, 4, `flood text round${round}x`)));
+    })();
+    await until(() => floods.length > 2, 'the flood to write');
+    const archive = join(WORK, 'flood.tar');
+    const backup = await runCommand(['backup', '--data', source, '--to', archive]);
+    flooding = false;
+    await flood;
+    expect(backup.code, backup.stderr).toBe(0);
+    const { seq } = manifestOf(archive);
+    expect(floods.at(-1)).toBeGreaterThan(seq); // the flood went on past the backup
+    const restored = join(WORK, 'flooded');
+    expect((await runCommand(['restore', archive, '--data', restored])).code).toBe(0);
+    const copy = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', restored]);
+    try {
+      // The last write of the flood through the backup's seq is served there, the first after it is not.
+      const through = floods.filter((write) => write <= seq).length - 1;
+      const served = async (round: number) =>
+        (await call(copy.origin, 'retrieve', { query: `round${round}x`, k: 8, mode: 'sparse' })) as {
+          indexVersion: string;
+          hits: Hit[];
+        };
+      const last = await served(through);
+      expect(Number(last.indexVersion)).toBe(seq);
+      expect(last.hits.map((hit) => hit.id).sort()).toEqual([0, 1, 2, 3].map((i) => `flood${through}-${i}#0`));
+      expect((await served(through + 1)).hits).toEqual([]);
+    } finally {
+      await copy.stop();
+    }
+  });
+
+  it('a saved index that does not verify is passed over, named; the restored corpus builds its indexes from the store', async () => {
+    const dir = join(WORK, 'damaged-source');
+    const seed = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir]);
+    await add(seed.origin, documents('d', 10, 'protein folding'));
+    const before = (await retrieveBoth(seed.origin))[0];
+    await seed.stop();
+    const index = readdirSync(dir).find((name) => name.endsWith('.hnsw'))!;
+    const bytes = readFileSync(join(dir, index));
+    bytes[bytes.length - 10]! ^= 0xff;
+    writeFileSync(join(dir, index), bytes);
+
+    const archive = join(WORK, 'damaged.tar');
+    const backup = await runCommand(['backup', '--data', dir, '--to', archive]);
+    expect(backup.code, backup.stderr).toBe(0);
+    expect(backup.stdout).toMatch(new RegExp(`passed over ${index}: .*SHA-256 differs`));
+    expect(manifestOf(archive).indexesSeq).toBe(0);
+    expect(manifestOf(archive).files.map((file) => file.name)).toEqual(['corpus.sqlite']);
+    const restored = join(WORK, 'rebuilt');
+    expect((await runCommand(['restore', archive, '--data', restored])).code).toBe(0);
+    const copy = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', restored]);
+    try {
+      expect((await retrieveBoth(copy.origin))[0]).toEqual(before);
+      expect(copy.stderr()).toContain('"denseIndex":"rebuilt"');
+    } finally {
+      await copy.stop();
+    }
+  });
+
+  it('backup of a dir that holds no corpus is exit 2, and writes nothing', async () => {
+    const empty = join(WORK, 'no-corpus');
+    mkdirSync(empty);
+    const run = await runCommand(['backup', '--data', empty, '--to', join(WORK, 'none.tar')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/holds no corpus/);
+    expect(existsSync(join(WORK, 'none.tar'))).toBe(false);
+  });
+});
+
+describe('restore refuses what is not a whole backup, and leaves the dir as it was', () => {
+  let archive: string;
+  const unpacked = join(WORK, 'unpacked');
+
+  beforeAll(async () => {
+    const dir = join(WORK, 'small');
+    const seed = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir]);
+    await add(seed.origin, documents('s', 5, 'small corpus'));
+    await seed.stop();
+    archive = join(WORK, 'small.tar');
+    expect((await runCommand(['backup', '--data', dir, '--to', archive])).code).toBe(0);
+    mkdirSync(unpacked);
+    execFileSync('tar', ['xf', archive, '-C', unpacked]);
+  });
+
+  /** Restores `file` into a new dir: exit 2 with `reason`, and no corpus there afterwards. */
+  async function refused(file: string, reason: RegExp): Promise<void> {
+    const into = mkdtempSync(join(WORK, 'into-'));
+    const run = await runCommand(['restore', file, '--data', into]);
+    expect(run.code, run.stdout).toBe(2);
+    expect(run.stderr).toMatch(reason);
+    expect(readdirSync(into).filter((name) => name !== 'owner.lock')).toEqual([]);
+  }
+
+  /** An archive made by tar(1) from `entries` (names relative to `from`), with extra tar options. */
+  function tarOf(name: string, from: string, entries: string[], options: string[] = []): string {
+    const file = join(WORK, name);
+    execFileSync('tar', ['cf', file, ...options, '-C', from, ...entries]);
+    return file;
+  }
+
+  it('an archive cut short', async () => {
+    const bytes = readFileSync(archive);
+    writeFileSync(join(WORK, 'cut.tar'), bytes.subarray(0, Math.floor(bytes.length / 2)));
+    await refused(join(WORK, 'cut.tar'), /not a whole backup/);
+  });
+
+  it('a byte of the store changed in the archive', async () => {
+    const bytes = readFileSync(archive);
+    bytes[512 + 4096 + 100]! ^= 0x01; // inside corpus.sqlite, the first entry (after its 512-byte header)
+    writeFileSync(join(WORK, 'flipped.tar'), bytes);
+    await refused(join(WORK, 'flipped.tar'), /corpus\.sqlite is not what its manifest says/);
+  });
+
+  it('a file the manifest does not name, or one it names missing', async () => {
+    const names = readdirSync(unpacked);
+    writeFileSync(join(unpacked, 'dense-999-00.sum'), '{}');
+    await refused(
+      tarOf('extra.tar', unpacked, [...names, 'dense-999-00.sum']),
+      /holds dense-999-00\.sum, which its manifest does not name/,
+    );
+    rmSync(join(unpacked, 'dense-999-00.sum'));
+    const without = names.filter((name) => !name.endsWith('.bm25'));
+    await refused(tarOf('missing.tar', unpacked, without), /lacks dense-.*\.bm25, which its manifest names/);
+    await refused(tarOf('bare.tar', unpacked, ['corpus.sqlite']), /holds no rcp-backup\.json/);
+  });
+
+  it('a path out of the dir, a link, a folder: nothing is written outside', async () => {
+    const outside = join(WORK, 'outside');
+    mkdirSync(join(outside, 'deep'), { recursive: true });
+    writeFileSync(join(outside, 'evil'), 'x');
+    await refused(
+      tarOf(
+        'escape.tar',
+        join(outside, 'deep'),
+        ['../evil', ...readdirSync(unpacked).map((name) => `../../unpacked/${name}`)],
+        ['-P'],
+      ),
+      /holds file '\.\.\/evil', which no backup holds/,
+    );
+    symlinkSync('/etc/passwd', join(outside, 'corpus.sqlite'));
+    await refused(tarOf('link.tar', outside, ['corpus.sqlite']), /holds symlink 'corpus\.sqlite'/);
+    await refused(tarOf('folder.tar', outside, ['deep']), /holds directory 'deep\/?'/);
+  });
+
+  it('a file that is no archive at all', async () => {
+    writeFileSync(join(WORK, 'noise.tar'), Buffer.alloc(4096, 7));
+    await refused(join(WORK, 'noise.tar'), /not a whole backup archive/);
+  });
+
+  it('a dir that holds a corpus is never written over', async () => {
+    const into = join(WORK, 'occupied');
+    expect((await runCommand(['restore', archive, '--data', into])).code).toBe(0);
+    const before = readFileSync(join(into, 'corpus.sqlite'));
+    const again = await runCommand(['restore', archive, '--data', into]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/is not empty \(it holds corpus\.sqlite\)/);
+    expect(readFileSync(join(into, 'corpus.sqlite')).equals(before)).toBe(true);
+  });
+});
+
+describe.skipIf(!HAS_POSTGRES)('a new replica starts from a backup of another, not from the log', () => {
+  let cluster: PostgresCluster;
+  const replicas: ServerProcess[] = [];
+  const env = () => ({ RCP_STORE_URL: cluster.url, RCP_STORE_POLL_MS: '200', RCP_INDEX_SAVE_INTERVAL_MS: '1000' });
+
+  beforeAll(async () => {
+    cluster = await PostgresCluster.create();
+  });
+  afterAll(async () => {
+    await Promise.all(replicas.map((replica) => replica.stop()));
+    cluster?.destroy();
+  });
+
+  it('restored into an empty dir, it loads the saved indexes, replays what came after, and follows the store', async () => {
+    const first = join(WORK, 'replica-a');
+    replicas.push(await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', first], env()));
+    const a = replicas[0]!;
+    const saved = await add(a.origin, documents('r', 40, 'protein folding replicas'));
+    await until(
+      () => readdirSync(first).some((name) => name.startsWith(`dense-${saved}-`) && name.endsWith('.hnsw')),
+      'replica A to save its indexes',
+    );
+    const after = await add(a.origin, documents('q', 3, 'mitochondria after the save'));
+
+    const archive = join(WORK, 'replica.tar');
+    const backup = await runCommand(['backup', '--data', first, '--to', archive]);
+    expect(backup.code, backup.stderr).toBe(0);
+    const manifest = manifestOf(archive);
+    expect(manifest.seq).toBe(after);
+    // A's indexes as saved at or after the write waited for (it saves every second).
+    expect(manifest.indexesSeq).toBeGreaterThanOrEqual(saved);
+    const later = await add(a.origin, documents('z', 2, 'mitochondria written after the backup'));
+
+    const second = join(WORK, 'replica-b');
+    expect((await runCommand(['restore', archive, '--data', second])).code).toBe(0);
+    replicas.push(await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', second], env()));
+    const b = replicas[1]!;
+    expect(b.stderr()).toContain(`"denseIndex":"loaded at seq ${manifest.indexesSeq}"`);
+    const onA = await retrieveBoth(a.origin);
+    expect(onA[0]!.indexVersion).toBe(String(later));
+    expect(await retrieveBoth(b.origin)).toEqual(onA);
+    const next = await add(a.origin, documents('n', 1, 'mitochondria protein folding followed'));
+    await until(async () => (await retrieveBoth(b.origin))[0]!.indexVersion === String(next), 'replica B to follow');
+  });
+});
