@@ -6,7 +6,8 @@
  *    look at them). On a 2-core machine, replicas share the cores, so the figure is the cost per replica, not scale.
  * 2. Write-to-visible lag: index/add on one replica, then how long until each other replica serves the document.
  * 3. Replica cold start with RCP_BENCH_CHUNKS (default 100,000) chunks: from the store alone (an empty data dir)
- *    versus from its local snapshot (the same dir after a clean stop).
+ *    versus from its local snapshot (the same dir after a clean stop), and a new replica from a backup of that dir
+ *    (`rcp-server backup`, `rcp-server restore` into an empty dir, then its start: the three together).
  *
  * Needs Debian's postgresql (a cluster is made in a temporary dir) and a built dist/ (npm run bench builds it).
  */
@@ -17,6 +18,7 @@ import { Corpus, contentHash } from '../src/corpus/corpus.js';
 import type { UseLiteEncoder } from '../src/models/onnx/use-lite-encoder.js';
 import { PostgresStore } from '../src/corpus/store/postgres/postgres-store.js';
 import type { NewDocument } from '../src/corpus/store/writes.js';
+import { runCommand } from '../test/helpers/children.js';
 import { HAS_POSTGRES, PostgresCluster } from '../test/helpers/postgres.js';
 import { startHttpProcess, type ServerProcess } from '../test/helpers/processes.js';
 import { randomUnit } from './corpus.js';
@@ -154,8 +156,8 @@ async function coldStart(cluster: PostgresCluster, encoder: UseLiteEncoder): Pro
   }
   await store.close();
   const dir = mkdtempSync(join(tmpdir(), 'rcp-bench-cold-'));
-  const settings = { ...benchCorpusSettings(dir), store: { url: cluster.url, pollMs: 1000 } };
-  const timeToReady = async () => {
+  const timeToReady = async (on = dir) => {
+    const settings = { ...benchCorpusSettings(on), store: { url: cluster.url, pollMs: 1000 } };
     const started = performance.now();
     const corpus = new Corpus(settings, encoder, silent);
     await corpus.ready;
@@ -166,12 +168,42 @@ async function coldStart(cluster: PostgresCluster, encoder: UseLiteEncoder): Pro
   };
   const fromStore = await timeToReady();
   const fromSnapshot = await timeToReady();
+  const [fromBackup, parts] = await newReplicaFromBackup(dir, timeToReady);
   console.log(`replica cold start, ${fromStore.chunks} chunks (ratio to a start from the store alone, same run)`);
   console.log(`  from the store (empty dir)   ${(fromStore.ms / 1000).toFixed(1).padStart(6)} s  ratio 1.000`);
   console.log(
     `  from its snapshot + the log  ${(fromSnapshot.ms / 1000).toFixed(1).padStart(6)} s  ratio ${(fromSnapshot.ms / fromStore.ms).toFixed(3)}`,
   );
+  console.log(
+    `  a new replica from a backup  ${(fromBackup / 1000).toFixed(1).padStart(6)} s  ratio ${(fromBackup / fromStore.ms).toFixed(3)}  (${parts})`,
+  );
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** Backup of `dir`, restore into a new dir, start there: the total (ms), and each part in words. */
+async function newReplicaFromBackup(
+  dir: string,
+  timeToReady: (on: string) => Promise<{ ms: number }>,
+): Promise<[number, string]> {
+  const work = mkdtempSync(join(tmpdir(), 'rcp-bench-replica-backup-'));
+  try {
+    const archive = join(work, 'replica.tar');
+    const timed = async (args: string[]) => {
+      const started = performance.now();
+      const run = await runCommand(args);
+      if (run.code !== 0) throw new Error(`${args[0]}: ${run.stderr}`);
+      return performance.now() - started;
+    };
+    const backup = await timed(['backup', '--data', dir, '--to', archive]);
+    const restore = await timed(['restore', archive, '--data', join(work, 'new')]);
+    const { ms } = await timeToReady(join(work, 'new'));
+    const parts = [`backup ${backup}`, `restore ${restore}`, `start ${ms}`].map((part) =>
+      part.replace(/[\d.]+$/, (n) => `${(Number(n) / 1000).toFixed(1)} s`),
+    );
+    return [backup + restore + ms, parts.join(', ')];
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 }
 
 export async function benchReplicas(): Promise<void> {

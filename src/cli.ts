@@ -22,6 +22,8 @@ export interface IngestCommand {
   overrides: ConfigOverrides;
   chunk: boolean;
   contextual: boolean;
+  /** An export made with another encoder: its texts embedded again (its chunks and vectors left). */
+  reEmbed: boolean;
 }
 
 export interface EvalCommand {
@@ -58,9 +60,9 @@ export interface ConfigCommand {
   configFile: string | undefined;
 }
 
-/** `backup --to FILE`, or `restore FILE`: the data dir named by --data / the configuration. */
+/** `backup --to FILE`, `export --to FILE`, or `restore FILE`: the data dir named by --data / the configuration. */
 export interface BackupCommand {
-  command: 'backup' | 'restore';
+  command: 'backup' | 'restore' | 'export';
   /** The archive written (backup) or read (restore). */
   file: string;
   configFile: string | undefined;
@@ -81,13 +83,14 @@ export const USAGE = `usage:
   rcp-server gateway --registry FILE [--stdio | --http [HOST:]PORT] [--id NAME] [--select primary]
                      [--config FILE]
   rcp-server mcp [--data DIR | --registry FILE] [--config FILE]
-  rcp-server ingest [--data DIR] [--store URL] [--config FILE] [--chunk] [--contextual] PATH...
+  rcp-server ingest [--data DIR] [--store URL] [--config FILE] [--chunk] [--contextual] [--re-embed] PATH...
   rcp-server eval --queries FILE --qrels FILE [--data DIR] [--config FILE] [--report FILE]
                   [--mode M] [--fusion F] [--alpha A] [--rrf-k N] [--candidate-k N] [--rerank METHOD]
                   [--unit U] [--params JSON]
   rcp-server config --print [--config FILE]
   rcp-server backup --to FILE [--data DIR] [--config FILE]
   rcp-server restore FILE [--data DIR] [--config FILE]
+  rcp-server export --to FILE [--data DIR] [--config FILE]
   rcp-server models build [use-lite|use-lite-int8] [--dir DIR]
   rcp-server models fetch NAME... [--dir DIR] [--hub URL] [--unpinned]
 
@@ -100,13 +103,17 @@ export const USAGE = `usage:
                      writes are allowed, "index_add", over the local corpus or a registry's engines
   ingest             add documents to the corpus in DIR: BEIR-style JSON Lines ({"_id", "title", "text",
                      "metadata"}) and folders of .txt/.md files; resumable (unchanged documents are
-                     skipped); --chunk splits long documents, --contextual adds title/heading context
+                     skipped); --chunk splits long documents, --contextual adds title/heading context;
+                     a file from export is stored with its chunks and vectors (--re-embed: embedded
+                     again, for an export made with another encoder)
   eval               run judged queries through retrieve; print nDCG@10, Recall@100, MRR@10
   config --print     print the effective configuration (file < environment), secrets hidden
   backup             write the corpus in DIR to FILE (a tar archive: the store and its saved indexes at one
                      indexVersion) while servers read and write it; a replica's dir likewise
   restore            unpack a backup into DIR, which must hold no corpus; a server there then serves it at
                      the backup's indexVersion (a replica's: then follows its store from there)
+  export             write every document in DIR, with its metadata, chunks and vectors, to FILE as JSON
+                     Lines that ingest reads into another data dir or a PostgreSQL store
   models build       build the default encoder (USE-lite, converted to ONNX) into DIR
                      (default: models/use-lite); a no-op when it is up to date; use-lite-int8 builds
                      its int8-quantised variant (default DIR models/use-lite-int8), served with
@@ -148,7 +155,7 @@ export function parseCommandLine(
   if (command === 'config') return parseConfigCommand(rest);
   if (command === 'gateway') return parseGateway(rest);
   if (command === 'mcp') return parseMcp(rest);
-  if (command === 'backup' || command === 'restore') return parseBackup(command, rest);
+  if (command === 'backup' || command === 'restore' || command === 'export') return parseBackup(command, rest);
   if (command !== 'serve') throw new UsageError(`unknown command '${command}'\n\n${USAGE}`);
   const { values, help, transport, overrides } = parseListening(rest, {
     data: { type: 'string' },
@@ -266,12 +273,13 @@ function parseIngest(args: readonly string[]): IngestCommand {
       config: { type: 'string' },
       chunk: { type: 'boolean' },
       contextual: { type: 'boolean' },
+      're-embed': { type: 'boolean' },
     },
     strict: true,
     allowPositionals: true,
   });
   if (parsed.positionals.length === 0) throw new UsageError(`ingest needs at least one PATH\n\n${USAGE}`);
-  const { data, store, config, chunk, contextual } = parsed.values;
+  const { data, store, config, chunk, contextual, 're-embed': reEmbed } = parsed.values;
   return {
     command: 'ingest',
     paths: parsed.positionals,
@@ -282,6 +290,7 @@ function parseIngest(args: readonly string[]): IngestCommand {
     },
     chunk: chunk === true,
     contextual: contextual === true,
+    reEmbed: reEmbed === true,
   };
 }
 
@@ -349,18 +358,18 @@ function parseConfigCommand(args: readonly string[]): ConfigCommand {
   return { command: 'config', configFile: values.config };
 }
 
-function parseBackup(command: 'backup' | 'restore', args: readonly string[]): BackupCommand {
+function parseBackup(command: BackupCommand['command'], args: readonly string[]): BackupCommand {
   const { values, positionals } = parseOrUsage({
     args: [...args],
     options: { to: { type: 'string' }, data: { type: 'string' }, config: { type: 'string' } },
     strict: true,
     allowPositionals: command === 'restore',
   });
-  const file = command === 'backup' ? values.to : positionals.length === 1 ? positionals[0] : undefined;
-  if (command === 'restore' && values.to !== undefined)
-    throw new UsageError(`restore takes FILE, not --to\n\n${USAGE}`);
+  const restore = command === 'restore';
+  const file = restore ? (positionals.length === 1 ? positionals[0] : undefined) : values.to;
+  if (restore && values.to !== undefined) throw new UsageError(`restore takes FILE, not --to\n\n${USAGE}`);
   if (file === undefined) {
-    throw new UsageError(`${command === 'backup' ? 'backup needs --to FILE' : 'restore needs one FILE'}\n\n${USAGE}`);
+    throw new UsageError(`${restore ? 'restore needs one FILE' : `${command} needs --to FILE`}\n\n${USAGE}`);
   }
   return {
     command,

@@ -46,6 +46,7 @@ async function dispatch(command: ReturnType<typeof parseCommandLine>): Promise<n
       return configCommand(command);
     case 'backup':
     case 'restore':
+    case 'export':
       return backupCommand(command);
     case 'gateway':
       return gatewayCommand(command);

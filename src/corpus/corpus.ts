@@ -178,6 +178,11 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return this.encoder.info.dimension;
   }
 
+  /** The encoder's identity, which the store records and an export names. */
+  get encoderIdentity(): string {
+    return this.encoder.info.identity;
+  }
+
   health(): ModelHealth {
     if (this.#state.status === 'ready') return { ready: true };
     const away = this.replica?.unreachable;

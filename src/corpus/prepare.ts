@@ -6,7 +6,8 @@ import type { Encoder } from '../models/index.js';
 import { chunkText } from './chunking.js';
 import { validateMetadata, type FieldType, type MetadataLimits } from './metadata.js';
 import type { CorpusDocument, WriteCaller } from './ports.js';
-import type { DocumentOrigin, NewDocument } from './store/corpus-store.js';
+import { validatePrepared, type PreparedDocument } from './prepared.js';
+import type { DocumentOrigin, NewChunk, NewDocument } from './store/corpus-store.js';
 
 /**
  * A write's preparation (docs/architecture.md §5): every document validated (all or nothing), chunked and embedded,
@@ -29,6 +30,11 @@ export interface AddOptions extends WriteCaller {
    */
   readonly vectors?: readonly (Float32Array | undefined)[] | undefined;
   /**
+   * Documents as another corpus stored them, by document index (prepared.ts): stored with their own chunks, vectors,
+   * hash and origin; neither chunked nor embedded here.
+   */
+  readonly prepared?: readonly (PreparedDocument | undefined)[] | undefined;
+  /**
    * Most chunks the write may make (`index.maxChunksPerAdd` for index/add): past it, -32013 while chunking, before
    * anything is embedded. Every writer of the dir waits while a write is applied (docs/architecture.md §5).
    */
@@ -50,16 +56,46 @@ export async function prepareDocuments(
   rules: DocumentRules,
 ): Promise<NewDocument[]> {
   const given = options.vectors ?? [];
+  const prepared = options.prepared ?? [];
   documents.forEach((document, i) => {
     validateDocument(document, `documents.${i}`, rules);
     const vector = given[i];
     if (vector !== undefined) validateGivenVector(vector, `documents.${i}.vector`, encoder.info.dimension, options);
+    const own = prepared[i];
+    if (own !== undefined) validatePrepared(document, own, `documents.${i}`, encoder.info.dimension);
   });
-  const encoded = documents.filter((_, i) => given[i] === undefined);
+  const encoded = documents.filter((_, i) => given[i] === undefined && prepared[i] === undefined);
   // §15.5: a caller whose own texts waiting at the model are past the queue's time bound is refused before its
   // documents are chunked and tokenized (docs/architecture.md §10), not after that work.
   const refusal = encoded.length > 0 ? encoder.queueRefusal?.(options.caller) : undefined;
   if (refusal !== undefined) throw refusal;
+  const staged = await stageDocuments(documents, options, encoder);
+  const texts = staged
+    .filter((_, i) => given[i] === undefined && prepared[i] === undefined)
+    .flatMap((document) => document.chunks.map((chunk) => lexicalText(chunk.text, chunk.context)));
+  const vectors = texts.length === 0 ? [] : await embedDistinct(texts, encoder, options);
+  let next = 0;
+  return staged.map((document, i) => {
+    const own = prepared[i];
+    if (own !== undefined)
+      return { ...document, ...own, chunks: own.chunks.map((chunk) => storedChunk(chunk, encoder)) };
+    const vector = given[i];
+    const stored = vector === undefined ? undefined : storedVector(vector, encoder.info.normalized);
+    return {
+      ...document,
+      chunks: document.chunks.map((chunk) => ({
+        ...chunk,
+        vector: stored ?? vectors[next++] ?? new Float32Array(encoder.info.dimension),
+      })),
+    };
+  });
+}
+
+/**
+ * Each document's id, hash, origin and chunks (without vectors), chunked unless given its chunks or a vector, in time
+ * slices; past `options.maxChunks` chunks, -32013 before anything is embedded.
+ */
+async function stageDocuments(documents: readonly CorpusDocument[], options: AddOptions, encoder: Encoder) {
   const count = options.chunk ? await encoder.tokenCounter() : undefined;
   const slice = new TimeSlice(options.signal);
   const staged = [];
@@ -67,10 +103,10 @@ export async function prepareDocuments(
   for (const [i, document] of documents.entries()) {
     const meta = document.meta ?? {};
     const pieces =
-      count === undefined
+      count === undefined || options.prepared?.[i] !== undefined
         ? [{ text: document.text, heading: undefined, start: 0, end: document.text.length }]
         : await chunkText(document.text, count, encoder.info.maxTokens, slice);
-    made += pieces.length;
+    made += options.prepared?.[i]?.chunks.length ?? pieces.length;
     if (options.maxChunks !== undefined && made > options.maxChunks) {
       throw RpcError.payloadTooLarge(
         `documents 0-${i} already make ${made} chunks, more than the ${options.maxChunks} one index/add may ` +
@@ -87,28 +123,27 @@ export async function prepareDocuments(
     }));
     const id = document.id ?? randomUUID();
     const origin = options.origin ?? 'client';
-    const hash = contentHash(document.text, meta, options, given[i]);
+    const hash = contentHash(document.text, meta, options, options.vectors?.[i]);
     staged.push({ id, text: document.text, meta, hash, origin, chunks });
     // Hashing a megabyte of text takes ~2 ms: a batch of them gives the loop back between documents.
     await slice.due();
   }
-  const texts = staged
-    .filter((_, i) => given[i] === undefined)
-    .flatMap((document) => document.chunks.map((chunk) => lexicalText(chunk.text, chunk.context)));
-  const vectors = texts.length === 0 ? [] : await embedDistinct(texts, encoder, options);
-  let next = 0;
-  return staged.map((document, i) => {
-    const own = given[i];
-    const stored = own === undefined ? undefined : storedVector(own, encoder.info.normalized);
-    return {
-      ...document,
-      chunks: document.chunks.map((chunk) => ({
-        ...chunk,
-        vector: stored ?? vectors[next++] ?? new Float32Array(encoder.info.dimension),
-      })),
-    };
-  });
+  return staged;
 }
+
+/**
+ * A prepared chunk as the store keeps it: a vector already of unit length (as exported from a store that keeps them
+ * so) is kept bit for bit, so the imported corpus scores exactly as the exported one; any other as a given vector.
+ */
+function storedChunk(chunk: NewChunk, encoder: Encoder): NewChunk {
+  let squares = 0;
+  for (const x of chunk.vector) squares += x * x;
+  if (!encoder.info.normalized || Math.abs(Math.sqrt(squares) - 1) < UNIT_TOLERANCE) return chunk;
+  return { ...chunk, vector: storedVector(chunk.vector, true) };
+}
+
+/** How far from 1 a float32 vector's norm may be and still be of unit length as stored (float32 rounding). */
+const UNIT_TOLERANCE = 1e-5;
 
 /**
  * -32602 naming the field unless a given vector can be stored as a chunk's: the encoder's dimension, finite, not all

@@ -130,7 +130,8 @@ class IngestRun {
       this.#reject({ origin: item.origin, reason: 'a record with "vector" is one chunk; ingest it without --chunk' });
     } else {
       if (this.#writingIds.has(item.id)) await this.#writing;
-      if (this.corpus.store.hashOf(item.id) === contentHash(item.text, item.meta ?? {}, this.options, item.vector)) {
+      const hash = item.prepared?.hash ?? contentHash(item.text, item.meta ?? {}, this.options, item.vector);
+      if (this.corpus.store.hashOf(item.id) === hash) {
         this.unchanged += 1;
         return;
       }
@@ -166,6 +167,9 @@ class IngestRun {
           origin: 'operator',
           vectors: batch.some((document) => document.vector !== undefined)
             ? batch.map((document) => document.vector)
+            : undefined,
+          prepared: batch.some((document) => document.prepared !== undefined)
+            ? batch.map((document) => document.prepared)
             : undefined,
         });
         this.added += batch.length;

@@ -13,13 +13,18 @@ const NEWLINE = 0x0a;
  * fails outright past V8's longest string). Bytes, not text, so a character split across reads is decoded whole.
  */
 export class BoundedLines {
-  readonly #maxLineBytes: number;
+  #maxLineBytes: number;
   #parts: Buffer[] = [];
   /** Bytes of the current line so far, held or not. */
   #length = 0;
   #number = 0;
 
   constructor(maxLineBytes: number) {
+    this.#maxLineBytes = maxLineBytes;
+  }
+
+  /** Lines from the next one on may hold up to `maxLineBytes` (a file whose first line says what follows). */
+  allow(maxLineBytes: number): void {
     this.#maxLineBytes = maxLineBytes;
   }
 

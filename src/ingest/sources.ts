@@ -1,7 +1,8 @@
 import { createReadStream, type Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, extname, join, relative } from 'node:path';
-import type { CorpusDocument } from '../corpus/index.js';
+import type { CorpusDocument, PreparedDocument } from '../corpus/index.js';
+import { exportHeader, exportLineBytes, fromExported, isExportHeader, type ExportHeader } from './exported.js';
 import { BoundedLines, isBlank, type Line } from './lines.js';
 import { parseVector } from './vector.js';
 import { cannotRead, looksBinary, NOT_UTF8, readTextFile, utf8 } from './text-file.js';
@@ -22,6 +23,8 @@ export interface SourceDocument extends CorpusDocument {
   readonly origin: string;
   /** A JSON line's own `vector`, embedded elsewhere: stored as the document's one chunk's, the encoder not asked. */
   readonly vector?: Float32Array | undefined;
+  /** A line of an export: the document as another corpus stored it, chunks and vectors (exported.ts). */
+  readonly prepared?: PreparedDocument | undefined;
 }
 
 export interface SourceRejection {
@@ -42,6 +45,9 @@ export interface SourceLimits {
   readonly maxMetadataBytes: number;
   /** The encoder's dimension, which a JSON line's `vector` must have (unchecked here when absent). */
   readonly dimension?: number | undefined;
+  /** The encoder's identity: an export made with another is refused, unless `reEmbed` (its texts embedded again). */
+  readonly encoder?: string | undefined;
+  readonly reEmbed?: boolean | undefined;
 }
 
 export class SourceError extends StartupError {
@@ -63,7 +69,7 @@ export async function* readSources(paths: readonly string[], limits: SourceLimit
   for (const path of paths) {
     const kind = await sourceKind(path);
     if (kind === 'folder') yield* textFiles(path, limits.maxDocumentBytes);
-    else if (kind === 'jsonl') yield* jsonLines(path, maxLineBytes(limits), limits.dimension);
+    else if (kind === 'jsonl') yield* jsonLines(path, limits);
     else yield kind;
   }
 }
@@ -108,14 +114,17 @@ interface BeirLine {
   vector?: unknown;
 }
 
-async function* jsonLines(path: string, maxLine: number, dimension: number | undefined): AsyncGenerator<SourceItem> {
+async function* jsonLines(path: string, limits: SourceLimits): AsyncGenerator<SourceItem> {
   const name = basename(path);
+  const lines = new BoundedLines(maxLineBytes(limits));
+  const reading = new JsonLinesFile(name, limits, lines);
   let last = 0;
   try {
-    for await (const line of fileLines(path, maxLine)) {
+    for await (const line of fileLines(path, lines)) {
       last = line.number;
-      const item = fromLine(line, `${name}:${line.number}`, maxLine, dimension);
+      const item = reading.item(line);
       if (item !== undefined) yield item;
+      if (reading.refused) return;
     }
   } catch (error) {
     // The rest of the file is lost, not the run: what was read stays read.
@@ -124,13 +133,81 @@ async function* jsonLines(path: string, maxLine: number, dimension: number | und
       origin: last === 0 ? name : `${name}:${last + 1}`,
       reason: last === 0 ? reason : `${reason}; read stopped here`,
     };
+    return;
+  }
+  const shortBy = reading.shortBy();
+  if (shortBy !== undefined) yield { origin: name, reason: shortBy };
+}
+
+/**
+ * One JSON Lines file as its lines come: BEIR lines, or an export (exported.ts) when its first line is an export's
+ * header, whose encoder must be this corpus's unless its texts are to be embedded again.
+ */
+class JsonLinesFile {
+  #export: ExportHeader | undefined;
+  #maxLine: number;
+  #documents = 0;
+  #seen = false;
+  /** The whole file is refused (an export of another encoder, or of a format this server does not read). */
+  refused = false;
+
+  constructor(
+    private readonly name: string,
+    private readonly limits: SourceLimits,
+    private readonly lines: BoundedLines,
+  ) {
+    this.#maxLine = maxLineBytes(limits);
+  }
+
+  item(line: Line): SourceItem | undefined {
+    const origin = `${this.name}:${line.number}`;
+    const parsed = parseLine(line, origin, this.#maxLine);
+    if (parsed === undefined) return undefined;
+    const first = !this.#seen;
+    this.#seen = true;
+    if ('reason' in parsed) return this.#counted(parsed);
+    const { value } = parsed;
+    if (first && isExportHeader(value)) return this.#header(value, origin);
+    if (this.#export === undefined) return fromBeir(value, origin, this.limits.dimension);
+    return this.#counted(fromExported(value, origin, this.#export.dimension, this.limits.reEmbed === true));
+  }
+
+  #header(value: Record<string, unknown>, origin: string): SourceRejection | undefined {
+    const header = exportHeader(value);
+    const { encoder, reEmbed } = this.limits;
+    const reason =
+      'reason' in header
+        ? header.reason
+        : encoder !== undefined && header.encoder !== encoder && reEmbed !== true
+          ? `exported with the encoder ${header.encoder}, not this corpus's ${encoder}: ingest it with --re-embed to ` +
+            'embed its texts again'
+          : undefined;
+    if (reason !== undefined) {
+      this.refused = true;
+      return { origin, reason };
+    }
+    this.#export = header as ExportHeader;
+    this.#maxLine = exportLineBytes(this.#maxLine, this.#export.dimension);
+    this.lines.allow(this.#maxLine);
+    return undefined;
+  }
+
+  #counted(item: SourceItem): SourceItem {
+    this.#documents += 1;
+    return item;
+  }
+
+  /** An export that holds other than the documents its header names: why, else undefined. */
+  shortBy(): string | undefined {
+    const expected = this.#export?.documents;
+    if (expected === undefined || expected === this.#documents) return undefined;
+    return `holds ${this.#documents} document lines, its header names ${expected}: the file was cut short or changed`;
   }
 }
 
 class NotText extends Error {}
 
-async function* fileLines(path: string, maxLine: number): AsyncGenerator<Line> {
-  const lines = new BoundedLines(maxLine);
+async function* fileLines(path: string, lines: BoundedLines): AsyncGenerator<Line> {
   let first = true;
   for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
     // A NUL cannot appear in JSON: a file holding one early is binary, one rejection rather than one per "line".
@@ -144,14 +221,23 @@ async function* fileLines(path: string, maxLine: number): AsyncGenerator<Line> {
 async function countLines(path: string, maxLine: number): Promise<number> {
   let count = 0;
   try {
-    for await (const line of fileLines(path, maxLine)) if (!('bytes' in line) || !isBlank(line.bytes)) count += 1;
+    for await (const line of fileLines(path, new BoundedLines(maxLine))) {
+      // An export's header is no document: as `rcp-server export` writes it, its line begins with its name.
+      const header = count === 0 && 'bytes' in line && line.bytes.subarray(0, 13).toString() === '{"rcpExport":';
+      if (!header && (!('bytes' in line) || !isBlank(line.bytes))) count += 1;
+    }
   } catch {
     count += 1;
   }
   return count;
 }
 
-function fromLine(line: Line, origin: string, maxLine: number, dimension: number | undefined): SourceItem | undefined {
+/** A line's JSON object; a rejection saying why it is none; undefined for a blank line. */
+function parseLine(
+  line: Line,
+  origin: string,
+  maxLine: number,
+): { value: Record<string, unknown> } | SourceRejection | undefined {
   if ('oversized' in line) {
     return { origin, reason: `a line of ${line.oversized} bytes exceeds the ${maxLine}-byte limit for one line` };
   }
@@ -167,7 +253,7 @@ function fromLine(line: Line, origin: string, maxLine: number, dimension: number
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     return { origin, reason: 'not a JSON object' };
   }
-  return fromBeir(parsed, origin, dimension);
+  return { value: parsed as Record<string, unknown> };
 }
 
 function fromBeir(line: BeirLine, origin: string, dimension: number | undefined): SourceItem {

@@ -1,15 +1,32 @@
 import type { BackupCommand } from '../../cli.js';
-import { backupDataDir, restoreDataDir } from '../../corpus/index.js';
+import { backupDataDir, exportDataDir, restoreDataDir } from '../../corpus/index.js';
+import { lowerThreadPriority } from '../../platform/thread-priority.js';
 import { loadSettings } from '../startup.js';
 
 /**
- * `rcp-server backup --to FILE` and `rcp-server restore FILE` over the configured data dir (docs/corpus.md, "Backup
- * and restore"). Neither loads a model or an index: a backup copies files, a restore checks and moves them in.
+ * The scheduling priority a backup or an export runs at: maintenance beside servers that answer queries on the same
+ * cores yields to them (the libuv threads that read and write its files inherit it).
+ */
+const MAINTENANCE_NICE = 10;
+
+/**
+ * `rcp-server backup --to FILE`, `rcp-server restore FILE` and `rcp-server export --to FILE` over the configured data
+ * dir (docs/corpus.md, "Backup and restore", "Export and import"). None loads a model or an index: a backup copies
+ * files, a restore checks and moves them in, an export reads the store.
  */
 export async function backupCommand(command: BackupCommand): Promise<number> {
   const { dataDir } = loadSettings(command.configFile, command.overrides);
+  if (command.command !== 'restore') lowerThreadPriority(MAINTENANCE_NICE);
   const started = performance.now();
   const seconds = () => ((performance.now() - started) / 1000).toFixed(1);
+  if (command.command === 'export') {
+    const header = await exportDataDir(dataDir, command.file);
+    process.stdout.write(
+      `exported ${dataDir} to ${command.file} in ${seconds()} s: ${header.documents} documents, ` +
+        `${header.chunks} chunks at indexVersion ${header.indexVersion}, embedded with ${header.encoder}\n`,
+    );
+    return 0;
+  }
   if (command.command === 'restore') {
     const manifest = await restoreDataDir(command.file, dataDir);
     process.stdout.write(

@@ -23,6 +23,8 @@ export async function ingestCommand(command: IngestCommand): Promise<number> {
           maxDocumentBytes: config.index.maxDocumentBytes,
           maxMetadataBytes: config.index.maxMetadataBytes,
           dimension: app.corpus.dimension,
+          encoder: app.corpus.encoderIdentity,
+          reEmbed: command.reEmbed,
         },
       },
       process.stderr,

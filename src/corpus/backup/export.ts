@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, renameSync } from 'node:fs';
+import { once } from 'node:events';
+import { dirname, join, resolve } from 'node:path';
+import { isFile, removeFile, syncPath } from '../../platform/files.js';
+import { StoreError } from '../store/dir-lock.js';
+import { STORE_FILE } from '../store/scrub.js';
+import { StoreExport, type ExportedChunk, type ExportedDocument } from '../store/store-export.js';
+
+/**
+ * The first line of an export (docs/corpus.md, "Export and import"): what the documents after it were embedded with,
+ * and how many of them there are, so that an import can refuse another encoder's vectors and tell a file cut short.
+ */
+export interface ExportHeader {
+  readonly rcpExport: 1;
+  readonly encoder: string;
+  readonly dimension: number;
+  readonly indexVersion: string;
+  readonly store: string;
+  readonly documents: number;
+  readonly chunks: number;
+  readonly created: string;
+}
+
+/**
+ * `rcp-server export --to FILE`: every document of the data dir's store (a replica's: its snapshot) as JSON Lines,
+ * with its metadata, origin, content hash and chunks (offsets, context, vector as §7.3.1 `f32-base64`), as of one read
+ * transaction while servers write on. Written beside FILE, then renamed over it.
+ */
+export async function exportDataDir(dir: string, to: string): Promise<ExportHeader> {
+  const storeFile = join(dir, STORE_FILE);
+  if (!isFile(storeFile)) throw new StoreError(`${dir} holds no corpus (no ${STORE_FILE})`);
+  const target = resolve(to);
+  const partial = `${target}.${randomBytes(4).toString('hex')}.tmp`;
+  const reader = StoreExport.open(storeFile);
+  try {
+    const out = createWriteStream(partial, { flags: 'wx', mode: 0o600 });
+    const failed = once(out, 'error').then(([error]) => Promise.reject(error as Error));
+    failed.catch(() => undefined);
+    const header = headerOf(reader);
+    const write = async (line: string) => {
+      if (!out.write(`${line}\n`)) await Promise.race([once(out, 'drain'), failed]);
+    };
+    await write(JSON.stringify(header));
+    for (const document of reader.documents()) await write(JSON.stringify(exportedLine(document)));
+    out.end();
+    await Promise.race([once(out, 'finish'), failed]);
+    syncPath(partial);
+    renameSync(partial, target);
+    syncPath(dirname(target));
+    return header;
+  } finally {
+    reader.close();
+    removeFile(partial);
+  }
+}
+
+function headerOf(reader: StoreExport): ExportHeader {
+  const { facts, counts } = reader;
+  const first = reader.documents().next();
+  const dimension = first.done === true ? 0 : (first.value.chunks[0]?.vector.length ?? 0);
+  return {
+    rcpExport: 1,
+    encoder: facts.encoder ?? '',
+    dimension,
+    indexVersion: String(facts.seq),
+    store: facts.store,
+    ...counts,
+    created: new Date().toISOString(),
+  };
+}
+
+function exportedLine(document: ExportedDocument): Record<string, unknown> {
+  return {
+    _id: document.id,
+    text: document.text,
+    metadata: JSON.parse(document.meta) as unknown,
+    origin: document.origin,
+    hash: document.hash,
+    chunks: document.chunks.map(exportedChunk),
+  };
+}
+
+/** A chunk's text is its document's slice by its offsets; only a chunk from a store that kept none carries it. */
+function exportedChunk(chunk: ExportedChunk): Record<string, unknown> {
+  const { start, end, context, vector } = chunk;
+  const bytes = Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
+  return {
+    start,
+    end,
+    ...(context === '' ? {} : { context }),
+    ...(end === -1 ? { text: chunk.text } : {}),
+    vector: bytes.toString('base64'),
+  };
+}

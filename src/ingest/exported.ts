@@ -1,0 +1,92 @@
+import {
+  MAX_PREPARED_CHUNKS,
+  MAX_PREPARED_CONTEXT,
+  type ExportHeader as ExportFileHeader,
+  type PreparedDocument,
+} from '../corpus/index.js';
+import type { SourceItem } from './sources.js';
+import { parseVector } from './vector.js';
+
+/**
+ * A file `rcp-server export` wrote (docs/corpus.md, "Export and import"), read by `rcp-server ingest`: its first line
+ * names the encoder and the documents that follow; each document line carries its chunks with their vectors, stored as
+ * they are when the encoder is this corpus's, or (with `--re-embed`) read as text to be chunked and embedded again.
+ */
+export type ExportHeader = Pick<ExportFileHeader, 'encoder' | 'dimension' | 'documents'>;
+
+/** Whether a first line's object is an export's header (it names `rcpExport`). */
+export function isExportHeader(value: object): boolean {
+  return 'rcpExport' in value;
+}
+
+/** The header, or why it is none this server reads. */
+export function exportHeader(value: Record<string, unknown>): ExportHeader | { reason: string } {
+  const { rcpExport, encoder, dimension, documents } = value;
+  if (rcpExport !== 1)
+    return { reason: `an export of format ${JSON.stringify(rcpExport)}; this server reads format 1` };
+  if (typeof encoder !== 'string' || !Number.isSafeInteger(dimension) || !Number.isSafeInteger(documents)) {
+    return { reason: 'an export header without its "encoder", "dimension" and "documents"' };
+  }
+  return { encoder, dimension: dimension as number, documents: documents as number };
+}
+
+/**
+ * The longest document line of an export whose vectors are of `dimension` numbers: `base` (a BEIR line's bound) and
+ * MAX_PREPARED_CHUNKS chunks of a base64 vector, a context written with escapes and their offsets.
+ */
+export function exportLineBytes(base: number, dimension: number): number {
+  return base + MAX_PREPARED_CHUNKS * (Math.ceil((dimension * 4) / 3) + 6 * MAX_PREPARED_CONTEXT + 128);
+}
+
+interface ExportedLine {
+  _id?: unknown;
+  text?: unknown;
+  metadata?: unknown;
+  origin?: unknown;
+  hash?: unknown;
+  chunks?: unknown;
+}
+
+interface ExportedChunkLine {
+  start?: unknown;
+  end?: unknown;
+  context?: unknown;
+  text?: unknown;
+  vector?: unknown;
+}
+
+/** A document line: its document, prepared from its chunks unless `reEmbed`; or why it is none. */
+export function fromExported(line: ExportedLine, origin: string, dimension: number, reEmbed: boolean): SourceItem {
+  const { _id: id, text, metadata } = line;
+  if (typeof id !== 'string') return { origin, reason: 'no "_id"' };
+  if (typeof text !== 'string') return { origin, reason: 'no "text"' };
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
+    return { origin, reason: '"metadata" is not an object' };
+  }
+  const document = { id, text, meta: metadata as Record<string, unknown>, origin };
+  if (reEmbed) return document;
+  const prepared = preparedOf(line, text, dimension);
+  return 'reason' in prepared ? { origin, reason: prepared.reason } : { ...document, prepared };
+}
+
+function preparedOf(line: ExportedLine, text: string, dimension: number): PreparedDocument | { reason: string } {
+  const { origin, hash, chunks } = line;
+  if (origin !== 'client' && origin !== 'operator') return { reason: '"origin" is neither "client" nor "operator"' };
+  if (typeof hash !== 'string' || hash.length > 128) return { reason: '"hash" is not a content hash' };
+  if (!Array.isArray(chunks) || chunks.length > MAX_PREPARED_CHUNKS) {
+    return { reason: `"chunks" is not a list of at most ${MAX_PREPARED_CHUNKS} chunks` };
+  }
+  const prepared = [];
+  for (const [i, chunk] of (chunks as unknown[]).entries()) {
+    if (typeof chunk !== 'object' || chunk === null) return { reason: `"chunks"[${i}] is not an object` };
+    const { start, end, context = '', vector, text: given } = chunk as ExportedChunkLine;
+    if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || typeof context !== 'string') {
+      return { reason: `"chunks"[${i}] has no integer "start" and "end", or a "context" that is not a string` };
+    }
+    const parsed = parseVector(vector, dimension);
+    if ('reason' in parsed) return { reason: `"chunks"[${i}]: ${parsed.reason}` };
+    const own = typeof given === 'string' ? given : text.slice(start as number, end as number);
+    prepared.push({ text: own, context, start: start as number, end: end as number, vector: parsed });
+  }
+  return { chunks: prepared, hash, origin };
+}

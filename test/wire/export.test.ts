@@ -1,0 +1,153 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCommand, seededRandom } from '../helpers/children.js';
+import { HAS_POSTGRES, PostgresCluster } from '../helpers/postgres.js';
+import { startHttpProcess } from '../helpers/processes.js';
+
+/**
+ * `rcp-server export` and `rcp-server ingest` of what it wrote (docs/corpus.md, "Export and import"), as real
+ * processes: a chunked corpus moves to another data dir, and to a PostgreSQL store, with its chunks, offsets, contexts
+ * and vectors as they were (the encoder not asked), and answers every retrieve as the original does; a file made with
+ * another encoder is refused unless its texts are embedded again; a file cut short says so.
+ */
+const WORK = mkdtempSync(join(tmpdir(), 'rcp-export-'));
+afterAll(() => rmSync(WORK, { recursive: true, force: true }));
+
+const WORDS = ['cell', 'protein', 'membrane', 'signal', 'kinase', 'tumour', 'gene', 'enzyme', 'neuron', 'virus'];
+
+/** Markdown files long enough to be chunked, with headings (the contextual option prefixes them). */
+function writeNotes(dir: string, n: number): void {
+  const next = seededRandom(7);
+  const sentence = () => Array.from({ length: 14 }, () => WORDS[Math.floor(next() * WORDS.length)]).join(' ') + '.';
+  mkdirSync(dir, { recursive: true });
+  for (let i = 0; i < n; i++) {
+    const sections = [1, 2, 3].map((s) => `## Part ${s}\n\n${Array.from({ length: 12 }, sentence).join(' ')}`);
+    writeFileSync(join(dir, `note-${i}.md`), `# Note ${i}\n\n${sections.join('\n\n')}\n`);
+  }
+}
+
+type Hit = { id: string; score: number; text?: string; citation?: unknown; meta?: unknown };
+
+async function retrieveAll(data: string, env: NodeJS.ProcessEnv = {}) {
+  const server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', data], env);
+  try {
+    const answers = [];
+    for (const mode of ['dense', 'sparse', 'hybrid']) {
+      for (const query of ['kinase signal', 'neuron virus membrane']) {
+        const response = await fetch(`${server.origin}/rcp/retrieve`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'retrieve', params: { query, k: 6, mode } }),
+        });
+        const { result } = (await response.json()) as { result: { hits: Hit[] } };
+        answers.push(result.hits.map(({ id, score, text, citation, meta }) => ({ id, score, text, citation, meta })));
+      }
+    }
+    return answers;
+  } finally {
+    await server.stop();
+  }
+}
+
+const lines = (file: string) => readFileSync(file, 'utf8').trimEnd().split('\n');
+
+describe('export and import between data dirs', () => {
+  const source = join(WORK, 'source');
+  const file = join(WORK, 'corpus.jsonl');
+  let original: Awaited<ReturnType<typeof retrieveAll>>;
+
+  beforeAll(async () => {
+    writeNotes(join(WORK, 'notes'), 12);
+    const ingest = await runCommand(['ingest', '--chunk', '--contextual', '--data', source, join(WORK, 'notes')]);
+    expect(ingest.code, ingest.stdout + ingest.stderr).toBe(0);
+    const exported = await runCommand(['export', '--data', source, '--to', file]);
+    expect(exported.code, exported.stderr).toBe(0);
+    original = await retrieveAll(source);
+  });
+
+  it('writes a header naming the encoder and counts, then one line per document with its chunks and vectors', () => {
+    const [header, ...documents] = lines(file).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(header).toMatchObject({ rcpExport: 1, dimension: 512, documents: 12 });
+    expect(String(header!.encoder)).toMatch(/universal-sentence-encoder-lite/);
+    expect(documents).toHaveLength(12);
+    const chunks = documents.flatMap(
+      (document) => document.chunks as { start: number; end: number; context?: string; vector: string }[],
+    );
+    expect(chunks.length).toBe(header!.chunks);
+    expect(chunks.length).toBeGreaterThan(12); // chunked
+    expect(chunks.every((chunk) => Buffer.from(chunk.vector, 'base64').length === 512 * 4)).toBe(true);
+    expect(chunks.some((chunk) => chunk.context?.startsWith('Note ') === true)).toBe(true); // contextual
+  });
+
+  it('ingest of the export stores the same chunks and vectors: every retrieve answers as the original does', async () => {
+    const copy = join(WORK, 'copy');
+    const run = await runCommand(['ingest', '--data', copy, file]);
+    expect(run.code, run.stdout).toBe(0);
+    expect(run.stdout).toMatch(/ingested 12 documents \((\d+) chunks\)/);
+    expect(await retrieveAll(copy)).toEqual(original);
+    // Resumable as any ingest: the second run finds every document unchanged.
+    expect((await runCommand(['ingest', '--data', copy, file])).stdout).toMatch(/ingested 0 documents .* 12 unchanged/);
+  });
+
+  it('an export made with another encoder is refused whole, unless --re-embed embeds its texts again', async () => {
+    const [header, ...rest] = lines(file);
+    const other = join(WORK, 'other-encoder.jsonl');
+    writeFileSync(other, [header!.replace(/"encoder":"[^"]*"/, '"encoder":"another/model#1"'), ...rest].join('\n'));
+    const refused = await runCommand(['ingest', '--data', join(WORK, 'refused'), other]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toMatch(
+      /rejected other-encoder\.jsonl:1: exported with the encoder another\/model#1, not this corpus's .*--re-embed/,
+    );
+    expect(refused.stdout).toMatch(/ingested 0 documents/);
+    const again = join(WORK, 'reembedded');
+    const run = await runCommand(['ingest', '--re-embed', '--chunk', '--contextual', '--data', again, other]);
+    expect(run.code, run.stdout).toBe(0);
+    expect(await retrieveAll(again)).toEqual(original); // the same model made the same vectors
+  });
+
+  it('a file cut short, a chunk that is not a slice of its text, a vector of another dimension: each named, the rest imported', async () => {
+    const [header, ...documents] = lines(file);
+    const bad = documents.slice(0, 8).map((line) => JSON.parse(line) as { chunks: { end: number; vector: string }[] });
+    bad[1]!.chunks[0]!.end = 10 ** 7;
+    bad[2]!.chunks[0]!.vector = Buffer.alloc(511 * 4, 1).toString('base64');
+    const damaged = join(WORK, 'damaged.jsonl');
+    writeFileSync(damaged, [header, ...bad.map((line) => JSON.stringify(line))].join('\n'));
+    const run = await runCommand(['ingest', '--data', join(WORK, 'partial'), damaged]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/ingested 6 documents/);
+    expect(run.stdout).toMatch(
+      /rejected damaged\.jsonl:3: .*chunks\.0: \[\d+, \d+\) is not a slice of the document's text/,
+    );
+    expect(run.stdout).toMatch(/rejected damaged\.jsonl:4: "chunks"\[0\]: "vector" has 511 numbers/);
+    expect(run.stdout).toMatch(
+      /rejected damaged\.jsonl: holds 8 document lines, its header names 12: the file was cut short/,
+    );
+  });
+});
+
+describe.skipIf(!HAS_POSTGRES)('export and import between SQLite and PostgreSQL', () => {
+  let cluster: PostgresCluster;
+  beforeAll(async () => {
+    cluster = await PostgresCluster.create();
+  });
+  afterAll(() => cluster?.destroy());
+
+  it('a corpus exported from a data dir serves the same hits from a PostgreSQL store, and exports back the same', async () => {
+    writeNotes(join(WORK, 'pg-notes'), 6);
+    const source = join(WORK, 'pg-source');
+    expect((await runCommand(['ingest', '--chunk', '--data', source, join(WORK, 'pg-notes')])).code).toBe(0);
+    const file = join(WORK, 'to-postgres.jsonl');
+    expect((await runCommand(['export', '--data', source, '--to', file])).code).toBe(0);
+    const replica = join(WORK, 'pg-replica');
+    const run = await runCommand(['ingest', '--store', cluster.url, '--data', replica, file]);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    const env = { RCP_STORE_URL: cluster.url };
+    expect(await retrieveAll(replica, env)).toEqual(await retrieveAll(source));
+    const back = join(WORK, 'from-postgres.jsonl');
+    expect((await runCommand(['export', '--data', replica, '--to', back])).code).toBe(0);
+    const documents = (path: string) => lines(path).slice(1).sort();
+    expect(documents(back)).toEqual(documents(file));
+  });
+});
