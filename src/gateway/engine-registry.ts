@@ -14,6 +14,8 @@ const EngineEntry = Type.Object(
     transport: Type.Union([Type.Literal('stdio'), Type.Literal('http')]),
     command: Type.Optional(Type.Array(Type.String(), { minItems: 1 })),
     url: Type.Optional(Type.String({ pattern: '^https?://' })),
+    /** Replicas of one corpus (a partition), one engine to the federation (replica-group.ts); instead of `url`. */
+    urls: Type.Optional(Type.Array(Type.String({ pattern: '^https?://' }), { minItems: 1, maxItems: 16 })),
     weight: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
     required: Type.Optional(Type.Boolean()),
     priority: Type.Optional(Type.Number()),
@@ -56,14 +58,18 @@ export function parseRegistry(value: unknown, source = 'registry'): EngineSpec[]
     if (entry.transport === 'stdio' && entry.command === undefined) {
       throw new RegistryError(`invalid registry ${source}: stdio engine '${entry.id}' needs a command`);
     }
-    if (entry.transport === 'http' && entry.url === undefined) {
-      throw new RegistryError(`invalid registry ${source}: http engine '${entry.id}' needs a url`);
+    if (entry.transport === 'http' && (entry.url === undefined) === (entry.urls === undefined)) {
+      throw new RegistryError(`invalid registry ${source}: http engine '${entry.id}' needs a url, or urls (not both)`);
+    }
+    if (entry.transport === 'stdio' && entry.urls !== undefined) {
+      throw new RegistryError(`invalid registry ${source}: stdio engine '${entry.id}' has no urls`);
     }
     return {
       id: entry.id,
       transport: entry.transport,
       command: entry.command,
       url: entry.url,
+      urls: entry.urls,
       weight: entry.weight ?? 1,
       required: entry.required ?? false,
       priority: entry.priority ?? 0,

@@ -19,6 +19,8 @@ export interface EngineSpec {
   readonly transport: 'stdio' | 'http';
   readonly command?: readonly string[] | undefined;
   readonly url?: string | undefined;
+  /** Replicas of one corpus behind one engine (replica-group.ts), in place of `url`. */
+  readonly urls?: readonly string[] | undefined;
   readonly weight: number;
   readonly required: boolean;
   readonly priority: number;

@@ -3,6 +3,7 @@ import { Engine, type EngineSpec } from './engine.js';
 import { FailFastEngine } from './fail-fast.js';
 import type { Config } from '../config/index.js';
 import { registerFederation } from './federation.js';
+import { ReplicaGroup } from './replica-group.js';
 import { Selector } from './selector.js';
 
 /**
@@ -21,7 +22,16 @@ export async function createGateway(
   const client = { name: federation.id, version: config.server.version };
   // An engine that stops answering is marked down and failed fast, not waited on by every request (fail-fast.ts).
   const failFast = { downAfter: federation.downAfter, downForMs: federation.downForMs };
-  const engines = specs.map((spec) => new FailFastEngine(new Engine(spec, client, logger), failFast, logger));
+  const engine = (spec: EngineSpec) => new FailFastEngine(new Engine(spec, client, logger), failFast, logger);
+  // A registry entry with `urls` is one engine that its replicas serve, each member behind a fail-fast of its own.
+  const engines = specs.map((spec) =>
+    spec.urls === undefined
+      ? engine(spec)
+      : new ReplicaGroup(
+          spec,
+          spec.urls.map((url, i) => engine({ ...spec, id: `${spec.id}/${i + 1}`, url, urls: undefined })),
+        ),
+  );
   await Promise.all(
     engines.map((engine) =>
       engine.connect(federation.connectTimeoutMs).catch((error: unknown) => {
@@ -56,7 +66,7 @@ export async function createGateway(
     logger,
     methods: (registry) =>
       selector === undefined ? registerFederation(registry, engines, settings) : selector.register(registry),
-    downstream: () => engines.map((engine) => engine.state),
+    downstream: () => engines.flatMap((engine) => (engine instanceof ReplicaGroup ? engine.states : [engine.state])),
     health: () => {
       const reached = engines.filter((engine) => engine.info !== undefined).map((engine) => engine.id);
       return {

@@ -1,0 +1,114 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../helpers/children.js';
+import { HAS_POSTGRES, PostgresCluster } from '../helpers/postgres.js';
+import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+
+/**
+ * A corpus in two partitions, each a PostgreSQL store of its own served by two replicas, behind one gateway whose
+ * registry names each partition once with its replicas' `urls` (docs/replicas.md, "Partitions"): real processes and
+ * databases. Writes through the gateway land in the partition that owns each id, once; a retrieve reads each partition
+ * once (one of its replicas), and goes on reading it through the other when one replica dies.
+ */
+type Hit = { id: string; score: number };
+
+const WORK = mkdtempSync(join(tmpdir(), 'rcp-partitions-'));
+let cluster: PostgresCluster;
+const processes: ServerProcess[] = [];
+
+async function call(origin: string, method: string, params: object): Promise<Record<string, unknown>> {
+  const response = await fetch(`${origin}/rcp/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const answer = (await response.json()) as { result?: Record<string, unknown>; error?: unknown };
+  if (answer.result === undefined) throw new Error(`${method}: ${JSON.stringify(answer.error)}`);
+  return answer.result;
+}
+
+const ids = async (origin: string, query: string, k = 100) =>
+  ((await call(origin, 'retrieve', { query, k, mode: 'sparse', includeText: false })).hits as Hit[]).map(
+    (hit) => hit.id.replace(/#\d+$/, ''), // each document is one chunk, `id#0`
+  );
+
+async function replica(partition: string, name: string): Promise<ServerProcess> {
+  const server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', join(WORK, name)], {
+    RCP_STORE_URL: cluster.url.replace(/\/postgres$/, `/${partition}`),
+    RCP_STORE_POLL_MS: '200',
+  });
+  processes.push(server);
+  return server;
+}
+
+describe.skipIf(!HAS_POSTGRES)('two partitions of two replicas each, behind one gateway', () => {
+  const replicas: Record<string, ServerProcess> = {};
+  let gateway: ServerProcess;
+
+  beforeAll(async () => {
+    cluster = await PostgresCluster.create();
+    for (const partition of ['p1', 'p2']) cluster.sql(`CREATE DATABASE ${partition}`);
+    for (const [name, partition] of [
+      ['a1', 'p1'],
+      ['b1', 'p1'],
+      ['a2', 'p2'],
+      ['b2', 'p2'],
+    ] as const) {
+      replicas[name] = await replica(partition, name);
+    }
+    const registry = join(WORK, 'rcp.json');
+    const urls = (...names: string[]) => names.map((name) => `${replicas[name]!.origin}/rcp`);
+    const engines = [
+      { id: 'p1', transport: 'http', urls: urls('a1', 'b1') },
+      { id: 'p2', transport: 'http', urls: urls('a2', 'b2') },
+    ];
+    writeFileSync(registry, JSON.stringify({ engines }));
+    gateway = await startHttpProcess(['gateway', '--registry', registry, '--http', '127.0.0.1:0'], {
+      RCP_FEDERATION_FUSION: 'shards',
+    });
+    processes.push(gateway);
+  });
+  afterAll(async () => {
+    await Promise.all(processes.map((server) => server.stop()));
+    cluster?.destroy();
+    rmSync(WORK, { recursive: true, force: true });
+  });
+
+  it('each document is written to the one partition that owns it, and read from it through either replica', async () => {
+    const documents = Array.from({ length: 40 }, (_, i) => ({ id: `doc-${i}`, text: `common words token${i}x` }));
+    await call(gateway.origin, 'index/add', { documents });
+    const all = documents.map((document) => document.id).sort();
+    // Replicas of a partition converge on their store; the partitions hold the documents between them, once each.
+    await until(async () => {
+      const [a1, b1, a2, b2] = await Promise.all(
+        ['a1', 'b1', 'a2', 'b2'].map((name) => ids(replicas[name]!.origin, 'common')),
+      );
+      return a1!.length === b1!.length && a2!.length === b2!.length && a1!.length + a2!.length === 40;
+    }, 'the replicas of each partition to hold its documents');
+    const p1 = await ids(replicas.a1!.origin, 'common');
+    const p2 = await ids(replicas.a2!.origin, 'common');
+    expect(p1.length).toBeGreaterThan(5);
+    expect(p2.length).toBeGreaterThan(5);
+    expect([...p1, ...p2].sort()).toEqual(all);
+    // Through the gateway: every document once, from both partitions.
+    expect((await ids(gateway.origin, 'common', 40)).sort()).toEqual(all);
+  });
+
+  it('a replica killed: its partition is still read and written through the other', async () => {
+    const p1 = await ids(replicas.a1!.origin, 'common');
+    replicas.a1!.child.kill('SIGKILL');
+    for (let round = 0; round < 4; round++) {
+      // Every round reaches both members in turn: the dead one passes the call to its partner.
+      const target = p1[round]!;
+      expect(await ids(gateway.origin, `${target.replace('doc-', 'token')}x`, 3)).toContain(target);
+    }
+    const late = Array.from({ length: 10 }, (_, i) => ({ id: `late-${i}`, text: `late words latetoken${i}x` }));
+    await call(gateway.origin, 'index/add', { documents: late });
+    await until(
+      async () => (await ids(gateway.origin, 'late', 20)).length === 10,
+      'the late documents to be read through the gateway',
+    );
+  });
+});
