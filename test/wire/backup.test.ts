@@ -177,6 +177,70 @@ describe('backup and restore of a data dir', () => {
   });
 });
 
+describe("backup writes only where it may, only the dir's own files", () => {
+  const dir = join(WORK, 'guarded');
+  let store: Buffer;
+
+  beforeAll(async () => {
+    const seed = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir]);
+    await add(seed.origin, documents('g', 5, 'guarded corpus'));
+    await seed.stop();
+    store = readFileSync(join(dir, 'corpus.sqlite'));
+  });
+
+  /** A backup to `to`: exit 2 with `reason`, and the data dir's store as it was. */
+  async function refusedTo(to: string, reason: RegExp, data = dir): Promise<void> {
+    const run = await runCommand(['backup', '--data', data, '--to', to]);
+    expect(run.code, run.stdout).toBe(2);
+    expect(run.stderr).toMatch(reason);
+    expect(run.stderr).not.toMatch(/\n\s+at /); // one line, no stack
+    expect(readFileSync(join(dir, 'corpus.sqlite')).equals(store)).toBe(true);
+  }
+
+  it('never over the store, its lock or anything in the data dir, nor over a file that is not a backup', async () => {
+    await refusedTo(join(dir, 'corpus.sqlite'), /is inside the data dir/);
+    await refusedTo(join(dir, 'owner.lock'), /is inside the data dir/);
+    await refusedTo(join(dir, 'new.tar'), /is inside the data dir/);
+    const other = join(WORK, 'not-a-backup.sqlite');
+    writeFileSync(other, "SQLite format 3\0 someone else's data");
+    await refusedTo(other, /exists and is not an rcp-server backup: nothing was written over it/);
+    expect(readFileSync(other, 'utf8')).toMatch(/someone else's data/);
+    mkdirSync(join(WORK, 'a-folder'));
+    await refusedTo(join(WORK, 'a-folder'), /exists and is not an rcp-server backup/);
+    await refusedTo(join(WORK, 'no', 'such', 'folder.tar'), /its folder .* does not exist/);
+    await refusedTo(join(WORK, 'x.tar'), /stopped: .*not a directory|holds no corpus/, join(dir, 'corpus.sqlite'));
+  });
+
+  it('replaces its own earlier backup, and removes what a killed backup left beside it', async () => {
+    const archive = join(WORK, 'nightly.tar');
+    expect((await runCommand(['backup', '--data', dir, '--to', archive])).code).toBe(0);
+    // What a backup killed with SIGKILL leaves: its store copy and its partial archive, named for its process.
+    const gone = 2 ** 22 + 17; // above Linux's largest pid: no process has it
+    mkdirSync(join(WORK, `.rcp-backup-${gone}-0badf00d`));
+    writeFileSync(join(WORK, `.rcp-backup-${gone}-0badf00d.tmp`), 'partial');
+    expect((await runCommand(['backup', '--data', dir, '--to', archive])).code).toBe(0);
+    expect(readdirSync(WORK).filter((name) => name.startsWith('.rcp-backup-'))).toEqual([]);
+    expect(manifestOf(archive).files.map((file) => file.name)).toContain('corpus.sqlite');
+  });
+
+  it('a saved file that is a link or a FIFO is not followed, nor waited on', async () => {
+    const copy = join(WORK, 'linked');
+    execFileSync('cp', ['-a', dir, copy]);
+    const companion = readdirSync(copy).find((name) => name.endsWith('.bm25'))!;
+    writeFileSync(join(WORK, 'secret.txt'), 'TOP SECRET');
+    rmSync(join(copy, companion));
+    symlinkSync(join(WORK, 'secret.txt'), join(copy, companion));
+    const linked = join(WORK, 'linked.tar');
+    expect((await runCommand(['backup', '--data', copy, '--to', linked])).code).toBe(0);
+    expect(readFileSync(linked).includes('TOP SECRET')).toBe(false);
+    rmSync(join(copy, companion));
+    execFileSync('mkfifo', [join(copy, companion)]);
+    const run = await runCommand(['backup', '--data', copy, '--to', join(WORK, 'fifo.tar')]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(manifestOf(join(WORK, 'fifo.tar')).files.map((file) => file.name)).not.toContain(companion);
+  });
+});
+
 describe('restore refuses what is not a whole backup, and leaves the dir as it was', () => {
   let archive: string;
   const unpacked = join(WORK, 'unpacked');
@@ -255,6 +319,34 @@ describe('restore refuses what is not a whole backup, and leaves the dir as it w
   it('a file that is no archive at all', async () => {
     writeFileSync(join(WORK, 'noise.tar'), Buffer.alloc(4096, 7));
     await refused(join(WORK, 'noise.tar'), /not a whole backup archive/);
+  });
+
+  it('a manifest that lies about the saved indexes or the store; a store that is no rcp-server store', async () => {
+    const manifest = JSON.parse(readFileSync(join(unpacked, 'rcp-backup.json'), 'utf8')) as Record<string, unknown>;
+    const names = readdirSync(unpacked);
+    const lying = (name: string, change: Record<string, unknown>) => {
+      writeFileSync(join(unpacked, 'rcp-backup.json'), JSON.stringify({ ...manifest, ...change }));
+      return tarOf(name, unpacked, names);
+    };
+    await refused(lying('seq.tar', { indexesSeq: 7 }), /its saved indexes are at \d+, its manifest says 7/);
+    await refused(
+      lying('id.tar', { store: 'another-store' }),
+      /its store's store is [0-9a-f-]+, its manifest says another-store/,
+    );
+    await refused(
+      lying('encoder.tar', { encoder: 'another/model#1' }),
+      /its store's encoder is .*, its manifest says another\/model#1/,
+    );
+    writeFileSync(join(unpacked, 'rcp-backup.json'), JSON.stringify(manifest));
+  });
+
+  it('a FIFO, a device, a folder as FILE: refused at once, and a refused restore leaves no dir behind', async () => {
+    const run = await runCommand(['restore', '/dev/zero', '--data', join(WORK, 'zero')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/\/dev\/zero is not a file/);
+    const nested = join(WORK, 'made', 'by', 'restore');
+    expect((await runCommand(['restore', join(WORK, 'noise.tar'), '--data', nested])).code).toBe(2);
+    expect(existsSync(join(WORK, 'made'))).toBe(false);
   });
 
   it('a dir that holds a corpus is never written over', async () => {

@@ -81,6 +81,19 @@ describe('export and import between data dirs', () => {
     expect(chunks.some((chunk) => chunk.context?.startsWith('Note ') === true)).toBe(true); // contextual
   });
 
+  it('never writes into the data dir, nor over a file that is not an export', async () => {
+    const inside = await runCommand(['export', '--data', source, '--to', join(source, 'corpus.sqlite')]);
+    expect(inside.code).toBe(2);
+    expect(inside.stderr).toMatch(/is inside the data dir/);
+    const notes = join(WORK, 'notes', 'note-0.md');
+    const before = readFileSync(notes, 'utf8');
+    const over = await runCommand(['export', '--data', source, '--to', notes]);
+    expect(over.stderr).toMatch(/exists and is not an rcp-server export: nothing was written over it/);
+    expect(readFileSync(notes, 'utf8')).toBe(before);
+    // Its own earlier export is replaced.
+    expect((await runCommand(['export', '--data', source, '--to', file])).code).toBe(0);
+  });
+
   it('ingest of the export stores the same chunks and vectors: every retrieve answers as the original does', async () => {
     const copy = join(WORK, 'copy');
     const run = await runCommand(['ingest', '--data', copy, file]);

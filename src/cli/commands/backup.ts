@@ -1,5 +1,6 @@
 import type { BackupCommand } from '../../cli.js';
 import { backupDataDir, exportDataDir, restoreDataDir } from '../../corpus/index.js';
+import { StartupError } from '../../startup-error.js';
 import { lowerThreadPriority } from '../../platform/thread-priority.js';
 import { loadSettings } from '../startup.js';
 
@@ -15,6 +16,18 @@ const MAINTENANCE_NICE = 10;
  * files, a restore checks and moves them in, an export reads the store.
  */
 export async function backupCommand(command: BackupCommand): Promise<number> {
+  try {
+    return await run(command);
+  } catch (error) {
+    // A system error (a folder missing or read-only, a full disk, a name too long) is the operator's to fix: one line,
+    // exit 2, like every other reason these commands stop.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (error instanceof StartupError || typeof code !== 'string') throw error;
+    throw new StartupError(`${command.command} stopped: ${(error as Error).message}`);
+  }
+}
+
+async function run(command: BackupCommand): Promise<number> {
   const { dataDir } = loadSettings(command.configFile, command.overrides);
   if (command.command !== 'restore') lowerThreadPriority(MAINTENANCE_NICE);
   const started = performance.now();

@@ -1,5 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
-import { createReadStream, createWriteStream, fstatSync } from 'node:fs';
+import { once } from 'node:events';
+import { createReadStream, createWriteStream, fstatSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -40,13 +41,33 @@ export async function writeArchive(
   }
 }
 
+/**
+ * One file into the archive, read in blocks by position from its descriptor (which stays the caller's to close: no
+ * stream owns it), at the pace the archive is written.
+ */
 async function addEntry(pack: tar.Pack, { name, fd }: Source): Promise<BackupFile> {
   const { size, mtime } = fstatSync(fd);
   const hash = createHash('sha256');
   const entry = pack.entry({ name, size, mtime, mode: 0o600, type: 'file' });
-  await pipeline(createReadStream('', { fd, start: 0, autoClose: false }), hashing(hash), entry);
+  const ended = new Promise<void>((resolve, reject) => {
+    entry.once('finish', () => resolve());
+    entry.once('error', reject);
+  });
+  for (let at = 0; at < size;) {
+    const block = Buffer.allocUnsafe(Math.min(BLOCK, size - at));
+    const read = readSync(fd, block, 0, block.length, at);
+    if (read === 0) throw new StoreError(`${name} shrank while it was archived`);
+    hash.update(block.subarray(0, read));
+    if (!entry.write(block.subarray(0, read))) await once(entry, 'drain');
+    at += read;
+  }
+  entry.end(undefined); // streamx declares its argument required; none is written
+  await ended;
   return { name, bytes: size, sha256: hash.digest('hex') };
 }
+
+/** Bytes read per block while archiving. */
+const BLOCK = 1 << 20;
 
 function hashing(hash: Hash): Transform {
   return new Transform({
@@ -98,7 +119,10 @@ export async function extractArchive(from: string, into: string): Promise<Extrac
     extract.destroy();
     await reading.catch(() => undefined);
     if (error instanceof StoreError) throw error;
-    throw new StoreError(`${from} is not a whole backup archive: ${(error as Error).message}`);
+    // A system error (a full disk, a folder not writable) is the machine's, not the archive's.
+    const system = typeof (error as NodeJS.ErrnoException).code === 'string';
+    const reason = (error as Error).message;
+    throw new StoreError(system ? `restore stopped: ${reason}` : `${from} is not a whole backup archive: ${reason}`);
   }
   return { files, manifest };
 }

@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { isFile, removeFile, syncPath } from '../../platform/files.js';
 import { savedIndexFiles } from '../hnsw/dense-index.js';
 import { companionOf, damageOf, digestOpen, sumOf, type SavedIndexSum } from '../hnsw/saved-file.js';
@@ -9,6 +8,7 @@ import { STORE_FILE } from '../store/scrub.js';
 import { copyStore, type StoreFacts } from '../store/store-file.js';
 import { writeArchive, type Source } from './archive.js';
 import type { BackupManifest } from './manifest.js';
+import { BACKUP_OUTPUT, outputFile } from './output.js';
 
 export interface BackupReport {
   readonly manifest: BackupManifest;
@@ -20,21 +20,22 @@ export interface BackupReport {
  * `rcp-server backup` (docs/corpus.md, "Backup and restore"): the data dir `dir` as one archive at `to`, taken while
  * servers read and write it. The store is copied as of one read transaction; the newest saved indexes that the copy
  * can be brought up from (not ahead of it, not older than its pruned removals, of its store, whole) go with it, so a
- * restored corpus starts from them and replays only the writes after them. Written beside `to`, then renamed over it.
+ * restored corpus starts from them and replays only the writes after them. Written beside `to` (output.ts), then
+ * renamed over it.
  */
 export async function backupDataDir(dir: string, to: string): Promise<BackupReport> {
   const storeFile = join(dir, STORE_FILE);
   if (!isFile(storeFile)) throw new StoreError(`${dir} holds no corpus (no ${STORE_FILE})`);
-  const target = resolve(to);
-  const work = mkdtempSync(join(dirname(target), `.${basename(target)}.`));
-  const partial = `${target}.${randomBytes(4).toString('hex')}.tmp`;
+  const output = outputFile(dir, to, BACKUP_OUTPUT);
+  const work = output.temporary();
+  const partial = output.temporary('.tmp');
+  mkdirSync(work);
   try {
     const copy = join(work, STORE_FILE);
     const facts = copyStore(storeFile, copy);
     const saved = newestSave(dir, facts);
     try {
-      const store = { name: STORE_FILE, fd: openSync(copy, 'r') };
-      saved.sources.unshift(store);
+      saved.sources.unshift({ name: STORE_FILE, fd: openSync(copy, 'r') });
       const manifest = await writeArchive(partial, saved.sources, {
         format: 'rcp-backup',
         version: 1,
@@ -46,8 +47,8 @@ export async function backupDataDir(dir: string, to: string): Promise<BackupRepo
         ...(facts.encoder === undefined ? {} : { encoder: facts.encoder }),
       });
       syncPath(partial);
-      renameSync(partial, target);
-      syncPath(dirname(target));
+      renameSync(partial, output.target);
+      syncPath(dirname(output.target));
       return { manifest, passedOver: saved.passedOver };
     } finally {
       for (const { fd } of saved.sources) closeSync(fd);
@@ -74,7 +75,8 @@ function newestSave(dir: string, facts: StoreFacts): Save {
   for (const { seq, file } of savedIndexFiles(dir)) {
     if (seq > facts.seq || seq < facts.prunedThrough) continue;
     const sources = openSave(file);
-    const reason = sources === undefined ? 'gone while listed' : whyNot(sources, seq, facts);
+    const reason =
+      sources === undefined ? 'it or its sum is missing, or not a plain file' : whyNot(sources, seq, facts);
     if (reason === undefined) return { seq, sources: sources!, passedOver };
     for (const { fd } of sources ?? []) closeSync(fd);
     passedOver.push(`${basename(file)}: ${reason}`);
@@ -82,19 +84,35 @@ function newestSave(dir: string, facts: StoreFacts): Save {
   return { seq: 0, sources: [], passedOver };
 }
 
-/** The index file, its sum and (when there is one) its lexical companion, open; undefined if the pair is gone. */
+/**
+ * The index file, its sum and (when there is one) its lexical companion, open; undefined if the pair is gone or one
+ * of them is not a plain file. Never through a link, never blocking on a FIFO: a backup carries the dir's own files.
+ */
 function openSave(file: string): Source[] | undefined {
   const opened: Source[] = [];
   for (const path of [file, sumOf(file), companionOf(file)]) {
-    try {
-      opened.push({ name: basename(path), fd: openSync(path, 'r') });
-    } catch {
-      if (path === companionOf(file)) break; // a save without one: the lexical index is rebuilt at start
-      for (const { fd } of opened) closeSync(fd);
-      return undefined;
+    const fd = openPlain(path);
+    if (fd !== undefined) {
+      opened.push({ name: basename(path), fd });
+      continue;
     }
+    if (path === companionOf(file)) break; // a save without one: the lexical index is rebuilt at start
+    for (const source of opened) closeSync(source.fd);
+    return undefined;
   }
   return opened;
+}
+
+function openPlain(path: string): number | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  if (fstatSync(fd).isFile()) return fd;
+  closeSync(fd);
+  return undefined;
 }
 
 /** Why an opened pair cannot go in the backup: its sum is not of this store and seq, or the file not what it says. */

@@ -1,11 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { createWriteStream, renameSync } from 'node:fs';
 import { once } from 'node:events';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { isFile, removeFile, syncPath } from '../../platform/files.js';
 import { StoreError } from '../store/dir-lock.js';
 import { STORE_FILE } from '../store/scrub.js';
 import { StoreExport, type ExportedChunk, type ExportedDocument } from '../store/store-export.js';
+import { EXPORT_OUTPUT, outputFile } from './output.js';
 
 /**
  * The first line of an export (docs/corpus.md, "Export and import"): what the documents after it were embedded with,
@@ -25,13 +25,13 @@ export interface ExportHeader {
 /**
  * `rcp-server export --to FILE`: every document of the data dir's store (a replica's: its snapshot) as JSON Lines,
  * with its metadata, origin, content hash and chunks (offsets, context, vector as §7.3.1 `f32-base64`), as of one read
- * transaction while servers write on. Written beside FILE, then renamed over it.
+ * transaction while servers write on. Written beside FILE (output.ts), then renamed over it.
  */
 export async function exportDataDir(dir: string, to: string): Promise<ExportHeader> {
   const storeFile = join(dir, STORE_FILE);
   if (!isFile(storeFile)) throw new StoreError(`${dir} holds no corpus (no ${STORE_FILE})`);
-  const target = resolve(to);
-  const partial = `${target}.${randomBytes(4).toString('hex')}.tmp`;
+  const output = outputFile(dir, to, EXPORT_OUTPUT);
+  const partial = output.temporary('.tmp');
   const reader = StoreExport.open(storeFile);
   try {
     const out = createWriteStream(partial, { flags: 'wx', mode: 0o600 });
@@ -46,8 +46,8 @@ export async function exportDataDir(dir: string, to: string): Promise<ExportHead
     out.end();
     await Promise.race([once(out, 'finish'), failed]);
     syncPath(partial);
-    renameSync(partial, target);
-    syncPath(dirname(target));
+    renameSync(partial, output.target);
+    syncPath(dirname(output.target));
     return header;
   } finally {
     reader.close();

@@ -15,6 +15,8 @@ export interface StoreFacts {
   readonly encoder: string | undefined;
 }
 
+const TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'";
+
 /** How long a copy waits for a writer's lock (a WAL reader needs none but at its start, on a checkpoint's heels). */
 const BUSY_MS = 10_000;
 
@@ -42,6 +44,9 @@ export function storeFacts(file: string, { check = false }: { check?: boolean } 
     if (check) {
       const verdict: unknown = db.pragma('quick_check', { simple: true });
       if (verdict !== 'ok') throw new StoreError(`${file} is damaged: ${String(verdict)}`);
+      const tables = db.prepare(TABLES).pluck().all() as string[];
+      const missing = ['documents', 'chunks', 'tombstones'].filter((table) => !tables.includes(table));
+      if (missing.length > 0) throw new StoreError(`${file} is not an rcp-server store (no ${missing.join(', ')})`);
     }
     const rows = db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[];
     const meta = new Map(rows.map(({ key, value }) => [key, value]));
