@@ -24,6 +24,8 @@ export interface IngestCommand {
   contextual: boolean;
   /** An export made with another encoder: its texts embedded again (its chunks and vectors left). */
   reEmbed: boolean;
+  /** `--partition K/N`: only the documents partition K (from 1) of N owns (docs/replicas.md, "Partitions"). */
+  partition: { index: number; count: number } | undefined;
 }
 
 export interface EvalCommand {
@@ -83,7 +85,8 @@ export const USAGE = `usage:
   rcp-server gateway --registry FILE [--stdio | --http [HOST:]PORT] [--id NAME] [--select primary]
                      [--config FILE]
   rcp-server mcp [--data DIR | --registry FILE] [--config FILE]
-  rcp-server ingest [--data DIR] [--store URL] [--config FILE] [--chunk] [--contextual] [--re-embed] PATH...
+  rcp-server ingest [--data DIR] [--store URL] [--config FILE] [--chunk] [--contextual] [--re-embed]
+                    [--partition K/N] PATH...
   rcp-server eval --queries FILE --qrels FILE [--data DIR] [--config FILE] [--report FILE]
                   [--mode M] [--fusion F] [--alpha A] [--rrf-k N] [--candidate-k N] [--rerank METHOD]
                   [--unit U] [--params JSON]
@@ -105,7 +108,8 @@ export const USAGE = `usage:
                      "metadata"}) and folders of .txt/.md files; resumable (unchanged documents are
                      skipped); --chunk splits long documents, --contextual adds title/heading context;
                      a file from export is stored with its chunks and vectors (--re-embed: embedded
-                     again, for an export made with another encoder)
+                     again, for an export made with another encoder); --partition K/N takes only the
+                     documents partition K of N owns, as a gateway places them
   eval               run judged queries through retrieve; print nDCG@10, Recall@100, MRR@10
   config --print     print the effective configuration (file < environment), secrets hidden
   backup             write the corpus in DIR to FILE (a tar archive: the store and its saved indexes at one
@@ -274,12 +278,13 @@ function parseIngest(args: readonly string[]): IngestCommand {
       chunk: { type: 'boolean' },
       contextual: { type: 'boolean' },
       're-embed': { type: 'boolean' },
+      partition: { type: 'string' },
     },
     strict: true,
     allowPositionals: true,
   });
   if (parsed.positionals.length === 0) throw new UsageError(`ingest needs at least one PATH\n\n${USAGE}`);
-  const { data, store, config, chunk, contextual, 're-embed': reEmbed } = parsed.values;
+  const { data, store, config, chunk, contextual, 're-embed': reEmbed, partition } = parsed.values;
   return {
     command: 'ingest',
     paths: parsed.positionals,
@@ -291,7 +296,17 @@ function parseIngest(args: readonly string[]): IngestCommand {
     chunk: chunk === true,
     contextual: contextual === true,
     reEmbed: reEmbed === true,
+    partition: partition === undefined ? undefined : parsePartition(partition),
   };
+}
+
+/** `K/N`: partition K of N, 1 <= K <= N <= 1024; as the ingest takes it, K counted from 0. */
+function parsePartition(value: string): { index: number; count: number } {
+  const [k, n] = (/^(\d{1,4})\/(\d{1,4})$/.exec(value) ?? []).slice(1).map(Number);
+  if (k === undefined || n === undefined || k < 1 || k > n || n > 1024) {
+    throw new UsageError(`--partition expects K/N with 1 <= K <= N <= 1024, got '${value}'`);
+  }
+  return { index: k - 1, count: n };
 }
 
 function parseEval(args: readonly string[]): EvalCommand {

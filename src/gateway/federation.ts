@@ -11,6 +11,7 @@ import { registerRetrieve } from './federated-retrieve.js';
 import { scopedForCaller } from './forwarding.js';
 import { engineBudget, type FederationSettings } from './federated-hops.js';
 import { RpcErrorCode } from '../protocol/codes.js';
+import { shardOf } from '../protocol/placement.js';
 
 /**
  * The gateway's methods (§16): it is an RCP server to its clients and an RCP client to its engines.
@@ -93,10 +94,7 @@ function registerRouted(registry: MethodRegistry, method: 'embed' | 'rerank', ta
   registry.register(definition, (targets[0]?.info?.capabilities[method] ?? {}) as JsonObject);
 }
 
-/** The shard that owns a document id: a stable hash, the same in every gateway with the same shard list. */
-export function shardOf(id: string, shards: number): number {
-  return createHash('sha256').update(id).digest().readUInt32BE(0) % shards;
-}
+export { shardOf };
 
 function registerIndex(registry: MethodRegistry, shards: readonly RemoteEngine[], settings: FederationSettings): void {
   // Shards are ordered by registry id, not priority, so re-prioritising engines never moves documents.

@@ -1,6 +1,7 @@
 import { contentHash, type Corpus } from '../corpus/index.js';
 import { defaultConfig } from '../config/index.js';
 import { RpcError } from '../protocol/errors.js';
+import { shardOf } from '../protocol/placement.js';
 import {
   countSources,
   isRejection,
@@ -16,6 +17,11 @@ export interface IngestOptions {
   readonly contextual: boolean;
   /** Documents per write (one durable transaction each). */
   readonly batchSize: number;
+  /**
+   * Only the documents partition `index` (from 0) of `count` owns, as the gateway places them (protocol/placement.ts):
+   * the others are counted as elsewhere and left.
+   */
+  readonly partition?: { readonly index: number; readonly count: number } | undefined;
   /**
    * The corpus's limits (`index.maxDocumentBytes`, `index.maxMetadataBytes`): a file or line beyond them is rejected
    * without being read into memory. Without them, the default configuration's.
@@ -38,6 +44,8 @@ export interface IngestSummary {
   /** Every rejection counted; the first `LISTED_REJECTIONS` of them listed (a file of bad lines stays bounded). */
   readonly rejectedCount: number;
   readonly rejected: { origin: string; reason: string }[];
+  /** Documents another partition owns (`partition`), left out. */
+  readonly elsewhere: number;
   readonly chunks: number;
   readonly seconds: number;
 }
@@ -97,8 +105,9 @@ export async function ingest(
   for await (const item of readSources(paths, limits)) await run.take(item);
   await run.finish();
   progress.update(total, true);
-  const { added, unchanged, rejected, rejectedCount, chunks } = run;
-  return { total, added, unchanged, rejected, rejectedCount, chunks, seconds: (performance.now() - started) / 1000 };
+  const { added, unchanged, rejected, rejectedCount, elsewhere, chunks } = run;
+  const seconds = (performance.now() - started) / 1000;
+  return { total, added, unchanged, rejected, rejectedCount, elsewhere, chunks, seconds };
 }
 
 /**
@@ -108,6 +117,7 @@ export async function ingest(
 class IngestRun {
   added = 0;
   unchanged = 0;
+  elsewhere = 0;
   chunks = 0;
   readonly rejected: SourceRejection[] = [];
   rejectedCount = 0;
@@ -123,8 +133,11 @@ class IngestRun {
   ) {}
 
   async take(item: SourceItem): Promise<void> {
+    const { partition } = this.options;
     if (isRejection(item)) {
       this.#reject(item);
+    } else if (partition !== undefined && shardOf(item.id, partition.count) !== partition.index) {
+      this.elsewhere += 1;
     } else if (item.vector !== undefined && this.options.chunk) {
       // One vector is one chunk (docs/corpus.md): chunking would leave the other chunks without one.
       this.#reject({ origin: item.origin, reason: 'a record with "vector" is one chunk; ingest it without --chunk' });
@@ -182,7 +195,7 @@ class IngestRun {
         batch = batch.filter((_, i) => i !== index);
       }
     }
-    this.progress.update(this.added + this.unchanged + this.rejectedCount);
+    this.progress.update(this.added + this.unchanged + this.rejectedCount + this.elsewhere);
   }
 
   #reject(rejection: SourceRejection): void {

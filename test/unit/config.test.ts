@@ -182,6 +182,16 @@ describe('command line', () => {
     expect(() => parseCommandLine(['restore', 'a.tar', 'b.tar'])).toThrow(/restore needs one FILE/);
   });
 
+  it('ingest --partition K/N counts K from 1; anything else is a usage error', () => {
+    expect(parseCommandLine(['ingest', '--partition', '2/3', 'a.jsonl'])).toMatchObject({
+      partition: { index: 1, count: 3 },
+    });
+    expect(parseCommandLine(['ingest', 'a.jsonl'])).toMatchObject({ partition: undefined });
+    for (const bad of ['0/2', '3/2', '1/0', 'x/2', '1/2/3', '1/2000']) {
+      expect(() => parseCommandLine(['ingest', '--partition', bad, 'a.jsonl'])).toThrow(/--partition expects K\/N/);
+    }
+  });
+
   it('rejects what it does not understand', () => {
     expect(() => parseCommandLine(['serve', '--stdio', '--http', '80'])).toThrow(/exclude each other/);
     expect(() => parseCommandLine(['serve', '--bogus'])).toThrow(/bogus/);

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { until } from '../helpers/children.js';
+import { runCommand, until } from '../helpers/children.js';
 import { HAS_POSTGRES, PostgresCluster } from '../helpers/postgres.js';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 
@@ -110,5 +110,45 @@ describe.skipIf(!HAS_POSTGRES)('two partitions of two replicas each, behind one 
       async () => (await ids(gateway.origin, 'late', 20)).length === 10,
       'the late documents to be read through the gateway',
     );
+  });
+});
+
+describe('re-partitioning: ingest --partition K/N places documents as the gateway does', () => {
+  const servers: ServerProcess[] = [];
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server.stop()));
+  });
+
+  it('an export split over two new partitions: each holds what the gateway routes to it, and updates land on it', async () => {
+    const work = mkdtempSync(join(tmpdir(), 'rcp-repartition-'));
+    const lines = Array.from({ length: 30 }, (_, i) => JSON.stringify({ _id: `doc-${i}`, text: `first words t${i}x` }));
+    writeFileSync(join(work, 'docs.jsonl'), `${lines.join('\n')}\n`);
+    expect((await runCommand(['ingest', '--data', join(work, 'old'), join(work, 'docs.jsonl')])).code).toBe(0);
+    const exported = join(work, 'old.jsonl');
+    expect((await runCommand(['export', '--data', join(work, 'old'), '--to', exported])).code).toBe(0);
+    const held: string[][] = [];
+    for (const k of [1, 2]) {
+      const run = await runCommand(['ingest', '--partition', `${k}/2`, '--data', join(work, `p${k}`), exported]);
+      expect(run.code, run.stdout).toBe(0);
+      expect(run.stdout).toMatch(/documents left to other partitions/);
+      const server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', join(work, `p${k}`)]);
+      servers.push(server);
+      held.push(await ids(server.origin, 'first'));
+    }
+    expect(held[0]!.length).toBeGreaterThan(5);
+    expect([...held[0]!, ...held[1]!].sort()).toEqual(lines.map((_, i) => `doc-${i}`).sort());
+    const registry = join(work, 'rcp.json');
+    const engines = servers.map((server, i) => ({ id: `p${i + 1}`, transport: 'http', url: `${server.origin}/rcp` }));
+    writeFileSync(registry, JSON.stringify({ engines }));
+    const gateway = await startHttpProcess(['gateway', '--registry', registry, '--http', '127.0.0.1:0']);
+    servers.push(gateway);
+    const updated = lines.map((_, i) => ({ id: `doc-${i}`, text: `second words t${i}x` }));
+    await call(gateway.origin, 'index/add', { documents: updated });
+    // Every update replaced its document where it was: nothing left behind, nothing written twice.
+    for (const [k, server] of servers.slice(0, 2).entries()) {
+      expect((await ids(server.origin, 'second')).sort()).toEqual([...held[k]!].sort());
+      expect(await ids(server.origin, 'first')).toEqual([]);
+    }
+    rmSync(work, { recursive: true, force: true });
   });
 });

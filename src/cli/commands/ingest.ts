@@ -19,6 +19,7 @@ export async function ingestCommand(command: IngestCommand): Promise<number> {
         chunk: command.chunk,
         contextual: command.contextual,
         batchSize: 64,
+        partition: command.partition,
         limits: {
           maxDocumentBytes: config.index.maxDocumentBytes,
           maxMetadataBytes: config.index.maxMetadataBytes,
@@ -42,6 +43,7 @@ function printSummary(summary: IngestSummary, dataDir: string): void {
     `ingested ${summary.added} documents (${summary.chunks} chunks) into ${dataDir} in ${summary.seconds.toFixed(1)} s ` +
       `(${rate.toFixed(1)} docs/s); ${summary.unchanged} unchanged, ${summary.rejectedCount} rejected\n`,
   );
+  if (summary.elsewhere > 0) process.stdout.write(`  ${summary.elsewhere} documents left to other partitions\n`);
   for (const { origin, reason } of summary.rejected) process.stdout.write(`  rejected ${origin}: ${reason}\n`);
   const unlisted = summary.rejectedCount - summary.rejected.length;
   if (unlisted > 0)
