@@ -39,15 +39,22 @@ function documentOf(id: string, text: string, dimension: number, seed: number): 
   };
 }
 
+/** One call; a -32011 refusal (the server's admission, §12.2 retryable) is retried after its `retryAfterMs`. */
 async function call(origin: string, method: string, params: object): Promise<Record<string, unknown>> {
-  const response = await fetch(`${origin}/rcp/${method}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const frame = (await response.json()) as { result?: Record<string, unknown>; error?: unknown };
-  if (frame.result === undefined) throw new Error(`${method}: ${JSON.stringify(frame.error)}`);
-  return frame.result;
+  for (;;) {
+    const response = await fetch(`${origin}/rcp/${method}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    const frame = (await response.json()) as {
+      result?: Record<string, unknown>;
+      error?: { code: number; data?: { retryAfterMs?: number } };
+    };
+    if (frame.result !== undefined) return frame.result;
+    if (frame.error?.code !== -32011) throw new Error(`${method}: ${JSON.stringify(frame.error)}`);
+    await new Promise((resolve) => setTimeout(resolve, frame.error?.data?.retryAfterMs ?? 10));
+  }
 }
 
 /** Sparse retrieves by CLIENTS concurrent clients, round-robin over `origins`, for READ_SECONDS: queries a second. */
