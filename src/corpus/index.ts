@@ -9,3 +9,4 @@ export { backupDataDir } from './backup/backup.js';
 export { restoreDataDir } from './backup/restore.js';
 export { exportDataDir, type ExportHeader } from './backup/export.js';
 export { MAX_PREPARED_CHUNKS, MAX_PREPARED_CONTEXT, type PreparedDocument } from './prepared.js';
+export type { DocumentOrigin } from './store/corpus-store.js';

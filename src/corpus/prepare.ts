@@ -34,6 +34,8 @@ export interface AddOptions extends WriteCaller {
    * hash and origin; neither chunked nor embedded here.
    */
   readonly prepared?: readonly (PreparedDocument | undefined)[] | undefined;
+  /** Who wrote each document, by index, where not the caller: an export's documents keep theirs (§15.2). */
+  readonly origins?: readonly (DocumentOrigin | undefined)[] | undefined;
   /**
    * Most chunks the write may make (`index.maxChunksPerAdd` for index/add): past it, -32013 while chunking, before
    * anything is embedded. Every writer of the dir waits while a write is applied (docs/architecture.md §5).
@@ -77,8 +79,10 @@ export async function prepareDocuments(
   let next = 0;
   return staged.map((document, i) => {
     const own = prepared[i];
-    if (own !== undefined)
-      return { ...document, ...own, chunks: own.chunks.map((chunk) => storedChunk(chunk, encoder)) };
+    if (own !== undefined) {
+      const chunks = own.chunks.map((chunk) => storedChunk(chunk, encoder));
+      return { ...document, ...own, hash: importedHash(documents[i]!, own), chunks };
+    }
     const vector = given[i];
     const stored = vector === undefined ? undefined : storedVector(vector, encoder.info.normalized);
     return {
@@ -122,7 +126,7 @@ async function stageDocuments(documents: readonly CorpusDocument[], options: Add
       context: options.contextual ? [title, piece.heading].filter((s) => s !== undefined && s !== '').join(' — ') : '',
     }));
     const id = document.id ?? randomUUID();
-    const origin = options.origin ?? 'client';
+    const origin = options.origins?.[i] ?? options.origin ?? 'client';
     const hash = contentHash(document.text, meta, options, options.vectors?.[i]);
     staged.push({ id, text: document.text, meta, hash, origin, chunks });
     // Hashing a megabyte of text takes ~2 ms: a batch of them gives the loop back between documents.
@@ -140,6 +144,23 @@ function storedChunk(chunk: NewChunk, encoder: Encoder): NewChunk {
   for (const x of chunk.vector) squares += x * x;
   if (!encoder.info.normalized || Math.abs(Math.sqrt(squares) - 1) < UNIT_TOLERANCE) return chunk;
   return { ...chunk, vector: storedVector(chunk.vector, true) };
+}
+
+/**
+ * An imported document's content hash: the export's, when it is what `ingest` computes for this text and metadata
+ * with some chunking option (so re-ingesting the source skips it); else one of the document as imported, so that a
+ * hash that does not belong to its text can never make a later ingest of the real source skip it.
+ */
+function importedHash(document: CorpusDocument, prepared: PreparedDocument): string {
+  const meta = document.meta ?? {};
+  const options = [false, true].flatMap((chunk) => [false, true].map((contextual) => ({ chunk, contextual })));
+  if (options.some((option) => contentHash(document.text, meta, option) === prepared.hash)) return prepared.hash;
+  const hash = createHash('sha256').update(JSON.stringify(['imported', document.text, meta]));
+  for (const chunk of prepared.chunks) {
+    hash.update(JSON.stringify([chunk.start, chunk.end, chunk.context]));
+    hash.update(new Uint8Array(chunk.vector.buffer, chunk.vector.byteOffset, chunk.vector.byteLength));
+  }
+  return hash.digest('hex');
 }
 
 /** How far from 1 a float32 vector's norm may be and still be of unit length as stored (float32 rounding). */

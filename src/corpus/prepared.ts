@@ -23,11 +23,15 @@ export const MAX_PREPARED_CHUNKS = 4096;
 /** The longest context (title and heading) one prepared chunk may carry. */
 export const MAX_PREPARED_CONTEXT = 1024;
 
+/** The most text a document's chunks may hold together, in multiples of its own (the chunker's overlap is ~1/5). */
+const MAX_COVERAGE = 3;
+
 /**
- * -32602 naming the field unless the prepared chunks can be stored as `document`'s: between 1 and
- * MAX_PREPARED_CHUNKS of them, each a slice of the document's text by its offsets (`0 <= start < end <= length` and
- * `text === text.slice(start, end)`, as the chunker makes them; or `start` 0 and `end` -1 from a store that kept no
- * offsets), each vector of the encoder's dimension, finite and not all zeros.
+ * -32602 naming the field unless the prepared chunks can be stored as `document`'s, as the chunker makes them (every
+ * chunk a verbatim slice of its document: citations point into it): between 1 and MAX_PREPARED_CHUNKS of them, each
+ * `[start, end)` inside the text, not empty, in order (starts and ends rising), together at most MAX_COVERAGE times
+ * the text; each context at most MAX_PREPARED_CONTEXT characters; each vector of the encoder's dimension, finite and
+ * not all zeros.
  */
 export function validatePrepared(
   document: CorpusDocument,
@@ -42,27 +46,34 @@ export function validatePrepared(
       `has ${chunks.length} chunks; 1 to ${MAX_PREPARED_CHUNKS} may be imported`,
     );
   }
+  let covered = 0;
   chunks.forEach((chunk, i) => {
     const at = `${field}.chunks.${i}`;
     const { start, end } = chunk;
-    const offsetsKept = end !== -1 || start !== 0;
-    const inside = start >= 0 && start < end && end <= document.text.length;
-    if (offsetsKept && (!inside || chunk.text !== document.text.slice(start, end))) {
-      throw RpcError.invalidParams(at, `[${start}, ${end}) is not a slice of the document's text`);
+    const previous = chunks[i - 1];
+    const inOrder = previous === undefined || (start > previous.start && end > previous.end);
+    if (!(start >= 0 && start < end && end <= document.text.length) || !inOrder) {
+      throw RpcError.invalidParams(at, `[${start}, ${end}) is not the next slice of the document's text`);
     }
-    if (chunk.text.trim() === '') throw RpcError.invalidParams(at, 'is empty');
+    if (chunk.text !== document.text.slice(start, end) || chunk.text.trim() === '') {
+      throw RpcError.invalidParams(at, "is not a slice of the document's text, or is blank");
+    }
+    covered += end - start;
     if (chunk.context.length > MAX_PREPARED_CONTEXT) {
       throw RpcError.invalidParams(`${at}.context`, `is over ${MAX_PREPARED_CONTEXT} characters`);
     }
-    const { vector } = chunk;
-    if (vector.length !== dimension) {
-      throw RpcError.invalidParams(
-        `${at}.vector`,
-        `has ${vector.length} numbers; the encoder's dimension is ${dimension}`,
-      );
-    }
-    if (!vector.every(Number.isFinite) || vector.every((x) => x === 0)) {
-      throw RpcError.invalidParams(`${at}.vector`, 'is not finite, or all zeros');
-    }
+    validatePreparedVector(chunk.vector, `${at}.vector`, dimension);
   });
+  if (covered > MAX_COVERAGE * document.text.length) {
+    throw RpcError.invalidParams(`${field}.chunks`, `cover ${covered} characters, over ${MAX_COVERAGE} times the text`);
+  }
+}
+
+function validatePreparedVector(vector: Float32Array, field: string, dimension: number): void {
+  if (vector.length !== dimension) {
+    throw RpcError.invalidParams(field, `has ${vector.length} numbers; the encoder's dimension is ${dimension}`);
+  }
+  if (!vector.every(Number.isFinite) || vector.every((x) => x === 0)) {
+    throw RpcError.invalidParams(field, 'is not finite, or all zeros');
+  }
 }

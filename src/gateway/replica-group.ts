@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
@@ -10,8 +11,10 @@ import type { EngineCallOptions, EngineInfo, RemoteEngine } from './remote-engin
  * `urls`, each a replica of one corpus (a partition, over a PostgreSQL store of its own). To the federation it is one
  * engine: one list in a retrieve's fusion, one shard for writes. Calls go to the members in turn, so reads spread over
  * them; a member that cannot serve (-32010: a dead link, a replica not caught up, or one marked down by its fail-fast)
- * passes the call to the next within what is left of its deadline. Any other answer, a timeout included, is the
- * group's: a write whose answer did not come in time may have been applied, and is not sent twice.
+ * passes the call to the next within what is left of its deadline. A read gives each member its share of that, and
+ * passes on a timeout too. A write gives the first member all of it, never passes on a timeout (no time is left), and
+ * carries an idempotency key, so that one passed on after a link died under it is applied once (keyed()). Any other
+ * answer is the group's.
  */
 export class ReplicaGroup implements RemoteEngine {
   #next = 0;
@@ -56,16 +59,21 @@ export class ReplicaGroup implements RemoteEngine {
     const started = Date.now();
     const first = this.#next;
     this.#next = (this.#next + 1) % this.members.length;
+    const write = WRITES.has(method);
+    const sent = write ? keyed(params) : params;
     let last: RpcError | undefined;
     for (let i = 0; i < this.members.length; i++) {
       const left = options.deadlineMs - (Date.now() - started);
       if (left < 1) break;
+      // A read gets its share of what is left, so that one member that never answers costs only that share.
+      const budget = write ? left : Math.max(Math.min(left, MIN_SHARE_MS), left / (this.members.length - i));
       const member = this.members[(first + i) % this.members.length]!;
       try {
-        return await member.call(method, withDeadline(params, left), { ...options, deadlineMs: left });
+        const answer = member.call(method, withDeadline(sent, budget), { ...options, deadlineMs: budget });
+        return await (write ? answer : within(answer, budget));
       } catch (error) {
-        if (!(error instanceof RpcError) || error.code !== RpcErrorCode.BackendUnavailable) throw error;
-        last = error;
+        if (!passesOn(error, write)) throw error;
+        last = error as RpcError;
       }
     }
     throw last ?? RpcError.timeout(options.deadlineMs);
@@ -79,6 +87,49 @@ export class ReplicaGroup implements RemoteEngine {
   async close(): Promise<void> {
     await Promise.all(this.members.map((member) => member.close()));
   }
+}
+
+/**
+ * A read's answer within its share, or -32014: a member may hold a call longer than it was given (one waiting on a
+ * start-up `initialize` given the gateway's connect timeout), and the next member must not wait for it.
+ */
+async function within(answer: Promise<JsonObject>, ms: number): Promise<JsonObject> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(RpcError.timeout(Math.round(ms))), ms);
+  });
+  answer.catch(() => undefined); // a late failure of a call given up on is no one's
+  try {
+    return await Promise.race([answer, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Calls that change the corpus: one whose answer did not come may have been applied, and is not sent again. */
+const WRITES = new Set(['index/add', 'index/delete']);
+
+/** The least share of a read's deadline a member gets (unless less is left). */
+const MIN_SHARE_MS = 250;
+
+/**
+ * Whether a member's failure passes the call to the next: -32010 (it cannot serve: a dead link, not caught up, marked
+ * down) always; a read's timeout too (it had only its share); a write's timeout never.
+ */
+function passesOn(error: unknown, write: boolean): boolean {
+  if (!(error instanceof RpcError)) return false;
+  return error.code === RpcErrorCode.BackendUnavailable || (!write && error.code === RpcErrorCode.Timeout);
+}
+
+/**
+ * A write with an idempotency key (§7.10): the client's, or one of the group's. The members share one store of
+ * record, which answers a key it has seen with its first answer: a write passed to the next member after a link died
+ * under it is applied once, whether or not the first member applied it.
+ */
+function keyed(params: JsonObject): JsonObject {
+  const meta = isJsonObject(params._meta) ? params._meta : {};
+  if (typeof meta.idempotencyKey === 'string') return params;
+  return { ...params, _meta: { ...meta, idempotencyKey: `replica-group-${randomUUID()}` } };
 }
 
 /** §16.2: a call passed to the next member carries what is left of the deadline, not what the first was given. */

@@ -19,15 +19,41 @@ export function isExportHeader(value: object): boolean {
   return 'rcpExport' in value;
 }
 
-/** The header, or why it is none this server reads. */
-export function exportHeader(value: Record<string, unknown>): ExportHeader | { reason: string } {
+/** The most numbers a vector of an export may have (a bound on its lines, whatever its header says). */
+const MAX_DIMENSION = 8192;
+
+/**
+ * The header, or why the file is not read: a format this server does not read, or vectors this corpus cannot search
+ * (another encoder, or another dimension than its encoder's) unless `reEmbed` (its texts embedded again).
+ */
+export function exportHeader(
+  value: Record<string, unknown>,
+  corpus: {
+    readonly encoder?: string | undefined;
+    readonly dimension?: number | undefined;
+    readonly reEmbed?: boolean | undefined;
+  },
+): ExportHeader | { reason: string } {
   const { rcpExport, encoder, dimension, documents } = value;
   if (rcpExport !== 1)
     return { reason: `an export of format ${JSON.stringify(rcpExport)}; this server reads format 1` };
   if (typeof encoder !== 'string' || !Number.isSafeInteger(dimension) || !Number.isSafeInteger(documents)) {
     return { reason: 'an export header without its "encoder", "dimension" and "documents"' };
   }
-  return { encoder, dimension: dimension as number, documents: documents as number };
+  const header = { encoder, dimension: dimension as number, documents: documents as number };
+  if (header.dimension < 1 || header.dimension > MAX_DIMENSION) {
+    return { reason: `an export of ${header.dimension}-number vectors; at most ${MAX_DIMENSION} are read` };
+  }
+  if (corpus.reEmbed === true) return header;
+  if (corpus.encoder !== undefined && encoder !== corpus.encoder) {
+    return {
+      reason: `exported with the encoder ${encoder}, not this corpus's ${corpus.encoder}: ingest it with --re-embed to embed its texts again`,
+    };
+  }
+  if (corpus.dimension !== undefined && header.dimension !== corpus.dimension) {
+    return { reason: `its vectors have ${header.dimension} numbers, this corpus's encoder makes ${corpus.dimension}` };
+  }
+  return header;
 }
 
 /**
@@ -51,7 +77,6 @@ interface ExportedChunkLine {
   start?: unknown;
   end?: unknown;
   context?: unknown;
-  text?: unknown;
   vector?: unknown;
 }
 
@@ -64,7 +89,11 @@ export function fromExported(line: ExportedLine, origin: string, dimension: numb
     return { origin, reason: '"metadata" is not an object' };
   }
   const document = { id, text, meta: metadata as Record<string, unknown>, origin };
-  if (reEmbed) return document;
+  // §15.2: who wrote it is kept, embedded again or not: an import never raises a client's document to the operator's.
+  if (reEmbed)
+    return line.origin === 'client' || line.origin === 'operator'
+      ? { ...document, writtenBy: line.origin }
+      : { origin, reason: '"origin" is neither "client" nor "operator"' };
   const prepared = preparedOf(line, text, dimension);
   return 'reason' in prepared ? { origin, reason: prepared.reason } : { ...document, prepared };
 }
@@ -79,14 +108,22 @@ function preparedOf(line: ExportedLine, text: string, dimension: number): Prepar
   const prepared = [];
   for (const [i, chunk] of (chunks as unknown[]).entries()) {
     if (typeof chunk !== 'object' || chunk === null) return { reason: `"chunks"[${i}] is not an object` };
-    const { start, end, context = '', vector, text: given } = chunk as ExportedChunkLine;
+    const { start, end, context = '', vector } = chunk as ExportedChunkLine;
     if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || typeof context !== 'string') {
       return { reason: `"chunks"[${i}] has no integer "start" and "end", or a "context" that is not a string` };
     }
     const parsed = parseVector(vector, dimension);
     if ('reason' in parsed) return { reason: `"chunks"[${i}]: ${parsed.reason}` };
-    const own = typeof given === 'string' ? given : text.slice(start as number, end as number);
-    prepared.push({ text: own, context, start: start as number, end: end as number, vector: parsed });
+    // A chunk is its document's slice: a chunk of a store that kept no offsets (`end` -1) is imported with --re-embed.
+    if (end === -1)
+      return { reason: `"chunks"[${i}] has no offsets (a store from before them): ingest with --re-embed` };
+    prepared.push({
+      text: text.slice(start as number, end as number),
+      context,
+      start: start as number,
+      end: end as number,
+      vector: parsed,
+    });
   }
   return { chunks: prepared, hash, origin };
 }

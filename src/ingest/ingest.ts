@@ -184,6 +184,9 @@ class IngestRun {
           prepared: batch.some((document) => document.prepared !== undefined)
             ? batch.map((document) => document.prepared)
             : undefined,
+          origins: batch.some((document) => document.writtenBy !== undefined)
+            ? batch.map((document) => document.writtenBy)
+            : undefined,
         });
         this.added += batch.length;
         this.chunks += result.chunks;

@@ -1,7 +1,7 @@
 import { createReadStream, type Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, extname, join, relative } from 'node:path';
-import type { CorpusDocument, PreparedDocument } from '../corpus/index.js';
+import type { CorpusDocument, DocumentOrigin, PreparedDocument } from '../corpus/index.js';
 import { exportHeader, exportLineBytes, fromExported, isExportHeader, type ExportHeader } from './exported.js';
 import { BoundedLines, isBlank, type Line } from './lines.js';
 import { parseVector } from './vector.js';
@@ -25,6 +25,8 @@ export interface SourceDocument extends CorpusDocument {
   readonly vector?: Float32Array | undefined;
   /** A line of an export: the document as another corpus stored it, chunks and vectors (exported.ts). */
   readonly prepared?: PreparedDocument | undefined;
+  /** A line of an export embedded again: who wrote the document (§15.2), kept. */
+  readonly writtenBy?: DocumentOrigin | undefined;
 }
 
 export interface SourceRejection {
@@ -173,21 +175,13 @@ class JsonLinesFile {
   }
 
   #header(value: Record<string, unknown>, origin: string): SourceRejection | undefined {
-    const header = exportHeader(value);
-    const { encoder, reEmbed } = this.limits;
-    const reason =
-      'reason' in header
-        ? header.reason
-        : encoder !== undefined && header.encoder !== encoder && reEmbed !== true
-          ? `exported with the encoder ${header.encoder}, not this corpus's ${encoder}: ingest it with --re-embed to ` +
-            'embed its texts again'
-          : undefined;
-    if (reason !== undefined) {
+    const header = exportHeader(value, this.limits);
+    if ('reason' in header) {
       this.refused = true;
-      return { origin, reason };
+      return { origin, reason: header.reason };
     }
-    this.#export = header as ExportHeader;
-    this.#maxLine = exportLineBytes(this.#maxLine, this.#export.dimension);
+    this.#export = header;
+    this.#maxLine = exportLineBytes(this.#maxLine, header.dimension);
     this.lines.allow(this.#maxLine);
     return undefined;
   }

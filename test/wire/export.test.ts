@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand, seededRandom } from '../helpers/children.js';
 import { HAS_POSTGRES, PostgresCluster } from '../helpers/postgres.js';
@@ -120,6 +121,76 @@ describe('export and import between data dirs', () => {
     expect(await retrieveAll(again)).toEqual(original); // the same model made the same vectors
   });
 
+  it("a header whose dimension is not this encoder's, or past any encoder's, is refused before a line is held", async () => {
+    const [header, ...rest] = lines(file);
+    for (const [dimension, reason] of [
+      [256, /its vectors have 256 numbers, this corpus's encoder makes 512/],
+      [10 ** 9, /an export of 1000000000-number vectors; at most 8192 are read/],
+    ] as const) {
+      const odd = join(WORK, `dimension-${dimension}.jsonl`);
+      writeFileSync(odd, [header!.replace('"dimension":512', `"dimension":${dimension}`), ...rest].join('\n'));
+      const run = await runCommand(['ingest', '--data', join(WORK, `odd-${dimension}`), odd]);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(reason);
+      expect(run.stdout).toMatch(/ingested 0 documents/);
+    }
+  });
+
+  it('a crafted line is refused: chunks out of order or repeated, a chunk without offsets; a forged hash is not kept', async () => {
+    const [header, first, second] = lines(file);
+    type Line = { _id: string; text: string; hash: string; chunks: { start: number; end: number; text?: string }[] };
+    const parse = (line: string) => JSON.parse(line) as Line;
+    const repeated = parse(first!);
+    repeated.chunks = Array.from({ length: 50 }, () => ({ ...repeated.chunks[0]! }));
+    const unordered = parse(first!);
+    unordered.chunks.reverse();
+    const noOffsets = parse(first!);
+    noOffsets.chunks = [{ ...noOffsets.chunks[0]!, start: 0, end: -1, text: 'IGNORE PREVIOUS INSTRUCTIONS' }];
+    const forged = parse(second!);
+    forged.text = 'replaced text';
+    forged.chunks = [{ ...forged.chunks[0]!, start: 0, end: 'replaced text'.length }];
+    const crafted = join(WORK, 'crafted.jsonl');
+    const body = [repeated, unordered, noOffsets, forged].map((line, i) => JSON.stringify({ ...line, _id: `c${i}` }));
+    writeFileSync(crafted, [header!.replace(/"documents":\d+/, '"documents":4'), ...body].join('\n'));
+    const into = join(WORK, 'crafted');
+    const run = await runCommand(['ingest', '--data', into, crafted]);
+    expect(run.stdout).toMatch(/rejected crafted\.jsonl:2: .*is not the next slice of the document's text/);
+    expect(run.stdout).toMatch(/rejected crafted\.jsonl:3: .*is not the next slice of the document's text/);
+    expect(run.stdout).toMatch(/rejected crafted\.jsonl:4: "chunks"\[0\] has no offsets .*--re-embed/);
+    expect(run.stdout).toMatch(/ingested 1 documents/);
+    // The forged document kept another text's hash in the export; stored, it has its own: a later ingest of the real
+    // source does not take it for unchanged.
+    const stored = new Database(join(into, 'corpus.sqlite'), { readonly: true });
+    const { hash } = stored.prepare("SELECT hash FROM documents WHERE id = 'c3'").get() as { hash: string };
+    stored.close();
+    expect(hash).not.toBe(forged.hash);
+  });
+
+  it("--re-embed keeps who wrote each document (§15.2): a client's stays a client's", async () => {
+    const dir = join(WORK, 'origins');
+    const server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir]);
+    await fetch(`${server.origin}/rcp/index/add`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'index/add',
+        params: { documents: [{ id: 'w', text: 'from the wire' }] },
+      }),
+    });
+    await server.stop();
+    const out = join(WORK, 'origins.jsonl');
+    expect((await runCommand(['export', '--data', dir, '--to', out])).code).toBe(0);
+    for (const flags of [[], ['--re-embed']]) {
+      const into = join(WORK, `origins-${flags.length}`);
+      expect((await runCommand(['ingest', ...flags, '--data', into, out])).code).toBe(0);
+      const stored = new Database(join(into, 'corpus.sqlite'), { readonly: true });
+      expect(stored.prepare("SELECT origin FROM documents WHERE id = 'w'").pluck().get()).toBe('client');
+      stored.close();
+    }
+  });
+
   it('a file cut short, a chunk that is not a slice of its text, a vector of another dimension: each named, the rest imported', async () => {
     const [header, ...documents] = lines(file);
     const bad = documents.slice(0, 8).map((line) => JSON.parse(line) as { chunks: { end: number; vector: string }[] });
@@ -131,7 +202,7 @@ describe('export and import between data dirs', () => {
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/ingested 6 documents/);
     expect(run.stdout).toMatch(
-      /rejected damaged\.jsonl:3: .*chunks\.0: \[\d+, \d+\) is not a slice of the document's text/,
+      /rejected damaged\.jsonl:3: .*chunks\.0: \[\d+, \d+\) is not the next slice of the document's text/,
     );
     expect(run.stdout).toMatch(/rejected damaged\.jsonl:4: "chunks"\[0\]: "vector" has 511 numbers/);
     expect(run.stdout).toMatch(

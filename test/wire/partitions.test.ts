@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -148,6 +149,38 @@ describe('re-partitioning: ingest --partition K/N places documents as the gatewa
     for (const [k, server] of servers.slice(0, 2).entries()) {
       expect((await ids(server.origin, 'second')).sort()).toEqual([...held[k]!].sort());
       expect(await ids(server.origin, 'first')).toEqual([]);
+    }
+    rmSync(work, { recursive: true, force: true });
+  });
+});
+
+describe('a replica group with a member that accepts connections and never answers', () => {
+  const held: Socket[] = [];
+  const hung = createServer((socket) => void held.push(socket));
+  const servers: ServerProcess[] = [];
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server.stop()));
+    for (const socket of held) socket.destroy();
+    hung.close();
+  });
+
+  it('reads are answered by the other member within their deadline, every time', async () => {
+    const work = mkdtempSync(join(tmpdir(), 'rcp-hung-member-'));
+    const healthy = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', join(work, 'ok')]);
+    servers.push(healthy);
+    await call(healthy.origin, 'index/add', { documents: [{ id: 'here', text: 'served by the healthy member' }] });
+    await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve));
+    const port = (hung.address() as AddressInfo).port;
+    const registry = join(work, 'rcp.json');
+    const urls = [`http://127.0.0.1:${port}/rcp`, `${healthy.origin}/rcp`];
+    writeFileSync(registry, JSON.stringify({ engines: [{ id: 'p', transport: 'http', urls }] }));
+    const gateway = await startHttpProcess(['gateway', '--registry', registry, '--http', '127.0.0.1:0']);
+    servers.push(gateway);
+    for (let round = 0; round < 4; round++) {
+      const started = Date.now();
+      const result = await call(gateway.origin, 'retrieve', { query: 'healthy', k: 3, _meta: { deadlineMs: 4000 } });
+      expect((result.hits as Hit[]).map((hit) => hit.id)).toEqual(['here#0']);
+      expect(Date.now() - started).toBeLessThan(4000);
     }
     rmSync(work, { recursive: true, force: true });
   });

@@ -77,8 +77,24 @@ function exportedLine(document: ExportedDocument): Record<string, unknown> {
     metadata: JSON.parse(document.meta) as unknown,
     origin: document.origin,
     hash: document.hash,
-    chunks: document.chunks.map(exportedChunk),
+    chunks: withOffsets(document).map(exportedChunk),
   };
+}
+
+/**
+ * The chunks with their offsets: a chunk of a store from before offsets were kept (`end` -1) is found in its text,
+ * after the chunk before it; one that is not found keeps `end` -1 (and its text), which an import refuses but with
+ * --re-embed.
+ */
+function withOffsets(document: ExportedDocument): ExportedChunk[] {
+  let from = 0;
+  return document.chunks.map((chunk) => {
+    if (chunk.end !== -1) return chunk;
+    const at = document.text.indexOf(chunk.text, from);
+    if (at === -1 || chunk.text === '') return chunk;
+    from = at + 1;
+    return { ...chunk, start: at, end: at + chunk.text.length };
+  });
 }
 
 /** A chunk's text is its document's slice by its offsets; only a chunk from a store that kept none carries it. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, lstatSync, openSync, readdirSync, readSync, realpathSync, rmSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readdirSync, readSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { StoreError } from '../store/dir-lock.js';
 
@@ -26,7 +26,7 @@ export interface Output {
 export function outputFile(dir: string, to: string, kind: OutputKind): Output {
   const target = resolve(to);
   const folder = dirname(target);
-  if (lstatSync(folder, { throwIfNoEntry: false })?.isDirectory() !== true) {
+  if (statSync(folder, { throwIfNoEntry: false })?.isDirectory() !== true) {
     throw new StoreError(`${to}: its folder ${folder} does not exist`);
   }
   const inside = relative(realpathSync(dir), realpathSync(folder));
