@@ -13,9 +13,11 @@ const EngineEntry = Type.Object(
     id: Type.String({ minLength: 1 }),
     transport: Type.Union([Type.Literal('stdio'), Type.Literal('http')]),
     command: Type.Optional(Type.Array(Type.String(), { minItems: 1 })),
-    url: Type.Optional(Type.String({ pattern: '^https?://' })),
+    url: Type.Optional(Type.String({ pattern: '^https?://[^/\\s]+' })),
     /** Replicas of one corpus (a partition), one engine to the federation (replica-group.ts); instead of `url`. */
-    urls: Type.Optional(Type.Array(Type.String({ pattern: '^https?://' }), { minItems: 1, maxItems: 16 })),
+    urls: Type.Optional(
+      Type.Array(Type.String({ pattern: '^https?://[^/\\s]+' }), { minItems: 1, maxItems: 16, uniqueItems: true }),
+    ),
     weight: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
     required: Type.Optional(Type.Boolean()),
     priority: Type.Optional(Type.Number()),
@@ -50,10 +52,13 @@ export function parseRegistry(value: unknown, source = 'registry'): EngineSpec[]
     throw new RegistryError(`invalid registry ${source}:\n  ${problems.join('\n  ')}`);
   }
   const registry: Registry = value;
-  const seen = new Set<string>();
+  // A group's members are named `<id>/<n>` in logs and metrics: no other engine may have one of those names.
+  const seen = new Set<string>(
+    registry.engines.flatMap((entry) => (entry.urls ?? []).map((_, i) => `${entry.id}/${i + 1}`)),
+  );
   return registry.engines.map((entry) => {
     if (seen.has(entry.id))
-      throw new RegistryError(`invalid registry ${source}: engine id '${entry.id}' appears twice`);
+      throw new RegistryError(`invalid registry ${source}: engine id '${entry.id}' appears twice, or names a replica`);
     seen.add(entry.id);
     if (entry.transport === 'stdio' && entry.command === undefined) {
       throw new RegistryError(`invalid registry ${source}: stdio engine '${entry.id}' needs a command`);
@@ -61,8 +66,8 @@ export function parseRegistry(value: unknown, source = 'registry'): EngineSpec[]
     if (entry.transport === 'http' && (entry.url === undefined) === (entry.urls === undefined)) {
       throw new RegistryError(`invalid registry ${source}: http engine '${entry.id}' needs a url, or urls (not both)`);
     }
-    if (entry.transport === 'stdio' && entry.urls !== undefined) {
-      throw new RegistryError(`invalid registry ${source}: stdio engine '${entry.id}' has no urls`);
+    if (entry.transport === 'stdio' && (entry.urls !== undefined || entry.url !== undefined)) {
+      throw new RegistryError(`invalid registry ${source}: stdio engine '${entry.id}' has no url or urls`);
     }
     return {
       id: entry.id,

@@ -70,7 +70,7 @@ export class ReplicaGroup implements RemoteEngine {
       const member = this.members[(first + i) % this.members.length]!;
       try {
         const answer = member.call(method, withDeadline(sent, budget), { ...options, deadlineMs: budget });
-        return await (write ? answer : within(answer, budget));
+        return await within(answer, budget);
       } catch (error) {
         if (!passesOn(error, write)) throw error;
         last = error as RpcError;
@@ -90,8 +90,8 @@ export class ReplicaGroup implements RemoteEngine {
 }
 
 /**
- * A read's answer within its share, or -32014: a member may hold a call longer than it was given (one waiting on a
- * start-up `initialize` given the gateway's connect timeout), and the next member must not wait for it.
+ * A member's answer within the time it was given, or -32014: a member may hold a call longer (one waiting on a
+ * start-up `initialize` given the gateway's connect timeout), and neither the caller nor the next member waits for it.
  */
 async function within(answer: Promise<JsonObject>, ms: number): Promise<JsonObject> {
   let timer: NodeJS.Timeout | undefined;

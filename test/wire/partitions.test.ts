@@ -164,7 +164,7 @@ describe('a replica group with a member that accepts connections and never answe
     hung.close();
   });
 
-  it('reads are answered by the other member within their deadline, every time', async () => {
+  it('reads are answered by the other member within their deadline, every time, and writes by theirs', async () => {
     const work = mkdtempSync(join(tmpdir(), 'rcp-hung-member-'));
     const healthy = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', join(work, 'ok')]);
     servers.push(healthy);
@@ -180,6 +180,23 @@ describe('a replica group with a member that accepts connections and never answe
       const started = Date.now();
       const result = await call(gateway.origin, 'retrieve', { query: 'healthy', k: 3, _meta: { deadlineMs: 4000 } });
       expect((result.hits as Hit[]).map((hit) => hit.id)).toEqual(['here#0']);
+      expect(Date.now() - started).toBeLessThan(4000);
+    }
+    // A write is answered by its deadline whichever member it reaches first: applied, or -32014 saying it may not be.
+    for (let round = 0; round < 2; round++) {
+      const started = Date.now();
+      const response = await fetch(`${gateway.origin}/rcp/index/add`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'index/add',
+          params: { documents: [{ id: `w${round}`, text: 'written' }], _meta: { deadlineMs: 3000 } },
+        }),
+      });
+      const answer = (await response.json()) as { result?: unknown; error?: { code: number } };
+      expect(answer.result !== undefined || answer.error?.code === -32014, JSON.stringify(answer)).toBe(true);
       expect(Date.now() - started).toBeLessThan(4000);
     }
     rmSync(work, { recursive: true, force: true });

@@ -137,4 +137,26 @@ describe('§16.1 registry', () => {
     ];
     for (const registry of bad) expect(() => parseRegistry(registry), JSON.stringify(registry)).toThrow(RegistryError);
   });
+
+  it('a replica group: urls, each once, with a host, on http only; no engine named as one of its replicas', () => {
+    const [group] = parseRegistry({
+      engines: [{ id: 'p', transport: 'http', urls: ['http://a/rcp', 'http://b/rcp'] }],
+    });
+    expect(group).toMatchObject({ id: 'p', urls: ['http://a/rcp', 'http://b/rcp'], url: undefined });
+    const bad = [
+      { engines: [{ id: 'p', transport: 'http', url: 'http://a', urls: ['http://b'] }] },
+      { engines: [{ id: 'p', transport: 'http', urls: [] }] },
+      { engines: [{ id: 'p', transport: 'http', urls: ['http://a', 'http://a'] }] },
+      { engines: [{ id: 'p', transport: 'http', urls: ['http://'] }] },
+      { engines: [{ id: 'p', transport: 'stdio', command: ['x'], url: 'http://a' }] },
+      { engines: [{ id: 'p', transport: 'stdio', command: ['x'], urls: ['http://a'] }] },
+      {
+        engines: [
+          { id: 'p', transport: 'http', urls: ['http://a', 'http://b'] },
+          { id: 'p/1', transport: 'http', url: 'http://c' },
+        ],
+      },
+    ];
+    for (const registry of bad) expect(() => parseRegistry(registry), JSON.stringify(registry)).toThrow(RegistryError);
+  });
 });
