@@ -6,7 +6,15 @@ import { cosineSimilarity, dotProduct } from '../protocol/vectors.js';
 import type { Encoder, ModelHealth, TextKind } from '../models/index.js';
 import { ChunkCache } from './chunk-cache.js';
 import { DerivedIndexes } from './indexes.js';
-import type { ChunkBody, ChunkPlace, CorpusDocument, CorpusReader, CorpusWriter, WriteCaller } from './ports.js';
+import type {
+  ChunkBody,
+  ChunkPlace,
+  CorpusDocument,
+  CorpusReader,
+  CorpusWriter,
+  DenseSearchOptions,
+  WriteCaller,
+} from './ports.js';
 import { prepareDocuments, type AddOptions } from './prepare.js';
 import { Replica, type ReplicaTarget } from './replica.js';
 import { openCorpusStore, writesLocally, type CorpusSettings } from './settings.js';
@@ -332,9 +340,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
     allow?: readonly number[],
     signal?: AbortSignal,
     caller?: string,
+    options: DenseSearchOptions = {},
   ): Promise<{ label: number; score: number }[]> {
     await this.#whenReady();
-    return this.#indexes.searchDense(vector, k, allow, signal, caller);
+    return this.#indexes.searchDense(vector, k, allow, signal, caller, options);
   }
 
   async searchLexical(

@@ -8,7 +8,7 @@ import { Bm25Index, type Bm25Options } from '../lexical/bm25.js';
 import { readLexical, writeLexical } from '../lexical/saved-lexical.js';
 import { companionOf } from './hnsw/saved-file.js';
 import { multiQuery, rewriteQuery } from '../lexical/query-transform.js';
-import type { ChunkPlace } from './ports.js';
+import type { ChunkPlace, DenseSearchOptions } from './ports.js';
 import { lexicalText } from './prepare.js';
 import type { CorpusStore, DocumentOrigin, WriteResult } from './store/corpus-store.js';
 import { sameDigest } from './labels-digest.js';
@@ -303,8 +303,9 @@ export class DerivedIndexes {
     allow?: readonly number[],
     signal?: AbortSignal,
     caller?: string,
+    { exact = false }: DenseSearchOptions = {},
   ): Promise<{ label: number; score: number }[]> {
-    const neighbours = await this.#dense.search(vector, k, k, allow, signal, caller);
+    const neighbours = await this.#dense.search(vector, k, k, allow, signal, caller, exact);
     return neighbours.map(({ label, distance }) => ({ label, score: 1 - distance }));
   }
 

@@ -63,6 +63,11 @@ export interface ChunkPlace {
   readonly ordinal: number;
 }
 
+/** How a dense search runs: `exact` scores every vector (deterministic in any process, §7.7.1), not the graph. */
+export interface DenseSearchOptions {
+  readonly exact?: boolean | undefined;
+}
+
 /** The read side of the corpus, for `retrieve` (§7.7). */
 export interface CorpusReader {
   /** `caller`: whose turn the search waits for at the index (callers take turns, §15.5). */
@@ -72,6 +77,7 @@ export interface CorpusReader {
     allow?: readonly number[],
     signal?: AbortSignal,
     caller?: string,
+    options?: DenseSearchOptions,
   ): Promise<{ label: number; score: number }[]>;
   searchLexical(
     query: string,

@@ -106,6 +106,8 @@ function capabilityOf(settings: RetrieveSettings, rerankers: readonly Reranker[]
     rerankBuiltin: rerankers.length > 0,
     units: [...UNITS],
     tokenBudget: true,
+    // §7.7.1: a `seed` makes the one step that depends on how a process built its index exact (retrieve-options.ts).
+    deterministic: true,
     defaultMode: settings.defaultMode,
     ...(settings.scoreFloor === undefined ? {} : { scoreFloor: settings.scoreFloor }),
     // §7.7.2: advertised only when the default pipeline's hits carry it (other pipelines' hits have none).

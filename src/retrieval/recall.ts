@@ -20,6 +20,8 @@ export interface RecallPlan extends RecallQueries {
   readonly k: number;
   /** Labels the filter lets through; undefined without a filter. */
   readonly allow: readonly number[] | undefined;
+  /** §7.7.1: the dense list scored exactly over every vector (a `seed` was given), not searched in the graph. */
+  readonly exact?: boolean | undefined;
 }
 
 export interface Recalled {
@@ -48,7 +50,9 @@ export async function recall(
       ? undefined
       : (async () => {
           queryVector = (await encoder.embed([plan.query], 'query', ctx.signal, ctx.caller))[0] ?? queryVector;
-          const hits = await corpus.searchDense(queryVector, plan.candidateK, plan.allow, ctx.signal, ctx.caller);
+          const hits = await corpus.searchDense(queryVector, plan.candidateK, plan.allow, ctx.signal, ctx.caller, {
+            exact: plan.exact === true,
+          });
           return { name: 'dense', weight: weights.dense ?? 1, hits, floor: SCORE_FLOOR.dense };
         })();
   // A dense failure is awaited below; until then it must not count as unhandled.

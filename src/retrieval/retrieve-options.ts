@@ -94,6 +94,11 @@ export interface ResolvedOptions<R extends NamedReranker> extends FunnelSizes {
   /** The reranker of the funnel; undefined with `rerank: false` or when none fits (noted under strict false). */
   readonly reranker: R | undefined;
   readonly predicate: Predicate | undefined;
+  /**
+   * §7.7.1 `seed` given: the dense list is scored exactly over every vector, not searched in the HNSW graph, whose
+   * shape depends on how each process built it; the rest of the pipeline is deterministic already.
+   */
+  readonly exact: boolean;
   /** Notes for `usage.notes` (§7.7): later stages add theirs. */
   readonly notes: string[];
 }
@@ -105,12 +110,10 @@ export function resolveOptions<R extends NamedReranker>(
   rerankers: readonly R[],
 ): ResolvedOptions<R> {
   const lenient = new Leniency(params.strict !== false);
-  // §7.7.1: nothing here is stochastic, so `seed` has nothing to fix; say why results may still move.
-  if (params.seed !== undefined) {
-    lenient.notes.push(
-      'seed: no stochastic step to seed; results are fixed for this indexVersion until the dense index is rebuilt',
-    );
-  }
+  // §7.7.1: the one step whose result depends on more than the indexVersion is the ANN search (the graph a process
+  // built or loaded); with a seed it is replaced by an exact scan, so any process at this indexVersion answers alike.
+  const exact = params.seed !== undefined;
+  if (exact) lenient.notes.push('seed: the dense list was scored exactly over every vector (no ANN search)');
   unsupportedOptions(params, lenient);
   const mode = chosen(MODES, params.mode, settings.defaultMode, (asked) =>
     lenient.unsupported('mode', asked, `mode ${settings.defaultMode} was used`),
@@ -135,7 +138,7 @@ export function resolveOptions<R extends NamedReranker>(
     rrfK: params.fusion?.rrfK ?? settings.fusion.rrfK,
     alpha: params.fusion?.alpha ?? settings.fusion.alpha,
   };
-  return { ...sizes, mode, fusion, unit, reranker, predicate, notes: lenient.notes };
+  return { ...sizes, mode, fusion, unit, reranker, predicate, exact, notes: lenient.notes };
 }
 
 /** Options this server does not have at all. */

@@ -53,6 +53,7 @@ async function addEntry(pack: tar.Pack, { name, fd }: Source): Promise<BackupFil
     entry.once('finish', () => resolve());
     entry.once('error', reject);
   });
+  ended.catch(() => undefined); // awaited below; an entry failed while this throws is the archive's error, not a stray
   for (let at = 0; at < size;) {
     const block = Buffer.allocUnsafe(Math.min(BLOCK, size - at));
     const read = readSync(fd, block, 0, block.length, at);

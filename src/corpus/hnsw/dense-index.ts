@@ -139,9 +139,10 @@ export class DenseIndex {
     allow?: readonly number[],
     signal?: AbortSignal,
     lane?: string,
+    exact = false,
   ): Promise<Neighbour[]> {
     const allowed = allow === undefined ? undefined : Float64Array.from(allow);
-    const reply = await this.#call({ op: 'search', vector, k, ef, allow: allowed }, [], signal, lane);
+    const reply = await this.#call({ op: 'search', vector, k, ef, allow: allowed, exact }, [], signal, lane);
     const labels = reply.labels ?? new Float64Array(0);
     return Array.from(labels, (label, i) => ({ label, distance: reply.distances?.[i] ?? 0 }));
   }

@@ -21,7 +21,15 @@ export type DenseRequest =
     }
   | { op: 'add'; labels: Float64Array; vectors: Float32Array }
   | { op: 'remove'; labels: Float64Array }
-  | { op: 'search'; vector: Float32Array; k: number; ef: number; allow: Float64Array | undefined }
+  | {
+      op: 'search';
+      vector: Float32Array;
+      k: number;
+      ef: number;
+      allow: Float64Array | undefined;
+      /** Score every allowed vector exactly instead of searching the graph (§7.7.1 `seed`). */
+      exact?: boolean;
+    }
   | { op: 'save'; file: string }
   | { op: 'count' }
   | { op: 'labels' }

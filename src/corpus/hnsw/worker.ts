@@ -103,6 +103,8 @@ function search(request: Extract<DenseRequest, { op: 'search' }>): DenseReply {
   index.setEf(Math.max(options.efSearch, request.ef, k));
   const allow = request.allow === undefined ? undefined : new Set(request.allow);
   if (allow?.size === 0) return NO_HITS;
+  // §7.7.1: a seeded search scores every vector, so its answer depends on the vectors alone, not on the graph's shape.
+  if (request.exact === true) return exact(request.vector, allow ?? live, k);
   // A selective filter: score the allowed points exactly, so k hits come back whenever k exist.
   if (allow !== undefined && allow.size <= EXACT_BELOW) return exact(request.vector, allow, k);
   const result = index.searchKnn(

@@ -188,10 +188,11 @@ describe('option resolution', () => {
     expect(resolve({ k: 5, fusion: asked }).fusion).toEqual(asked);
   });
 
-  it('§7.7.1 seed is ignored, never an error, with a note saying why results may still move', () => {
+  it('§7.7.1 seed makes the dense list exact (no ANN search), and says so', () => {
     const options = resolve({ k: 5, seed: 42 });
-    expect(options.notes).toHaveLength(1);
-    expect(options.notes[0]).toMatch(/^seed: no stochastic step/);
+    expect(options.exact).toBe(true);
+    expect(options.notes).toEqual(['seed: the dense list was scored exactly over every vector (no ANN search)']);
+    expect(resolve({ k: 5 }).exact).toBe(false);
   });
 
   it('§8 a filter is compiled against the declared fields; an undeclared field is -32602', () => {
