@@ -42,6 +42,26 @@ function exact(query: Float32Array, allow: ReadonlySet<number>, k: number): Dens
   };
 }
 
+/** Graph candidates scored again exactly beyond the k asked for: float32 distances may order near-ties otherwise. */
+const RESCORED_MARGIN = 16;
+
+/**
+ * §7.7.1 the exact top k over every live point (or every allowed one), whatever the graph's shape: the graph is
+ * searched with a beam as wide as the index, so that it visits every point it can reach (in C++, fast), any point it
+ * cannot reach is added, and the best 2k + RESCORED_MARGIN are scored again here in float64, as on every machine.
+ */
+function exhaustive(query: Float32Array, allow: ReadonlySet<number> | undefined, k: number): DenseReply {
+  if (index === undefined || options === undefined) throw new Error('index not open');
+  if (allow !== undefined && allow.size <= EXACT_BELOW) return exact(query, allow, k);
+  index.setEf(Math.max(live.size, k));
+  const filter = allow === undefined ? undefined : (label: number) => allow.has(label);
+  const found = index.searchKnn(toArray(query, 0, options.dimension), live.size, filter).neighbors;
+  const reached = new Set(found);
+  const candidates = new Set(found.slice(0, 2 * k + RESCORED_MARGIN));
+  for (const label of allow ?? live) if (!reached.has(label)) candidates.add(label);
+  return exact(query, candidates, k);
+}
+
 function ensureCapacity(extra: number): void {
   if (index === undefined) return;
   const needed = index.getCurrentCount() + extra;
@@ -104,7 +124,7 @@ function search(request: Extract<DenseRequest, { op: 'search' }>): DenseReply {
   const allow = request.allow === undefined ? undefined : new Set(request.allow);
   if (allow?.size === 0) return NO_HITS;
   // §7.7.1: a seeded search scores every vector, so its answer depends on the vectors alone, not on the graph's shape.
-  if (request.exact === true) return exact(request.vector, allow ?? live, k);
+  if (request.exact === true) return exhaustive(request.vector, allow, k);
   // A selective filter: score the allowed points exactly, so k hits come back whenever k exist.
   if (allow !== undefined && allow.size <= EXACT_BELOW) return exact(request.vector, allow, k);
   const result = index.searchKnn(

@@ -28,6 +28,44 @@ const options = {
 };
 
 describe('the HNSW dense index in its worker', () => {
+  it('§7.7.1 an exact search is the brute-force top k over the live points, filtered or not, after deletions', async () => {
+    const index = new DenseIndex();
+    await index.open(join(DIR, 'exact'), { ...options, efConstruction: 8, m: 4 }, { id: 'test', seq: 0 });
+    const next = mulberry32(11);
+    const vector = () => Float32Array.from({ length: DIMENSION }, () => next() - 0.5);
+    const points = new Map<number, Float32Array>();
+    const add = async (labels: number[]) => {
+      const vectors = labels.map(vector);
+      labels.forEach((label, i) => points.set(label, vectors[i]!));
+      await index.add(labels, vectors, DIMENSION);
+    };
+    await add(Array.from({ length: 6000 }, (_, i) => i));
+    const removed = Array.from({ length: 2000 }, (_, i) => i * 3);
+    await index.remove(removed);
+    for (const label of removed) points.delete(label);
+    await add(Array.from({ length: 500 }, (_, i) => 10_000 + i)); // into the removed points' slots
+    const cosine = (a: Float32Array, b: Float32Array) => {
+      let [dot, aa, bb] = [0, 0, 0];
+      for (let i = 0; i < a.length; i++) [dot, aa, bb] = [dot + a[i]! * b[i]!, aa + a[i]! ** 2, bb + b[i]! ** 2];
+      return dot / Math.sqrt(aa * bb);
+    };
+    const allowed = [...points.keys()].filter((label) => label % 2 === 1); // over 4,096: the graph's filter path
+    for (let q = 0; q < 10; q++) {
+      const query = vector();
+      for (const allow of [undefined, allowed]) {
+        const pool = allow ?? [...points.keys()];
+        const brute = pool
+          .map((label) => ({ label, score: cosine(points.get(label)!, query) }))
+          .sort((a, b) => b.score - a.score || a.label - b.label)
+          .slice(0, 25)
+          .map((hit) => hit.label);
+        const found = await index.search(query, 25, 25, allow, undefined, undefined, true);
+        expect(found.map((hit) => hit.label)).toEqual(brute);
+      }
+    }
+    await index.close();
+  });
+
   it('§13.1 a search whose caller gave up before its turn is never run: abandoned searches cost nobody', async () => {
     const index = new DenseIndex();
     await index.open(DIR, options, { id: 'test', seq: 0 });
