@@ -46,13 +46,16 @@ export function registerFederation(
     const targets = advertising(method);
     if (targets.length > 0) registerRouted(registry, method, targets);
   }
-  // Shards are the writable leaves reached at start: a gateway (it advertises catalog) shards its own writes, and a
-  // fixed shard set keeps every document's owner stable.
-  const shards = ordered.filter((engine) => {
+  // Shards are the writable leaves (a gateway, which advertises catalog, shards its own writes), and every engine not
+  // reached at start: it keeps its place, its documents' writes answered -32010 until it answers, so that an engine
+  // down at start never moves the owner of any document (docs/replicas.md, "Partitions"). Writes are served when at
+  // least one engine reached at start is a writable leaf.
+  const writableLeaf = (engine: RemoteEngine) => {
     const capabilities = engine.info?.capabilities ?? {};
     return isJsonObject(capabilities.index) && capabilities.index.writable === true && !('catalog' in capabilities);
-  });
-  if (shards.length > 0) registerIndex(registry, shards, settings);
+  };
+  const shards = ordered.filter((engine) => engine.info === undefined || writableLeaf(engine));
+  if (shards.some(writableLeaf)) registerIndex(registry, shards, settings);
   for (const [feature, value] of Object.entries(federatedCapabilities(ordered))) {
     registry.advertise(feature, value as JsonObject);
   }

@@ -256,13 +256,18 @@ describe('loops, budgets and failures (§16.2)', () => {
     const deadlineMs = 1500;
     const proxy = await delayingProxy(slowEngine.origin, 20 * deadlineMs);
     const deadPort = await freePort();
+    const fast = stdioEngine('fast', dataDir());
+    // Written through a gateway of the fast engine alone: the mixed one keeps a place for the engines it could not
+    // reach at start, and refuses their documents' writes rather than move them.
+    const writer = await gateway('writer', registryFile([fast]));
+    await add(writer.origin, DOCUMENTS);
+    await writer.stop();
     const engines = [
-      stdioEngine('fast', dataDir()),
+      fast,
       { id: 'slow', transport: 'http', url: `${proxy.origin}/rcp` },
       { id: 'dead', transport: 'http', url: `http://127.0.0.1:${deadPort}/rcp` },
     ];
     const gw = await gateway('mixed', registryFile(engines));
-    await add(gw.origin, DOCUMENTS);
     const started = Date.now();
     const answer = result<RetrieveResult>(
       await call(gw.origin, 'retrieve', { query: 'blood', k: 5, _meta: { deadlineMs } }),

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand, until } from '../helpers/children.js';
 import { HAS_POSTGRES, PostgresCluster } from '../helpers/postgres.js';
-import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+import { freePort, startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 
 /**
  * A corpus in two partitions, each a PostgreSQL store of its own served by two replicas, behind one gateway whose
@@ -199,6 +199,59 @@ describe('a replica group with a member that accepts connections and never answe
       expect(answer.result !== undefined || answer.error?.code === -32014, JSON.stringify(answer)).toBe(true);
       expect(Date.now() - started).toBeLessThan(4000);
     }
+    rmSync(work, { recursive: true, force: true });
+  });
+});
+
+describe('a partition down when the gateway starts keeps its place', () => {
+  const servers: ServerProcess[] = [];
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server.stop()));
+  });
+
+  it('its documents are refused until it answers, never written to another partition; then written to it', async () => {
+    const work = mkdtempSync(join(tmpdir(), 'rcp-partition-down-'));
+    const up = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', join(work, 'p1')]);
+    servers.push(up);
+    const port = await freePort();
+    const registry = join(work, 'rcp.json');
+    const engines = [
+      { id: 'p1', transport: 'http', url: `${up.origin}/rcp` },
+      { id: 'p2', transport: 'http', url: `http://127.0.0.1:${port}/rcp` },
+    ];
+    writeFileSync(registry, JSON.stringify({ engines }));
+    const gateway = await startHttpProcess(['gateway', '--registry', registry, '--http', '127.0.0.1:0']);
+    servers.push(gateway);
+    const documents = Array.from({ length: 20 }, (_, i) => ({ id: `doc-${i}`, text: `placed words t${i}x` }));
+    const response = await fetch(`${gateway.origin}/rcp/index/add`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'index/add', params: { documents } }),
+    });
+    const refused = (await response.json()) as { error?: { code: number; data?: { applied?: string[] } } };
+    expect(refused.error?.code).toBe(-32010);
+    const onP1 = refused.error?.data?.applied ?? [];
+    expect(onP1.length).toBeGreaterThan(2);
+    expect(onP1.length).toBeLessThan(18);
+    // Only p1's own documents are on p1: p2's were not moved to it.
+    expect((await ids(up.origin, 'placed')).sort()).toEqual([...onP1].sort());
+    const down = await startHttpProcess(['serve', '--http', `127.0.0.1:${port}`, '--data', join(work, 'p2')]);
+    servers.push(down);
+    await until(
+      async () => {
+        const retry = await fetch(`${gateway.origin}/rcp/index/add`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'index/add', params: { documents } }),
+        });
+        return ((await retry.json()) as { result?: unknown }).result !== undefined;
+      },
+      'the partition to take its writes once it answers',
+      { intervalMs: 500 },
+    );
+    const onP2 = await ids(down.origin, 'placed');
+    expect([...onP1, ...onP2].sort()).toEqual(documents.map((document) => document.id).sort());
+    expect(onP2.some((id) => onP1.includes(id))).toBe(false);
     rmSync(work, { recursive: true, force: true });
   });
 });
