@@ -336,10 +336,13 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
       data: { retryable: false },
     });
     expect((await ok({ query: 'q', k: 1, indexVersion: first.indexVersion })).indexVersion).toBe(first.indexVersion);
-    // A seed is accepted, never an error, and the note says what it can and cannot fix (§7.7.1).
+    // §7.7.1 a seed scores the dense list exactly (in float64): the same hits as the ANN search finds at this size, with
+    // scores equal to float32's precision, and identical from one seeded request to the next.
     const seeded = await ok({ query: 'oxygen in the blood', k: 5, seed: 7 });
-    expect(seeded.hits).toEqual(first.hits);
-    expect(seeded.usage.notes?.[0]).toMatch(/^seed:/);
+    expect((await ok({ query: 'oxygen in the blood', k: 5, seed: 7 })).hits).toEqual(seeded.hits);
+    expect(seeded.hits.map((hit) => hit.id)).toEqual(first.hits.map((hit) => hit.id));
+    seeded.hits.forEach((hit, i) => expect(hit.score).toBeCloseTo(first.hits[i]!.score, 6));
+    expect(seeded.usage.notes?.[0]).toMatch(/^seed: the dense list was scored exactly/);
   });
 
   it('§10 pagination: cursors walk every hit once; a forged cursor is -32602', async () => {
