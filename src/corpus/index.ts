@@ -7,6 +7,6 @@ export type * from './ports.js';
 export { Corpus, CorpusError, contentHash, type AddResult, type CorpusSettings, type CorpusStats } from './corpus.js';
 export { backupDataDir } from './backup/backup.js';
 export { restoreDataDir } from './backup/restore.js';
-export { exportDataDir, type ExportHeader } from './backup/export.js';
+export { exportDataDir, isExportHead, type ExportHeader } from './backup/export.js';
 export { MAX_PREPARED_CHUNKS, MAX_PREPARED_CONTEXT, type PreparedDocument } from './prepared.js';
 export type { DocumentOrigin } from './store/corpus-store.js';

@@ -6,7 +6,7 @@ import type { Encoder } from '../models/index.js';
 import { chunkText } from './chunking.js';
 import { validateMetadata, type FieldType, type MetadataLimits } from './metadata.js';
 import type { CorpusDocument, WriteCaller } from './ports.js';
-import { validatePrepared, type PreparedDocument } from './prepared.js';
+import { requireStorableVector, validatePrepared, type PreparedDocument } from './prepared.js';
 import type { DocumentOrigin, NewChunk, NewDocument } from './store/corpus-store.js';
 
 /**
@@ -166,10 +166,7 @@ function importedHash(document: CorpusDocument, prepared: PreparedDocument): str
 /** How far from 1 a float32 vector's norm may be and still be of unit length as stored (float32 rounding). */
 const UNIT_TOLERANCE = 1e-5;
 
-/**
- * -32602 naming the field unless a given vector can be stored as a chunk's: the encoder's dimension, finite, not all
- * zeros (it has no direction: cosine is undefined), and a document that is not to be chunked.
- */
+/** -32602 naming the field unless a given vector can be stored (requireStorableVector) and its document not chunked. */
 function validateGivenVector(
   vector: Float32Array,
   field: string,
@@ -179,12 +176,7 @@ function validateGivenVector(
   if (options.chunk) {
     throw RpcError.invalidParams(field, 'a document with its own vector is one chunk: it cannot also be chunked');
   }
-  if (vector.length !== dimension) {
-    throw RpcError.invalidParams(field, `has ${vector.length} numbers; the encoder's dimension is ${dimension}`);
-  }
-  const bad = vector.findIndex((x) => !Number.isFinite(x));
-  if (bad !== -1) throw RpcError.invalidParams(field, `[${bad}] is ${vector[bad]}, not a finite number`);
-  if (vector.every((x) => x === 0)) throw RpcError.invalidParams(field, 'is all zeros: it has no direction');
+  requireStorableVector(vector, field, dimension);
 }
 
 /**

@@ -62,18 +62,22 @@ export function validatePrepared(
     if (chunk.context.length > MAX_PREPARED_CONTEXT) {
       throw RpcError.invalidParams(`${at}.context`, `is over ${MAX_PREPARED_CONTEXT} characters`);
     }
-    validatePreparedVector(chunk.vector, `${at}.vector`, dimension);
+    requireStorableVector(chunk.vector, `${at}.vector`, dimension);
   });
   if (covered > MAX_COVERAGE * document.text.length) {
     throw RpcError.invalidParams(`${field}.chunks`, `cover ${covered} characters, over ${MAX_COVERAGE} times the text`);
   }
 }
 
-function validatePreparedVector(vector: Float32Array, field: string, dimension: number): void {
+/**
+ * -32602 naming the field unless a vector given with a write can be stored as a chunk's: the encoder's dimension,
+ * finite, not all zeros (it has no direction: cosine is undefined).
+ */
+export function requireStorableVector(vector: Float32Array, field: string, dimension: number): void {
   if (vector.length !== dimension) {
     throw RpcError.invalidParams(field, `has ${vector.length} numbers; the encoder's dimension is ${dimension}`);
   }
-  if (!vector.every(Number.isFinite) || vector.every((x) => x === 0)) {
-    throw RpcError.invalidParams(field, 'is not finite, or all zeros');
-  }
+  const bad = vector.findIndex((x) => !Number.isFinite(x));
+  if (bad !== -1) throw RpcError.invalidParams(field, `[${bad}] is ${vector[bad]}, not a finite number`);
+  if (vector.every((x) => x === 0)) throw RpcError.invalidParams(field, 'is all zeros: it has no direction');
 }

@@ -1,7 +1,7 @@
 import { createReadStream, type Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, extname, join, relative } from 'node:path';
-import type { CorpusDocument, DocumentOrigin, PreparedDocument } from '../corpus/index.js';
+import { isExportHead, type CorpusDocument, type DocumentOrigin, type PreparedDocument } from '../corpus/index.js';
 import { exportHeader, exportLineBytes, fromExported, isExportHeader, type ExportHeader } from './exported.js';
 import { BoundedLines, isBlank, type Line } from './lines.js';
 import { parseVector } from './vector.js';
@@ -217,7 +217,7 @@ async function countLines(path: string, maxLine: number): Promise<number> {
   try {
     for await (const line of fileLines(path, new BoundedLines(maxLine))) {
       // An export's header is no document: as `rcp-server export` writes it, its line begins with its name.
-      const header = count === 0 && 'bytes' in line && line.bytes.subarray(0, 13).toString() === '{"rcpExport":';
+      const header = count === 0 && 'bytes' in line && isExportHead(line.bytes);
       if (!header && (!('bytes' in line) || !isBlank(line.bytes))) count += 1;
     }
   } catch {

@@ -3,6 +3,18 @@ import { createServer } from 'node:net';
 import { end, EVENT_TIMEOUT_MS, track, until, untilLogged } from './children.js';
 import { ROOT } from './wire.js';
 
+/** One JSON-RPC request over `POST {origin}/rcp/{method}`: its result, or an Error naming the error it answered. */
+export async function callHttp(origin: string, method: string, params: object): Promise<Record<string, unknown>> {
+  const response = await fetch(`${origin}/rcp/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const answer = (await response.json()) as { result?: Record<string, unknown>; error?: unknown };
+  if (answer.result === undefined) throw new Error(`${method}: ${JSON.stringify(answer.error)}`);
+  return answer.result;
+}
+
 /** A port nobody listens on right now (for servers that must know each other's address before they start). */
 export async function freePort(): Promise<number> {
   const server = createServer();

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand, until } from '../helpers/children.js';
 import { HAS_POSTGRES, PostgresCluster } from '../helpers/postgres.js';
-import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+import { callHttp as call, startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 
 /**
  * `rcp-server backup` and `rcp-server restore` (docs/corpus.md, "Backup and restore"), as real processes over real data
@@ -26,18 +26,6 @@ const WORK = mkdtempSync(join(tmpdir(), 'rcp-backup-'));
 afterAll(() => rmSync(WORK, { recursive: true, force: true }));
 
 type Hit = { id: string; score: number };
-type Answer = { result?: Record<string, unknown>; error?: { code: number; message: string } };
-
-async function call(origin: string, method: string, params: object): Promise<Record<string, unknown>> {
-  const response = await fetch(`${origin}/rcp/${method}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const answer = (await response.json()) as Answer;
-  if (answer.result === undefined) throw new Error(`${method}: ${JSON.stringify(answer.error)}`);
-  return answer.result;
-}
 
 const documents = (prefix: string, n: number, words: string) =>
   Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, text: `${words} ${prefix} number ${i} of ${n}` }));

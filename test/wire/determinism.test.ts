@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { seededRandom } from '../helpers/children.js';
-import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+import { callHttp as call, startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 
 /**
  * §7.7.1 `retrieve.deterministic`: identical `(query, params, seed, indexVersion)` give identical hits, order and
@@ -17,17 +17,6 @@ afterAll(async () => {
   await Promise.all(servers.map((server) => server.stop()));
   rmSync(WORK, { recursive: true, force: true });
 });
-
-async function call(origin: string, method: string, params: object): Promise<Record<string, unknown>> {
-  const response = await fetch(`${origin}/rcp/${method}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const answer = (await response.json()) as { result?: Record<string, unknown>; error?: unknown };
-  if (answer.result === undefined) throw new Error(`${method}: ${JSON.stringify(answer.error)}`);
-  return answer.result;
-}
 
 const WORDS = ['cell', 'protein', 'membrane', 'signal', 'kinase', 'tumour', 'gene', 'enzyme', 'neuron', 'virus'];
 
@@ -85,7 +74,9 @@ describe('§7.7.1 seeded retrieve is the same in any process at one indexVersion
     // The seeded dense list is the exact top 10 by cosine over every stored document (each one chunk here).
     const corpus = [...documents('a', 40, 1), ...documents('c', 40, 3), ...documents('d', 40, 4)];
     const embed = async (texts: string[], kind: string) =>
-      ((await call(live.origin, 'embed', { texts, kind })).vectors as number[][]).map((vector) => Float64Array.from(vector));
+      ((await call(live.origin, 'embed', { texts, kind })).vectors as number[][]).map((vector) =>
+        Float64Array.from(vector),
+      );
     const [query] = await embed([QUERIES[0]!], 'query');
     const vectors = await embed(
       corpus.map((document) => document.text),

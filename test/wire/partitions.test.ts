@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand, until } from '../helpers/children.js';
 import { HAS_POSTGRES, PostgresCluster } from '../helpers/postgres.js';
-import { freePort, startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+import { callHttp as call, freePort, startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 
 /**
  * A corpus in two partitions, each a PostgreSQL store of its own served by two replicas, behind one gateway whose
@@ -18,17 +18,6 @@ type Hit = { id: string; score: number };
 const WORK = mkdtempSync(join(tmpdir(), 'rcp-partitions-'));
 let cluster: PostgresCluster;
 const processes: ServerProcess[] = [];
-
-async function call(origin: string, method: string, params: object): Promise<Record<string, unknown>> {
-  const response = await fetch(`${origin}/rcp/${method}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const answer = (await response.json()) as { result?: Record<string, unknown>; error?: unknown };
-  if (answer.result === undefined) throw new Error(`${method}: ${JSON.stringify(answer.error)}`);
-  return answer.result;
-}
 
 const ids = async (origin: string, query: string, k = 100) =>
   ((await call(origin, 'retrieve', { query, k, mode: 'sparse', includeText: false })).hits as Hit[]).map(

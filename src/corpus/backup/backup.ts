@@ -8,7 +8,13 @@ import { STORE_FILE } from '../store/scrub.js';
 import { copyStore, type StoreFacts } from '../store/store-file.js';
 import { writeArchive, type Source } from './archive.js';
 import type { BackupManifest } from './manifest.js';
-import { BACKUP_OUTPUT, outputFile } from './output.js';
+import { outputFile, type OutputKind } from './output.js';
+
+/** A backup's `--to`: replaced only if it is a tar archive (`ustar` at byte 257 of its first header). */
+const BACKUP_OUTPUT: OutputKind = {
+  name: 'backup',
+  isOurs: (bytes) => bytes.length === 512 && bytes.subarray(257, 262).toString('latin1') === 'ustar',
+};
 
 export interface BackupReport {
   readonly manifest: BackupManifest;
@@ -124,7 +130,8 @@ function whyNot([index, sum]: Source[], seq: number, facts: StoreFacts): string 
     return 'its sum is not readable';
   }
   if (saved.store !== facts.store || saved.seq !== seq) return 'its sum is of another store or seq';
-  if (fstatSync(index!.fd).size !== saved.bytes)
-    return `${fstatSync(index!.fd).size} bytes, not the ${saved.bytes} saved`;
+  // A length that differs is found without reading the file through; damageOf finds the rest.
+  const { size } = fstatSync(index!.fd);
+  if (size !== saved.bytes) return `${size} bytes, not the ${saved.bytes} saved`;
   return damageOf(digestOpen(index!.fd), saved);
 }

@@ -5,7 +5,7 @@ import { isFile, removeFile, syncPath } from '../../platform/files.js';
 import { StoreError } from '../store/dir-lock.js';
 import { STORE_FILE } from '../store/scrub.js';
 import { StoreExport, type ExportedChunk, type ExportedDocument } from '../store/store-export.js';
-import { EXPORT_OUTPUT, outputFile } from './output.js';
+import { outputFile, type OutputKind } from './output.js';
 
 /**
  * The first line of an export (docs/corpus.md, "Export and import"): what the documents after it were embedded with,
@@ -21,6 +21,16 @@ export interface ExportHeader {
   readonly chunks: number;
   readonly created: string;
 }
+
+/** How an export begins, as this writes it: its header's first member (ingest knows an export by it). */
+const EXPORT_HEAD = '{"rcpExport":';
+
+/** Whether bytes are the beginning of an export. */
+export const isExportHead = (bytes: Buffer): boolean =>
+  bytes.subarray(0, EXPORT_HEAD.length).toString('latin1') === EXPORT_HEAD;
+
+/** An export's `--to`: replaced only if it is an export. */
+const EXPORT_OUTPUT: OutputKind = { name: 'export', isOurs: isExportHead };
 
 /**
  * `rcp-server export --to FILE`: every document of the data dir's store (a replica's: its snapshot) as JSON Lines,
@@ -56,9 +66,7 @@ export async function exportDataDir(dir: string, to: string): Promise<ExportHead
 }
 
 function headerOf(reader: StoreExport): ExportHeader {
-  const { facts, counts } = reader;
-  const first = reader.documents().next();
-  const dimension = first.done === true ? 0 : (first.value.chunks[0]?.vector.length ?? 0);
+  const { facts, counts, dimension } = reader;
   return {
     rcpExport: 1,
     encoder: facts.encoder ?? '',

@@ -70,15 +70,3 @@ function alive(pid: number): boolean {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
-
-/** How a backup begins: a ustar header (`ustar` at byte 257). */
-export const BACKUP_OUTPUT: OutputKind = {
-  name: 'backup',
-  isOurs: (bytes) => bytes.length === 512 && bytes.subarray(257, 262).toString('latin1') === 'ustar',
-};
-
-/** How an export begins: its header line. */
-export const EXPORT_OUTPUT: OutputKind = {
-  name: 'export',
-  isOurs: (bytes) => bytes.subarray(0, 13).toString('latin1') === '{"rcpExport":',
-};

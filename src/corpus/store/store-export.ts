@@ -1,7 +1,7 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { StoreError } from './dir-lock.js';
 import { chunkSum, documentSum, intact, type ChunkColumns, type DocumentColumns } from './row-sums.js';
-import { storeFacts, type StoreFacts } from './store-file.js';
+import { factsOf, openStore, type StoreFacts } from './store-file.js';
 
 /** A stored chunk as an export writes it. */
 export interface ExportedChunk {
@@ -38,26 +38,21 @@ export class StoreExport {
     private readonly db: Database.Database,
     readonly facts: StoreFacts,
     readonly counts: { readonly documents: number; readonly chunks: number },
+    /** Numbers per vector, from a stored vector's length (0 in a store without chunks). */
+    readonly dimension: number,
   ) {}
 
   static open(file: string): StoreExport {
-    storeFacts(file); // one clear line for a file that is no store
-    const db = new Database(file, { readonly: true, fileMustExist: true, timeout: 10_000 });
+    const db = openStore(file);
     try {
       db.exec('BEGIN');
       const count = (table: string) => Number(db.prepare(`SELECT count(*) FROM ${table}`).pluck().get());
-      const meta = (key: string) =>
-        db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key) as string | undefined;
-      const facts = {
-        seq: Number(meta('seq') ?? 0),
-        prunedThrough: Number(meta('pruned_through') ?? 0),
-        store: meta('store') ?? '',
-        upstream: meta('upstream'),
-        encoder: meta('encoder'),
-      };
-      return new StoreExport(db, facts, { documents: count('documents'), chunks: count('chunks') });
+      const bytes = db.prepare('SELECT length(vector) FROM chunks LIMIT 1').pluck().get() as number | undefined;
+      const counts = { documents: count('documents'), chunks: count('chunks') };
+      return new StoreExport(db, factsOf(db, file), counts, (bytes ?? 0) / 4);
     } catch (error) {
       db.close();
+      if (error instanceof StoreError) throw error;
       throw new StoreError(`${file} cannot be read for an export: ${(error as Error).message}`);
     }
   }

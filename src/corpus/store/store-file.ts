@@ -48,17 +48,7 @@ export function storeFacts(file: string, { check = false }: { check?: boolean } 
       const missing = ['documents', 'chunks', 'tombstones'].filter((table) => !tables.includes(table));
       if (missing.length > 0) throw new StoreError(`${file} is not an rcp-server store (no ${missing.join(', ')})`);
     }
-    const rows = db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[];
-    const meta = new Map(rows.map(({ key, value }) => [key, value]));
-    const store = meta.get('store');
-    if (store === undefined) throw new StoreError(`${file} is not an rcp-server store (it has no identity)`);
-    return {
-      seq: Number(meta.get('seq') ?? 0),
-      prunedThrough: Number(meta.get('pruned_through') ?? 0),
-      store,
-      upstream: meta.get('upstream'),
-      encoder: meta.get('encoder'),
-    };
+    return factsOf(db, file);
   } catch (error) {
     if (error instanceof StoreError) throw error;
     throw new StoreError(`${file} is not a readable rcp-server store: ${(error as Error).message}`);
@@ -67,7 +57,23 @@ export function storeFacts(file: string, { check = false }: { check?: boolean } 
   }
 }
 
-function openStore(file: string): Database.Database {
+/** What the store open on `db` (the file `file`) says of itself, read in whatever transaction `db` is in. */
+export function factsOf(db: Database.Database, file: string): StoreFacts {
+  const rows = db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[];
+  const meta = new Map(rows.map(({ key, value }) => [key, value]));
+  const store = meta.get('store');
+  if (store === undefined) throw new StoreError(`${file} is not an rcp-server store (it has no identity)`);
+  return {
+    seq: Number(meta.get('seq') ?? 0),
+    prunedThrough: Number(meta.get('pruned_through') ?? 0),
+    store,
+    upstream: meta.get('upstream'),
+    encoder: meta.get('encoder'),
+  };
+}
+
+/** A read-only connection to an existing store file, or a StoreError saying why there is none. */
+export function openStore(file: string): Database.Database {
   try {
     return new Database(file, { readonly: true, fileMustExist: true, timeout: BUSY_MS });
   } catch (error) {
