@@ -1,6 +1,7 @@
 import {
   MAX_PREPARED_CHUNKS,
   MAX_PREPARED_CONTEXT,
+  type DocumentOrigin,
   type ExportHeader as ExportFileHeader,
   type PreparedDocument,
 } from '../corpus/index.js';
@@ -88,19 +89,22 @@ export function fromExported(line: ExportedLine, origin: string, dimension: numb
   if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
     return { origin, reason: '"metadata" is not an object' };
   }
+  const writtenBy = line.origin === 'client' || line.origin === 'operator' ? line.origin : undefined;
+  if (writtenBy === undefined) return { origin, reason: '"origin" is neither "client" nor "operator"' };
   const document = { id, text, meta: metadata as Record<string, unknown>, origin };
   // §15.2: who wrote it is kept, embedded again or not: an import never raises a client's document to the operator's.
-  if (reEmbed)
-    return line.origin === 'client' || line.origin === 'operator'
-      ? { ...document, writtenBy: line.origin }
-      : { origin, reason: '"origin" is neither "client" nor "operator"' };
-  const prepared = preparedOf(line, text, dimension);
+  if (reEmbed) return { ...document, writtenBy };
+  const prepared = preparedOf(line, text, dimension, writtenBy);
   return 'reason' in prepared ? { origin, reason: prepared.reason } : { ...document, prepared };
 }
 
-function preparedOf(line: ExportedLine, text: string, dimension: number): PreparedDocument | { reason: string } {
-  const { origin, hash, chunks } = line;
-  if (origin !== 'client' && origin !== 'operator') return { reason: '"origin" is neither "client" nor "operator"' };
+function preparedOf(
+  line: ExportedLine,
+  text: string,
+  dimension: number,
+  origin: DocumentOrigin,
+): PreparedDocument | { reason: string } {
+  const { hash, chunks } = line;
   if (typeof hash !== 'string' || hash.length > 128) return { reason: '"hash" is not a content hash' };
   if (!Array.isArray(chunks) || chunks.length > MAX_PREPARED_CHUNKS) {
     return { reason: `"chunks" is not a list of at most ${MAX_PREPARED_CHUNKS} chunks` };
