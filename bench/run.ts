@@ -27,7 +27,8 @@
  * request-path (an HTTP request's way in, from the request
  * listener to the session: functions entered, files, returns to a file left, callbacks up) and backup
  * (`rcp-server backup` of a serving dir beside a reader and a writer, restore, ready on the restored dir against a
- * restart; RCP_BENCH_CHUNKS, default 30,000). The suites that read SciFact take its folder from
+ * restart; RCP_BENCH_CHUNKS, default 30,000) and snapshots (§7.7.1: index/add keeping the window against keeping none,
+ * retrieve pinned to the current and to an earlier version against unpinned; RCP_BENCH_CHUNKS, default 20,000). The suites that read SciFact take its folder from
  * `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -56,6 +57,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   burst: async () => (await import('./burst.js')).benchBurst(),
   'request-path': async () => (await import('./request-path.js')).benchRequestPath(),
   backup: async () => (await import('./backup.js')).benchBackup(),
+  snapshots: async () => (await import('./snapshots.js')).benchSnapshots(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

@@ -13,7 +13,7 @@ import { embedSparseMethod } from './methods/embed-sparse.js';
 import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
 import { retrieveMethod } from './methods/retrieve.js';
-import type { FieldType } from './corpus/index.js';
+import type { FieldType, Snapshots } from './corpus/index.js';
 import { loadTable, tableFor } from './retrieval/confidence.js';
 import { OPERATORS } from './retrieval/filter.js';
 import { Metrics } from './metrics.js';
@@ -497,6 +497,7 @@ function registerRetrieve(
       scoreFloor:
         config.index.space === 'cosine' && !rerankers.some((r) => r.method === 'cross-encoder') ? -1 : undefined,
       // §7.7.2 `confidence` (and its advertisement) only where the table was fitted on what is served by default.
+      snapshots: config.index.snapshots.versions > 0,
       calibration: tableFor(loadTable(config.retrieve.confidenceTable), {
         encoder: models.encoder.info.identity,
         space: config.index.space,
@@ -513,6 +514,12 @@ function registerRetrieve(
     .advertise('pagination', {})
     .advertise('streaming', {})
     .advertise('session', { dedup: true, ttlSeconds: config.retrieve.sessionTtlSeconds });
+}
+
+/** §7.7.1 the window of versions kept (`index.snapshots`); absent when off. */
+function snapshotsOf(config: Config): Snapshots | undefined {
+  const { versions, maxAgeSeconds, maxChunks } = config.index.snapshots;
+  return versions === 0 ? undefined : { versions, maxAgeMs: maxAgeSeconds * 1000, maxChunks };
 }
 
 function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): Corpus | undefined {
@@ -534,6 +541,7 @@ function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): 
     writable: config.index.writable,
     store: config.store.url === '' ? undefined : config.store,
     chunkCacheBytes: config.index.chunkCacheBytes,
+    snapshots: snapshotsOf(config),
   };
   return new Corpus(settings, encoder, logger);
 }

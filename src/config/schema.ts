@@ -421,7 +421,7 @@ export const ConfigSchema = Section({
         description:
           'The encoder runs bulk work (the texts of index writes, embed without kind "query") in a second session ' +
           'of its own, opened on the first such call, whose threads run at this OS nice value (Linux): a query ' +
-          'never waits for a bulk batch, and takes the cores first. 0: one session for everything (the model\'s ' +
+          "never waits for a bulk batch, and takes the cores first. 0: one session for everything (the model's " +
           'memory once, not twice).',
       }),
       embedBatchLimit: Type.Integer({ minimum: 1, default: 256, description: 'Inputs in one embed request at most.' }),
@@ -511,6 +511,31 @@ export const ConfigSchema = Section({
           'How often this process looks for writes other processes serving the same data dir committed (a check of ' +
           'microseconds); they are served here within about this long of their acknowledgement.',
       }),
+      snapshots: Section(
+        {
+          versions: Type.Integer({
+            minimum: 0,
+            maximum: 1_000_000,
+            default: 100,
+            description:
+              'The last this many versions (writes) stay queryable with a pinned indexVersion, exactly as they ' +
+              'answered (§7.7.1); 0: only the current one, and retrieve.snapshots is not advertised.',
+          }),
+          maxAgeSeconds: Type.Integer({
+            minimum: 1,
+            default: 86_400,
+            description: 'Versions whose removals are older than this leave the window.',
+          }),
+          maxChunks: Type.Integer({
+            minimum: 0,
+            default: 10_000,
+            description:
+              'Removed chunks kept for the window (their vectors and terms in memory, their rows in the store); ' +
+              'past it the oldest versions leave first.',
+          }),
+        },
+        { description: 'Snapshots (§7.7.1): recent versions a retrieve may pin.' },
+      ),
       maxDocumentBytes: Type.Integer({ minimum: 1, default: 1024 * 1024, description: 'Largest document, in bytes.' }),
       /** A document's metadata: bytes as JSON, and levels of nesting (§15.5); more is -32602 on its `meta`. */
       maxMetadataBytes: Type.Integer({

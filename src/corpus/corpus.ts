@@ -1,8 +1,6 @@
-import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';
 import type { Logger } from '../protocol/logger.js';
 import { TimeSlice } from '../protocol/time-slice.js';
-import { cosineSimilarity, dotProduct } from '../protocol/vectors.js';
 import type { Encoder, ModelHealth, TextKind } from '../models/index.js';
 import { ChunkCache } from './chunk-cache.js';
 import { DerivedIndexes } from './indexes.js';
@@ -21,6 +19,7 @@ import { openCorpusStore, writesLocally, type CorpusSettings } from './settings.
 import type { CorpusStore, DocumentOrigin, StoredDocument } from './store/corpus-store.js';
 import { sqliteCode, StoreError } from './store/dir-lock.js';
 import { WriteOrder } from './write-order.js';
+import { notRetained, SnapshotReader } from './snapshots/reader.js';
 
 export { contentHash, type AddOptions } from './prepare.js';
 export { CorpusError, type CorpusSettings } from './settings.js';
@@ -154,9 +153,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   /** Indexes to derive from the store, empty until loaded. */
   #derived(): DerivedIndexes {
-    const { space, m, efConstruction, efSearch, bm25, dir } = this.settings;
+    const { space, m, efConstruction, efSearch, bm25, dir, snapshots } = this.settings;
     const writable = writesLocally(this.settings);
-    const options = { dir, space, m, efConstruction, efSearch, dimension: this.dimension, bm25, writable };
+    const options = { dir, space, m, efConstruction, efSearch, dimension: this.dimension, bm25, writable, snapshots };
     return new DerivedIndexes(this.store, options, this.#chunks, this.log);
   }
 
@@ -314,24 +313,33 @@ export class Corpus implements CorpusWriter, CorpusReader {
   }
 
   /**
-   * §7.7.1 snapshots: this server serves only the current indexVersion (the dense index has no older states), so a
-   * request pinned to any other version fails with -32010 rather than silently reading a different corpus, and
-   * `retrieve.snapshots` is not advertised.
+   * §7.7.1 snapshots: a pinned version in the window (`index.snapshots`) is served as it was, by a SnapshotReader
+   * (docs/architecture.md §5), the current one included, so that a pinned retrieve answers alike now and later; any
+   * other fails with -32010 rather than silently reading a different corpus. Without snapshots only the current
+   * version is served, by the live corpus.
    */
-  assertVersion(pinned: string | undefined): void {
-    const current = String(this.#indexes.appliedSeq);
-    if (pinned === undefined || pinned === current) return;
-    if (/^\d+$/.test(pinned) && Number(pinned) > this.#indexes.appliedSeq) {
+  async at(pinned: string | undefined): Promise<CorpusReader> {
+    if (pinned === undefined) return this;
+    await this.#whenReady();
+    const current = this.#indexes.appliedSeq;
+    const version = /^(0|[1-9]\d{0,15})$/.test(pinned) ? Number(pinned) : undefined;
+    if (version !== undefined && version > current) {
       // A version another replica or process of the dir has applied and this one has not yet: it will, within the
       // lag (docs/architecture.md §5), so the client may retry.
       throw RpcError.backendUnavailable(`this process has not reached indexVersion ${pinned} yet (at ${current})`, 250);
     }
-    // Retrying cannot bring an old snapshot back: say so (§12.2 lets data.retryable narrow the code's default).
-    throw new RpcError(RpcErrorCode.BackendUnavailable, 'snapshot unavailable', {
-      detail: `indexVersion ${pinned} is not retained; the current version is ${current}`,
-      retryable: false,
-    });
+    const history = this.#indexes.history;
+    if (history === undefined) {
+      if (version === current) return this;
+      throw notRetained(pinned, current, current);
+    }
+    // Retrying cannot bring an old snapshot back: notRetained says so (§12.2 lets data.retryable narrow the code).
+    if (version === undefined || version < history.floor) throw notRetained(pinned, history.floor, current);
+    return new SnapshotReader(this, this.#indexes, this.store, history, version);
   }
+
+  /** The live corpus serves whatever is current. */
+  verify(): void {}
 
   /** Dense recall (§7.7); `caller` names the lane the search waits in, so callers take turns at the index (§15.5). */
   async searchDense(
@@ -358,12 +366,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   /** Each label's similarity to `vector`, from its stored vector; -1 for a label not stored. */
   async denseScores(vector: Float32Array, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
-    const similarity = this.settings.space === 'cosine' ? cosineSimilarity : dotProduct;
-    const stored = await this.vectorsOf(labels, signal);
-    return labels.map((label) => {
-      const found = stored.get(label);
-      return found === undefined ? -1 : similarity(found, vector);
-    });
+    return this.#indexes.similarities(vector, labels, await this.vectorsOf(labels, signal));
   }
 
   transformQuery(query: string, method: 'rewrite' | 'multi-query', n: number, signal?: AbortSignal): Promise<string[]> {

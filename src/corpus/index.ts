@@ -5,6 +5,7 @@
 
 export type * from './ports.js';
 export { Corpus, CorpusError, contentHash, type AddResult, type CorpusSettings, type CorpusStats } from './corpus.js';
+export type { Snapshots } from './settings.js';
 export { backupDataDir } from './backup/backup.js';
 export { restoreDataDir } from './backup/restore.js';
 export { exportDataDir, isExportHead, type ExportHeader } from './backup/export.js';

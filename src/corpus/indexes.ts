@@ -10,8 +10,11 @@ import { companionOf } from './hnsw/saved-file.js';
 import { multiQuery, rewriteQuery } from '../lexical/query-transform.js';
 import type { ChunkPlace, DenseSearchOptions } from './ports.js';
 import { lexicalText } from './prepare.js';
-import type { CorpusStore, DocumentOrigin, WriteResult } from './store/corpus-store.js';
+import type { CorpusStore, DocumentOrigin, RetiredChunk, RetiredDocument, WriteResult } from './store/corpus-store.js';
 import { sameDigest } from './labels-digest.js';
+import { cosineSimilarity, dotProduct } from '../protocol/vectors.js';
+import { VersionHistory } from './snapshots/history.js';
+import { LexicalAt } from './snapshots/lexical-at.js';
 
 /** Chunks per dense-index message while rebuilding or replaying. */
 const REPLAY_BATCH = 1024;
@@ -26,6 +29,14 @@ export interface IndexSettings {
   readonly bm25: Bm25Options;
   /** Whether this process writes its data dir (and so may save the dense index and prune what it covers). */
   readonly writable: boolean;
+  /** §7.7.1 how many recent versions stay queryable (`index.snapshots`); absent: only the current one, not pinned. */
+  readonly snapshots?: SnapshotSettings | undefined;
+}
+
+export interface SnapshotSettings {
+  readonly versions: number;
+  /** Most removed chunks kept in memory (their vectors and terms); the oldest versions go first. */
+  readonly maxChunks: number;
 }
 
 /**
@@ -44,6 +55,8 @@ export class DerivedIndexes {
    * the write): the indexVersion a retrieve reports (§7.7.1), and what a replica has applied (read-your-writes).
    */
   #appliedSeq = 0;
+  /** §7.7.1 what the recent versions held that the live indexes no longer say (snapshots/history.ts). */
+  #history: VersionHistory | undefined;
 
   constructor(
     private readonly store: CorpusStore,
@@ -56,6 +69,11 @@ export class DerivedIndexes {
 
   get appliedSeq(): number {
     return this.#appliedSeq;
+  }
+
+  /** §7.7.1 the recent versions this process serves, when snapshots are on. */
+  get history(): VersionHistory | undefined {
+    return this.#history;
   }
 
   /**
@@ -74,9 +92,44 @@ export class DerivedIndexes {
     const [dense, lexical] = await Promise.all([this.#loadDense(), this.#loadMapsAndLexical()]);
     this.#savedSeq = dense;
     this.#appliedSeq = this.store.seq;
+    await this.#loadHistory();
     // The restored lexical index's runs of terms, in time slices once serving (see Bm25Index.restore).
     void this.#lexical.runsBuilt();
     return { dense, lexical };
+  }
+
+  /**
+   * §7.7.1 the recent versions, read back from the store (inside the load's snapshot): when each chunk written after
+   * the floor came, and the chunks and documents removed after it, their terms analysed as the lexical index analyses
+   * and their vectors handed to the dense index's worker.
+   */
+  async #loadHistory(): Promise<void> {
+    const snapshots = this.settings.snapshots;
+    if (snapshots === undefined) return;
+    const history = new VersionHistory(Math.max(this.store.snapshotFloor, this.store.seq - snapshots.versions + 1, 0));
+    const documents = new Map<string, RetiredDocument>();
+    for (const document of this.store.retiredDocuments(history.floor)) {
+      history.retireDocument(document.id, document);
+      documents.set(`${document.id}\0${document.removedSeq}`, document);
+    }
+    const written = this.store.chunkSeqsAfter(history.floor);
+    const removed: RetiredChunk[] = [];
+    const slice = new TimeSlice();
+    for (const chunk of this.store.retiredChunks(history.floor)) {
+      const meta = documents.get(`${chunk.docId}\0${chunk.removedSeq}`)?.meta;
+      const terms = await this.#lexical.countsOf(lexicalText(chunk.text, chunk.context), meta, slice);
+      const { docId, ordinal, seq, removedSeq } = chunk;
+      history.retire(chunk.label, { docId, ordinal, ...terms, seq, removedSeq });
+      if (seq > history.floor) written.push({ label: chunk.label, seq });
+      removed.push(chunk);
+      await slice.due();
+    }
+    for (const { label, seq } of written) history.added([label], seq);
+    history.moveFloor(history.crowdedFloor(snapshots.maxChunks));
+    const kept = removed.filter((chunk) => chunk.removedSeq > history.floor);
+    await this.#dense.keep(written, kept, this.settings.dimension);
+    await this.#dense.forget(history.floor);
+    this.#history = history;
   }
 
   /** The documents' metadata and origins, then the lexical index and the chunks' places (in time slices). */
@@ -213,6 +266,11 @@ export class DerivedIndexes {
     const removed = new Set(write.removed);
     // A document given twice in one batch: its first chunks were replaced inside the same transaction.
     const added = write.added.filter((chunk) => !removed.has(chunk.label));
+    // §7.7.1 before either index holds them: a search at an earlier version never counts them.
+    this.#history?.added(
+      added.map((chunk) => chunk.label),
+      write.seq,
+    );
     // The HNSW insert runs in its worker while BM25 analyses on this thread: a bulk ingest spends most of a write
     // in the two (docs/corpus.md, "Vectors embedded elsewhere").
     const dense =
@@ -221,6 +279,7 @@ export class DerivedIndexes {
             added.map((chunk) => chunk.label),
             added.map((chunk) => chunk.vector),
             this.settings.dimension,
+            this.#history === undefined ? undefined : write.seq,
           )
         : Promise.resolve(0);
     // Handled here, awaited below: a failed insert is this write's error, not an unhandled rejection meanwhile.
@@ -229,8 +288,11 @@ export class DerivedIndexes {
     // A removal reads its document's run of terms: built in slices if the restored index has not built them yet.
     if (removed.size > 0) await this.#lexical.runsBuilt();
     await dense;
+    // §7.7.1 the worker learns which vectors to keep before this write becomes a version a search may pin.
+    if (this.#history !== undefined && removed.size > 0) await this.#dense.removing([...removed], write.seq);
     this.#switch(write, added, removed);
     if (removed.size > 0) await this.#dense.remove([...removed]);
+    if (this.#history !== undefined) await this.#moveFloor(write);
   }
 
   /**
@@ -239,6 +301,7 @@ export class DerivedIndexes {
    * not count them (the dense index scores each vector alone, and unplaced labels are never hits).
    */
   #switch(write: WriteResult, added: WriteResult['added'], removed: ReadonlySet<number>): void {
+    if (this.#history !== undefined) this.#retire(this.#history, removed, write.seq);
     for (const chunk of added) this.#chunkPlace.set(chunk.label, chunk.docId, chunk.ordinal);
     for (const label of removed) {
       this.#chunkPlace.delete(label);
@@ -248,6 +311,43 @@ export class DerivedIndexes {
     // A deleted document went with its last chunk.
     for (const { id, meta, origin } of write.written) this.#chunkPlace.setDocument(id, meta, origin);
     this.#appliedSeq = Math.max(this.#appliedSeq, write.seq);
+  }
+
+  /**
+   * §7.7.1: the chunks write `seq` removes, and their documents, as the versions before it held them (read from the
+   * live indexes and maps before the switch changes them).
+   */
+  #retire(history: VersionHistory, removed: ReadonlySet<number>, seq: number): void {
+    const documents = new Map<string, number>();
+    for (const label of removed) {
+      const place = this.#chunkPlace.get(label);
+      const terms = this.#lexical.termCounts(label);
+      if (place === undefined || terms === undefined) continue;
+      const written = history.writtenAt(label);
+      history.retire(label, { ...place, ...terms, seq: written, removedSeq: seq });
+      documents.set(place.docId, Math.max(documents.get(place.docId) ?? 0, written));
+    }
+    for (const [id, written] of documents) {
+      const [meta, origin] = [this.#chunkPlace.metaOf(id), this.#chunkPlace.originOf(id)];
+      history.retireDocument(id, { meta, origin, seq: written, removedSeq: seq });
+    }
+  }
+
+  /**
+   * After write `write.seq`: versions past the window, past what the store still keeps of removed rows (another
+   * process may keep fewer), or past the memory bound are no longer served. A write read back after later ones
+   * (`partial`) may lack what they removed: its own version is not served either.
+   */
+  async #moveFloor(write: WriteResult): Promise<void> {
+    const history = this.#history!;
+    const { versions, maxChunks } = this.settings.snapshots!;
+    const floor = Math.max(
+      write.seq - versions + 1,
+      this.store.snapshotFloor,
+      history.crowdedFloor(maxChunks),
+      write.partial === true ? write.seq + 1 : 0,
+    );
+    if (history.moveFloor(floor)) await this.#dense.forget(floor);
   }
 
   /**
@@ -347,6 +447,73 @@ export class DerivedIndexes {
 
   placeOf(label: number): ChunkPlace | undefined {
     return this.#chunkPlace.get(label);
+  }
+
+  /** Each label's similarity to `vector` from its stored vector (`stored`); -1 for a label not stored. */
+  similarities(vector: Float32Array, labels: readonly number[], stored: ReadonlyMap<number, Float32Array>): number[] {
+    const similarity = this.settings.space === 'cosine' ? cosineSimilarity : dotProduct;
+    return labels.map((label) => {
+      const found = stored.get(label);
+      return found === undefined ? -1 : similarity(found, vector);
+    });
+  }
+
+  /** §7.7.1 dense recall at an earlier version: every vector it held scored exactly (the worker keeps the removed). */
+  async searchDenseAt(
+    version: number,
+    vector: Float32Array,
+    k: number,
+    allow?: readonly number[],
+    signal?: AbortSignal,
+    caller?: string,
+  ): Promise<{ label: number; score: number }[]> {
+    const neighbours = await this.#dense.search(vector, k, k, allow, signal, caller, true, version);
+    return neighbours.map(({ label, distance }) => ({ label, score: 1 - distance }));
+  }
+
+  /** §7.7.1 BM25 at an earlier version (lexical-at.ts), once the query is analysed. */
+  lexicalAt(version: number, query: string, signal?: AbortSignal): Promise<LexicalAt> {
+    return LexicalAt.open(this.#lexical, this.#history!, version, query, signal);
+  }
+
+  /**
+   * §7.7.1 the labels of `version` whose document then satisfied `predicate`: the live chunks it held, then the
+   * removed ones (a chunk removed while this runs is in both passes: once in the answer).
+   */
+  async labelsWhereAt(
+    version: number,
+    predicate: (meta: Record<string, unknown>) => boolean,
+    signal?: AbortSignal,
+  ): Promise<number[]> {
+    const history = this.#history!;
+    const slice = new TimeSlice(signal);
+    const labels = new Set<number>();
+    for (const [label, docId] of this.#chunkPlace.entries()) {
+      if (history.holdsLive(label, version) && predicate(this.metaAt(version, docId))) labels.add(label);
+      if (slice.spent()) await slice.due();
+    }
+    for (const [label, facts] of history.retiredIn(version)) {
+      if (predicate(this.metaAt(version, facts.docId))) labels.add(label);
+      if (slice.spent()) await slice.due();
+    }
+    return [...labels];
+  }
+
+  /** Where a chunk of `version` sat; undefined for a label the version did not hold. */
+  placeAt(version: number, label: number): ChunkPlace | undefined {
+    const history = this.#history!;
+    const retired = history.retired(label);
+    if (retired !== undefined) return retired.seq <= version && retired.removedSeq > version ? retired : undefined;
+    return history.holdsLive(label, version) ? this.#chunkPlace.get(label) : undefined;
+  }
+
+  /** A document's metadata and origin as `version` held it. */
+  documentAt(version: number, id: string): { meta: Record<string, unknown>; origin: DocumentOrigin } {
+    return this.#history?.documentAt(id, version) ?? { meta: this.metaOf(id), origin: this.originOf(id) };
+  }
+
+  metaAt(version: number, id: string): Record<string, unknown> {
+    return this.documentAt(version, id).meta;
   }
 
   originOf(documentId: string): DocumentOrigin {

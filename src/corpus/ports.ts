@@ -104,7 +104,12 @@ export interface CorpusReader {
   /** Who wrote the document: `client` (index/add) or `operator` (rcp-server ingest). */
   originOf(documentId: string): 'client' | 'operator';
   getDocument(id: string): { readonly text: string } | undefined;
-  /** Throws -32010 unless `pinned` is absent or the current indexVersion. */
-  assertVersion(pinned: string | undefined): void;
+  /**
+   * §7.7.1 the corpus as version `pinned` holds it (absent: the live corpus); -32010 when that version is not held
+   * (`retryable: false` once it is gone, retryable while this process has not reached it yet).
+   */
+  at(pinned: string | undefined): Promise<CorpusReader>;
+  /** Throws -32010 if the version this reader serves left the window while a request used it. */
+  verify(): void;
   readonly indexVersion: string;
 }

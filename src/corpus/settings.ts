@@ -6,6 +6,7 @@ import type { Bm25Options } from '../lexical/bm25.js';
 import type { FieldType, MetadataLimits } from './metadata.js';
 import { CorpusStore, type StoreOptions } from './store/corpus-store.js';
 import { StoreError } from './store/dir-lock.js';
+import type { Retention } from './store/retired.js';
 
 export interface CorpusSettings {
   readonly dir: string;
@@ -29,7 +30,12 @@ export interface CorpusSettings {
   readonly store?: { readonly url: string; readonly pollMs: number } | undefined;
   /** `index.chunkCacheBytes`: chunk texts kept in memory for building hits; 0 or absent reads each from the store. */
   readonly chunkCacheBytes?: number | undefined;
+  /** `index.snapshots`: the window of recent versions a retrieve may pin (§7.7.1); absent: only the current one. */
+  readonly snapshots?: Snapshots | undefined;
 }
+
+/** §7.7.1 the window of versions kept: in the store (retired.ts) and in memory (snapshots/history.ts). */
+export type Snapshots = Retention;
 
 /** A data dir that cannot serve this configuration: a start-up error with clear text, never a wire code. */
 export class CorpusError extends StartupError {
@@ -50,7 +56,12 @@ export function openCorpusStore(settings: CorpusSettings, encoder: Encoder): Cor
   const writable = writesLocally(settings);
   const agreed = { ...agreedSettings(settings), 'models.encoder': encoder.info.identity };
   // The whole-file checks run once the corpus serves (Corpus `checked`), not on the path to ready.
-  const store = openStore(settings.dir, { readOnly: !writable, agreed, scrubLater: true });
+  const store = openStore(settings.dir, {
+    readOnly: !writable,
+    agreed,
+    scrubLater: true,
+    retention: settings.snapshots,
+  });
   try {
     if (settings.store !== undefined && !store.alone) {
       throw new CorpusError(

@@ -38,6 +38,34 @@ function fieldText(value: unknown): string {
   return '';
 }
 
+/** A document's counts of each term (weighed fields included) and its length: what BM25 scores it with. */
+function countTerms(
+  terms: readonly string[],
+  fields: readonly (readonly [readonly string[], number])[],
+): { counts: Map<string, number>; length: number } {
+  const counts = new Map<string, number>();
+  for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
+  let length = terms.length;
+  for (const [fieldTerms, weight] of fields) {
+    for (const term of fieldTerms) counts.set(term, (counts.get(term) ?? 0) + weight);
+    length += fieldTerms.length * weight;
+  }
+  return { counts, length };
+}
+
+/** The live index's arrays as `Bm25Index.frame` captured them. */
+export interface LexicalFrame {
+  /** By internal id: length, −1 once removed. */
+  readonly lengths: Float64Array;
+  readonly labels: Float64Array;
+  readonly postings: ReadonlyMap<
+    string,
+    { readonly docs: Int32Array; readonly tfs: Float32Array; readonly length: number }
+  >;
+  readonly size: number;
+  readonly totalLength: number;
+}
+
 export interface LexicalHit {
   readonly label: number;
   readonly score: number;
@@ -333,13 +361,7 @@ export class Bm25Index {
 
   #addTerms(label: number, terms: readonly string[], fields: readonly [readonly string[], number][] = []): void {
     if (this.#docOf.has(label)) this.remove(label);
-    const counts = new Map<string, number>();
-    for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
-    let length = terms.length;
-    for (const [fieldTerms, weight] of fields) {
-      for (const term of fieldTerms) counts.set(term, (counts.get(term) ?? 0) + weight);
-      length += fieldTerms.length * weight;
-    }
+    const { counts, length } = countTerms(terms, fields);
     if (this.#ids === this.#lengths.length) this.#grow();
     const doc = this.#ids++;
     this.#lengths[doc] = length;
@@ -540,6 +562,43 @@ export class Bm25Index {
     for (const [term, posting] of this.#postings) yield [term, posting.live];
   }
 
+  /**
+   * The term counts and length a text would be indexed with (as `addInSlices`): §7.7.1 a removed chunk read back from
+   * the store is scored with exactly what the index held for it.
+   */
+  async countsOf(
+    text: string,
+    meta: Readonly<Record<string, unknown>> | undefined,
+    slice: TimeSlice,
+  ): Promise<{ counts: Map<string, number>; length: number }> {
+    const terms = await analyzeInSlices(text, this.options, slice);
+    return countTerms(terms, await this.#fieldTerms(meta, slice));
+  }
+
+  /** A query's distinct terms in first-occurrence order (§7.7.1 searches at an earlier version, bm25-at.ts). */
+  queryTerms(query: string, slice: TimeSlice): Promise<Set<string>> {
+    return this.#queryTerms(query, slice);
+  }
+
+  /**
+   * What a search at an earlier version reads (bm25-at.ts), captured in one synchronous step as every search
+   * captures them: writes after it make new arrays, except a removal, which marks its document's length −1 in place.
+   */
+  frame(terms: Iterable<string>): LexicalFrame {
+    const postings = new Map<string, { docs: Int32Array; tfs: Float32Array; length: number }>();
+    for (const term of terms) {
+      const posting = this.#postings.get(term);
+      if (posting !== undefined) postings.set(term, { docs: posting.docs, tfs: posting.tfs, length: posting.length });
+    }
+    return { lengths: this.#lengths, labels: this.#labels, postings, size: this.size, totalLength: this.#totalLength };
+  }
+
+  /** A live document's length (field-weighted); undefined for a label not indexed. */
+  lengthOf(label: number): number | undefined {
+    const doc = this.#docOf.get(label);
+    return doc === undefined ? undefined : this.#lengths[doc];
+  }
+
   /** A document's term counts and length, for pseudo-relevance feedback. */
   termCounts(label: number): { counts: Map<string, number>; length: number } | undefined {
     const doc = this.#docOf.get(label);
@@ -554,6 +613,11 @@ export class Bm25Index {
 
   analyze(text: string): string[] {
     return analyze(text, this.options);
+  }
+
+  /** BM25's k1 and b. */
+  get scoring(): { readonly k1: number; readonly b: number } {
+    return this.options;
   }
 
   get analyzerOptions(): AnalyzerOptions {

@@ -53,6 +53,8 @@ export interface RetrieveSettings extends OptionSettings {
   readonly content: ContentReader;
   /** §6.1 the theoretical minimum of Hit.score, when there is one (advertised for federated convex fusion). */
   readonly scoreFloor?: number | undefined;
+  /** §7.7.1 whether recent versions stay queryable (index.snapshots). */
+  readonly snapshots?: boolean | undefined;
   /** §7.7.2 the calibration behind `confidence`, when it holds for what this server serves by default. */
   readonly calibration?: CalibrationTable | undefined;
 }
@@ -108,6 +110,8 @@ function capabilityOf(settings: RetrieveSettings, rerankers: readonly Reranker[]
     tokenBudget: true,
     // §7.7.1: a `seed` makes the one step that depends on how a process built its index exact (retrieve-options.ts).
     deterministic: true,
+    // §7.7.1: a window of recent versions stays queryable, exactly (index.snapshots).
+    ...(settings.snapshots ? { snapshots: true } : {}),
     defaultMode: settings.defaultMode,
     ...(settings.scoreFloor === undefined ? {} : { scoreFloor: settings.scoreFloor }),
     // §7.7.2: advertised only when the default pipeline's hits carry it (other pipelines' hits have none).
@@ -118,9 +122,10 @@ function capabilityOf(settings: RetrieveSettings, rerankers: readonly Reranker[]
 }
 
 async function retrieve(retriever: Retriever, params: Params, ctx: RequestContext): Promise<JsonObject> {
-  const { corpus, encoder, settings, cursors, sessions } = retriever;
+  const { encoder, settings, cursors, sessions } = retriever;
   const started = performance.now();
-  corpus.assertVersion(params.indexVersion);
+  // §7.7.1: a pinned version is read as it was (snapshots), or refused; unpinned, the live corpus.
+  const corpus = await retriever.corpus.at(params.indexVersion);
   const indexVersion = corpus.indexVersion;
   const options = resolveOptions(params, settings, retriever.rerankers);
   const { k, unit, notes } = options;
@@ -155,6 +160,7 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   const limits = { maxResponseBytes: settings.maxResponseBytes, answers: retriever.answers };
   const build = (hit: Scored) => withConfidence(buildHit(corpus, hit, shape), confidence?.(hit));
   const hits = await buildHits(packed.page, build, limits, building);
+  corpus.verify();
   await rememberReturned(sessions, ctx.caller, params.sessionId, hits);
   const nextCursor = cursorAfter(cursors, start, {
     total: ranked.length,

@@ -14,7 +14,7 @@ export interface OptionRule {
   supported: readonly string[];
 }
 
-/** One declaration per method: its name, params schema, advertised options and handler (docs/architecture.md §12). */
+/** One declaration per method: its name, params schema, advertised options and handler (docs/architecture.md §5). */
 export interface MethodDefinition<S extends TSchema = TSchema> {
   method: string;
   params: S;

@@ -112,13 +112,18 @@ export class DenseIndex {
    * Adds the points in messages of at most ADD_POINTS: searches are served between them (the worker takes one
    * message at a time), so a write of thousands of chunks holds a search for one message, not for all of it.
    */
-  async add(labels: readonly number[], vectors: readonly Float32Array[], dimension: number): Promise<number> {
+  async add(
+    labels: readonly number[],
+    vectors: readonly Float32Array[],
+    dimension: number,
+    seq?: number,
+  ): Promise<number> {
     let count = 0;
     for (let from = 0; from < labels.length || from === 0; from += ADD_POINTS) {
       const part = labels.slice(from, from + ADD_POINTS);
       const packed = new Float32Array(part.length * dimension);
       part.forEach((_, i) => packed.set(vectors[from + i]!, i * dimension));
-      const message = { op: 'add' as const, labels: Float64Array.from(part), vectors: packed };
+      const message = { op: 'add' as const, labels: Float64Array.from(part), vectors: packed, seq };
       count = (await this.#call(message, [packed.buffer])).count ?? 0;
     }
     return count;
@@ -126,6 +131,35 @@ export class DenseIndex {
 
   async remove(labels: readonly number[]): Promise<number> {
     return (await this.#call({ op: 'remove', labels: Float64Array.from(labels) })).count ?? 0;
+  }
+
+  /** §7.7.1: write `seq` removes `labels`; their vectors are kept for the versions before it when they leave. */
+  async removing(labels: readonly number[], seq: number): Promise<void> {
+    await this.#call({ op: 'removing', labels: Float64Array.from(labels), seq });
+  }
+
+  /** §7.7.1 at a start: the seqs of the chunks written after the floor, and the removed chunks kept. */
+  async keep(
+    written: readonly { label: number; seq: number }[],
+    removed: readonly { label: number; removedSeq: number; vector: Float32Array }[],
+    dimension: number,
+  ): Promise<void> {
+    const vectors = new Float32Array(removed.length * dimension);
+    removed.forEach((chunk, i) => vectors.set(chunk.vector.subarray(0, dimension), i * dimension));
+    const message = {
+      op: 'keep' as const,
+      labels: Float64Array.from(written, (chunk) => chunk.label),
+      seqs: Float64Array.from(written, (chunk) => chunk.seq),
+      removed: Float64Array.from(removed, (chunk) => chunk.label),
+      removedSeqs: Float64Array.from(removed, (chunk) => chunk.removedSeq),
+      vectors,
+    };
+    await this.#call(message, [vectors.buffer]);
+  }
+
+  /** §7.7.1: forgets what no version from `floor` on needs. */
+  async forget(floor: number): Promise<void> {
+    await this.#call({ op: 'forget', floor });
   }
 
   /**
@@ -140,9 +174,10 @@ export class DenseIndex {
     signal?: AbortSignal,
     lane?: string,
     exact = false,
+    version?: number,
   ): Promise<Neighbour[]> {
     const allowed = allow === undefined ? undefined : Float64Array.from(allow);
-    const reply = await this.#call({ op: 'search', vector, k, ef, allow: allowed, exact }, [], signal, lane);
+    const reply = await this.#call({ op: 'search', vector, k, ef, allow: allowed, exact, version }, [], signal, lane);
     const labels = reply.labels ?? new Float64Array(0);
     return Array.from(labels, (label, i) => ({ label, distance: reply.distances?.[i] ?? 0 }));
   }

@@ -9,11 +9,14 @@ import { cosineSimilarity, dotProduct } from '../../protocol/vectors.js';
 import { syncPath } from '../../platform/files.js';
 import { damageOf, digestFile } from './saved-file.js';
 import { labelsDigest } from '../labels-digest.js';
+import { WorkerVersions } from './worker-versions.js';
 
 let index: hnswlib.HierarchicalNSW | undefined;
 let options: DenseIndexOptions | undefined;
 /** Live labels: hnswlib's own count includes deleted ones. */
 const live = new Set<number>();
+/** §7.7.1 recent versions: when labels came and went, and the vectors of those that went. */
+const versions = new WorkerVersions();
 
 function toArray(data: Float32Array, start: number, length: number): number[] {
   const out = new Array<number>(length);
@@ -24,14 +27,20 @@ function toArray(data: Float32Array, start: number, length: number): number[] {
 /** Allowed sets up to this size are searched exhaustively (cheaper and exact); larger ones use the graph filter. */
 const EXACT_BELOW = 4096;
 
+/** A label's vector as the index holds it: live in the graph, or kept since its removal (§7.7.1). */
+function pointOf(label: number): ArrayLike<number> | undefined {
+  return live.has(label) ? index?.getPoint(label) : versions.vectorOf(label);
+}
+
 function exact(query: Float32Array, allow: ReadonlySet<number>, k: number): DenseReply {
   if (index === undefined || options === undefined) throw new Error('index not open');
   const similarity = options.space === 'cosine' ? cosineSimilarity : dotProduct;
   const within = query.subarray(0, options.dimension); // as the graph search reads it
   const scored: { label: number; distance: number }[] = [];
   for (const label of allow) {
-    if (!live.has(label)) continue;
-    scored.push({ label, distance: 1 - similarity(index.getPoint(label), within) });
+    const point = pointOf(label);
+    if (point === undefined) continue;
+    scored.push({ label, distance: 1 - similarity(point, within) });
   }
   scored.sort((a, b) => a.distance - b.distance || a.label - b.label);
   const top = scored.slice(0, k);
@@ -51,15 +60,53 @@ const RESCORED_MARGIN = 16;
  * cannot reach is added, and the best 2k + RESCORED_MARGIN are scored again here in float64, as on every machine.
  */
 function exhaustive(query: Float32Array, allow: ReadonlySet<number> | undefined, k: number): DenseReply {
+  return exhaustiveAt(query, allow, k, undefined);
+}
+
+/**
+ * `exhaustive` over the vectors of `version` (§7.7.1 snapshots): the live ones it held, through the graph, and the
+ * removed ones it held, each scored. Undefined: the current version.
+ */
+function exhaustiveAt(
+  query: Float32Array,
+  allow: ReadonlySet<number> | undefined,
+  k: number,
+  version: number | undefined,
+): DenseReply {
   if (index === undefined || options === undefined) throw new Error('index not open');
-  if (allow !== undefined && allow.size <= EXACT_BELOW) return exact(query, allow, k);
-  index.setEf(Math.max(live.size, k));
-  const filter = allow === undefined ? undefined : (label: number) => allow.has(label);
-  const found = index.searchKnn(toArray(query, 0, options.dimension), live.size, filter).neighbors;
-  const reached = new Set(found);
-  const candidates = new Set(found.slice(0, 2 * k + RESCORED_MARGIN));
-  for (const label of allow ?? live) if (!reached.has(label)) candidates.add(label);
+  const held = (label: number) =>
+    (allow === undefined || allow.has(label)) && (version === undefined || versions.holds(label, version, true));
+  const kept = version === undefined ? [] : [...versions.retainedIn(version)].filter((label) => held(label));
+  if (allow !== undefined && allow.size <= EXACT_BELOW) {
+    return exact(query, new Set([...allow].filter((label) => live.has(label) && held(label)).concat(kept)), k);
+  }
+  const candidates = new Set(kept);
+  if (live.size > 0) {
+    index.setEf(Math.max(live.size, k));
+    const filter = allow === undefined && version === undefined ? undefined : held;
+    const found = index.searchKnn(toArray(query, 0, options.dimension), live.size, filter).neighbors;
+    const reached = new Set(found);
+    for (const label of found.slice(0, 2 * k + RESCORED_MARGIN)) candidates.add(label);
+    for (const label of allow ?? live) if (live.has(label) && !reached.has(label) && held(label)) candidates.add(label);
+  }
   return exact(query, candidates, k);
+}
+
+/**
+ * Removed chunks read back from the store (a start, §7.7.1): each vector goes through a scratch index of the same
+ * space, so that it is held exactly as the graph held it (hnswlib normalises cosine vectors in float32).
+ */
+function keep(request: Extract<DenseRequest, { op: 'keep' }>): void {
+  if (options === undefined) throw new Error('index not open');
+  const { dimension, space } = options;
+  const scratch = new hnswlib.HierarchicalNSW(space, dimension);
+  scratch.initIndex({ maxElements: Math.max(1, request.removed.length) });
+  request.removed.forEach((label, i) => {
+    scratch.addPoint(toArray(request.vectors, i * dimension, dimension), i);
+    versions.retain(label, scratch.getPoint(i));
+  });
+  request.labels.forEach((label, i) => versions.added([label], request.seqs[i]!));
+  request.removed.forEach((label, i) => versions.removing([label], request.removedSeqs[i]!));
 }
 
 function ensureCapacity(extra: number): void {
@@ -73,6 +120,7 @@ function ensureCapacity(extra: number): void {
 function open(request: Extract<DenseRequest, { op: 'open' }>): DenseReply {
   options = request.options;
   live.clear();
+  versions.clear();
   index = new hnswlib.HierarchicalNSW(options.space, options.dimension);
   if (request.file === undefined) {
     index.initIndex({
@@ -118,6 +166,11 @@ const NO_HITS: DenseReply = { ok: true, labels: new Float64Array(0), distances: 
 
 function search(request: Extract<DenseRequest, { op: 'search' }>): DenseReply {
   if (index === undefined || options === undefined) throw new Error('index not open');
+  if (request.version !== undefined) {
+    const k = Math.min(request.k, live.size + versions.retainedCount);
+    const allow = request.allow === undefined ? undefined : new Set(request.allow);
+    return k === 0 || allow?.size === 0 ? NO_HITS : exhaustiveAt(request.vector, allow, k, request.version);
+  }
   const k = Math.min(request.k, live.size);
   if (k === 0) return NO_HITS;
   index.setEf(Math.max(options.efSearch, request.ef, k));
@@ -148,16 +201,27 @@ function handle(request: DenseRequest): DenseReply {
         index?.addPoint(toArray(request.vectors, i * dimension, dimension), label, true);
         live.add(label);
       });
+      if (request.seq !== undefined) versions.added(request.labels, request.seq);
       return { ok: true, count: live.size };
     }
     case 'remove': {
       for (const label of request.labels) {
         if (!live.has(label)) continue; // never added, or already removed: replay and retries are idempotent
+        if (versions.wanted(label)) versions.retain(label, index!.getPoint(label));
         index?.markDelete(label);
         live.delete(label);
       }
       return { ok: true, count: live.size };
     }
+    case 'removing':
+      versions.removing(request.labels, request.seq);
+      return { ok: true };
+    case 'keep':
+      keep(request);
+      return { ok: true };
+    case 'forget':
+      versions.forget(request.floor);
+      return { ok: true, count: versions.retainedCount };
     case 'search':
       return search(request);
     case 'save': {

@@ -9,6 +9,7 @@ import { SAVED_INDEX } from '../hnsw/saved-file.js';
 import { DirLock, LOCK_FILE, sqliteCode, StoreError } from './dir-lock.js';
 import { paged, PAGE_ROWS } from './paged.js';
 import { chunkSum, intact } from './row-sums.js';
+import { RETIRED_SCHEMA, SNAPSHOT_FLOOR, type Retention } from './retired.js';
 import { rowDamaged, STORE_FILE, storeDamaged } from './scrub.js';
 import type { ScrubReply, ScrubRequest } from './scrub-thread.js';
 import type { Changes } from './changes.js';
@@ -44,6 +45,8 @@ export interface WriteResult {
   readonly deletedIds: readonly string[];
   /** A keyed write some process had already committed (§7.10): its first answer; nothing was written again. */
   readonly repeated?: Record<string, unknown> | undefined;
+  /** Read back after later writes committed (`writeOf`): it may lack what they removed (§7.7.1, not a whole version). */
+  readonly partial?: boolean | undefined;
 }
 
 /**
@@ -123,6 +126,21 @@ function parsedMeta(row: { id: string; meta: string }): Record<string, unknown> 
   }
 }
 
+/** A removed chunk kept for §7.7.1 snapshots: written at `seq`, removed at `removedSeq`. */
+export interface RetiredChunk extends StoredChunk {
+  readonly seq: number;
+  readonly removedSeq: number;
+}
+
+/** A removed or replaced document kept for §7.7.1 snapshots (its text is read when asked for). */
+export interface RetiredDocument {
+  readonly id: string;
+  readonly meta: Record<string, unknown>;
+  readonly origin: DocumentOrigin;
+  readonly seq: number;
+  readonly removedSeq: number;
+}
+
 export interface StoreOptions {
   readonly readOnly?: boolean;
   /** Settings every process serving the dir must share (name → value), kept in the store's meta as `agreed.<name>`. */
@@ -132,6 +150,8 @@ export interface StoreOptions {
    * a million-chunk store whole took longer than all the rest of a start.
    */
   readonly scrubLater?: boolean;
+  /** §7.7.1 how much of the recent past writes keep (retired.ts); absent: only the current version. */
+  readonly retention?: Retention | undefined;
 }
 
 /**
@@ -160,7 +180,7 @@ function openDatabase(file: string, readOnly: boolean, quickCheck: boolean): Dat
  * The store's layout, recorded by every writer: a store written by a newer rcp-server (processes of several versions
  * may share a dir) may hold what this one cannot read or would undo, so it is refused rather than served or migrated.
  */
-const STORE_SCHEMA = 3;
+const STORE_SCHEMA = 4;
 
 /**
  * Refuses another program's database, one of a newer schema (STORE_SCHEMA), and, with `quickCheck`, one SQLite finds
@@ -188,8 +208,12 @@ function checkStore(db: Database.Database, file: string, quickCheck: boolean): v
 /** WAL and full sync, the schema, and columns added since a store was first written. */
 function migrate(db: Database.Database): void {
   configure(db);
-  db.exec(SCHEMA);
+  db.exec(SCHEMA + RETIRED_SCHEMA);
   addColumns(db);
+  // A store from before snapshots kept none of its past: its versions start at the current one (retired.ts).
+  db.prepare(`INSERT OR IGNORE INTO meta (key, value) VALUES ('${SNAPSHOT_FLOOR}', ?)`).run(
+    db.prepare("SELECT value FROM meta WHERE key = 'seq'").pluck().get() ?? '0',
+  );
   // This store's identity: saved index files name the store they were built from.
   db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store', ?)").run(randomUUID());
   db.prepare(SET_META).run('schema', String(STORE_SCHEMA));
@@ -279,6 +303,7 @@ export class CorpusStore {
   readonly #scrubLater: boolean;
   #scrubber: WorkerChannel<ScrubRequest, ScrubReply> | undefined;
   readonly #lock: DirLock;
+  readonly #retention: Retention | undefined;
 
   /**
    * Opens the store in `dir`, sharing the dir with the other processes serving it (dir-lock.ts). A StoreError
@@ -288,7 +313,8 @@ export class CorpusStore {
    * serving it use. `readOnly` (a server with `index.writable: false`) writes nothing at all, so a read-only
    * filesystem can be served. `scrubLater`: SQLite's whole-file check waits for `scrub()`.
    */
-  constructor(dir: string, { readOnly = false, agreed = {}, scrubLater = false }: StoreOptions = {}) {
+  constructor(dir: string, { readOnly = false, agreed = {}, scrubLater = false, retention }: StoreOptions = {}) {
+    this.#retention = retention;
     if (!readOnly) makeDataDir(dir);
     else if (existsSync(dir) && !statSync(dir).isDirectory()) throw notADirectory(dir, dir);
     const served = existsSync(dir) && hasServed(dir);
@@ -416,6 +442,7 @@ export class CorpusStore {
       op: 'upsert',
       documents,
       idempotency: idempotency && { ...idempotency, kept },
+      retention: this.#retention,
     });
     const chunks = documents.flatMap((document) =>
       document.chunks.map((chunk, ordinal) => ({ docId: document.id, ordinal, ...chunk })),
@@ -432,13 +459,13 @@ export class CorpusStore {
 
   /** Deletes documents and their chunks in one durable transaction; absent ids are not an error (§7.11). */
   async delete(ids: readonly string[]): Promise<WriteResult> {
-    const written = await this.#write({ op: 'delete', ids });
+    const written = await this.#write({ op: 'delete', ids, retention: this.#retention });
     return { seq: written.seq, added: [], removed: [...written.removed], written: [], deletedIds: written.deletedIds };
   }
 
   /** A replica applies what the store of record committed after its seq (changes.ts), in one local transaction. */
   async apply(changes: Changes): Promise<WriteResult> {
-    const written = await this.#write({ op: 'apply', changes });
+    const written = await this.#write({ op: 'apply', changes, retention: this.#retention });
     const added = new Set(written.added);
     return {
       seq: written.seq,
@@ -558,6 +585,76 @@ export class CorpusStore {
     return (await this.#scrubber.call({ file: this.#file })).damage;
   }
 
+  /**
+   * §7.7.1 the oldest version whose removed rows the store still keeps whole (retired.ts): the current one at most,
+   * or the next when not even that is whole (a replica that read its rows after later writes).
+   */
+  get snapshotFloor(): number {
+    return Number(this.getMeta(SNAPSHOT_FLOOR) ?? this.seq);
+  }
+
+  /** The chunks removed after `floor`, as they were, with the seqs that wrote and removed each, a page at a time. */
+  *retiredChunks(floor: number): Generator<RetiredChunk> {
+    type Row = SeqRow & { removed_seq: number };
+    const page = this.#sql(
+      'SELECT * FROM retired_chunks WHERE removed_seq > ? AND (removed_seq, label) > (?, ?) ' +
+        `ORDER BY removed_seq, label LIMIT ${PAGE_ROWS}`,
+    );
+    const rows = paged(
+      (last: Pick<Row, 'removed_seq' | 'label'>) => page.all(floor, last.removed_seq, last.label) as Row[],
+      {
+        removed_seq: floor,
+        label: -1,
+      },
+    );
+    for (const row of rows) {
+      if (!intact(row.sum, chunkSum(row))) throw damaged(`retired chunk ${row.label}`);
+      yield { ...chunkOf(row), seq: row.seq, removedSeq: row.removed_seq };
+    }
+  }
+
+  /** The documents removed or replaced after `floor`, as they were (without their texts). */
+  retiredDocuments(floor: number): RetiredDocument[] {
+    const rows = this.#sql(
+      'SELECT id, meta, origin, seq, removed_seq FROM retired_documents WHERE removed_seq > ? ORDER BY removed_seq, id',
+    ).all(floor) as { id: string; meta: string; origin: DocumentOrigin; seq: number; removed_seq: number }[];
+    return rows.map((row) => ({
+      id: row.id,
+      meta: parsedMeta(row),
+      origin: row.origin,
+      seq: row.seq,
+      removedSeq: row.removed_seq,
+    }));
+  }
+
+  /** A removed chunk as it was (a hit at an earlier version), checked against its sum; undefined once pruned. */
+  retiredChunk(label: number): ChunkBody | undefined {
+    const row = this.#sql('SELECT * FROM retired_chunks WHERE label = ?').get(label) as
+      (ChunkRow & { sum?: Uint8Array | null }) | undefined;
+    if (row !== undefined && !intact(row.sum, chunkSum(row))) throw damaged(`retired chunk ${row.label}`);
+    return row === undefined ? undefined : chunkBodyOf(row);
+  }
+
+  /** The vectors of removed chunks still kept; a label not kept is absent. */
+  retiredVectorsOf(labels: readonly number[]): Map<number, Float32Array> {
+    const rows = this.#sql('SELECT label, vector FROM retired_chunks WHERE label IN (SELECT value FROM json_each(?))')
+      .raw()
+      .all(JSON.stringify(labels)) as [number, Buffer][];
+    return new Map(rows.map(([label, bytes]) => [label, vectorFrom(bytes)]));
+  }
+
+  /** The text of document `id` as the write `removedSeq` found it; undefined once pruned. */
+  retiredDocumentText(id: string, removedSeq: number): string | undefined {
+    return this.#sql('SELECT text FROM retired_documents WHERE id = ? AND removed_seq = ?')
+      .pluck()
+      .get(id, removedSeq) as string | undefined;
+  }
+
+  /** Labels and seqs of the live chunks written after `floor`. */
+  chunkSeqsAfter(floor: number): { label: number; seq: number }[] {
+    return this.#sql('SELECT label, seq FROM chunks WHERE seq > ?').all(floor) as { label: number; seq: number }[];
+  }
+
   /** Labels removed after `afterSeq`. */
   tombstonesAfter(afterSeq: number): number[] {
     return this.#sql('SELECT label FROM tombstones WHERE seq > ?').pluck().all(afterSeq) as number[];
@@ -611,15 +708,25 @@ export class CorpusStore {
     return this.snapshot(async () => {
       const page = this.#sql(`SELECT * FROM chunks WHERE seq = ? AND label > ? ORDER BY label LIMIT ${PAGE_ROWS}`);
       const added: StoredChunk[] = [];
-      for (const row of paged((last: Pick<ChunkRow, 'label'>) => page.all(seq, last.label) as ChunkRow[], {
-        label: -1,
-      })) {
+      // §7.7.1 with the chunks and documents it wrote that later writes removed since, as the store keeps them
+      // (retired.ts): applied in order, the write and the ones after it then pass through the versions they made.
+      const retired = this.#sql(
+        `SELECT * FROM retired_chunks WHERE seq = ? AND removed_seq > ? AND label > ? ORDER BY label LIMIT ${PAGE_ROWS}`,
+      );
+      const rows = (function* () {
+        yield* paged((last: Pick<ChunkRow, 'label'>) => page.all(seq, last.label) as ChunkRow[], { label: -1 });
+        yield* paged((last: Pick<ChunkRow, 'label'>) => retired.all(seq, seq, last.label) as ChunkRow[], { label: -1 });
+      })();
+      for (const row of rows) {
         added.push(chunkOf(row));
         // A page at a time, a turn of the event loop between pages: one write of many chunks (an ingest batch) does
         // not hold this process's requests while it is read (docs/architecture.md §9).
         if (added.length % PAGE_ROWS === 0) await new Promise(setImmediate);
       }
-      const documents = this.#sql('SELECT id, meta, origin FROM documents WHERE seq = ?').all(seq) as {
+      const documents = this.#sql(
+        'SELECT id, meta, origin FROM documents WHERE seq = ? ' +
+          'UNION ALL SELECT id, meta, origin FROM retired_documents WHERE seq = ? AND removed_seq > ?',
+      ).all(seq, seq, seq) as {
         id: string;
         meta: string;
         origin: DocumentOrigin;
@@ -630,6 +737,7 @@ export class CorpusStore {
         removed: this.#sql('SELECT label FROM tombstones WHERE seq = ?').pluck().all(seq) as number[],
         written: documents.map((row) => ({ ...row, meta: JSON.parse(row.meta) as Record<string, unknown> })),
         deletedIds: [],
+        partial: this.seq > seq && this.snapshotFloor > seq,
       };
     });
   }

@@ -1,12 +1,18 @@
 import type { Changes } from './changes.js';
 import type { Idempotency, NewDocument, Written } from './writes.js';
+import type { Retention } from './retired.js';
 
 /** Messages between the store and its writer thread (better-sqlite3 runs synchronously: keep commits off the loop). */
 export type WriterRequest =
   | { op: 'open'; file: string }
-  | { op: 'upsert'; documents: readonly NewDocument[]; idempotency: Idempotency | undefined }
-  | { op: 'delete'; ids: readonly string[] }
-  | { op: 'apply'; changes: Changes }
+  | {
+      op: 'upsert';
+      documents: readonly NewDocument[];
+      idempotency: Idempotency | undefined;
+      retention?: Retention | undefined;
+    }
+  | { op: 'delete'; ids: readonly string[]; retention?: Retention | undefined }
+  | { op: 'apply'; changes: Changes; retention?: Retention | undefined }
   | { op: 'prune'; throughSeq: number }
   | { op: 'close' };
 

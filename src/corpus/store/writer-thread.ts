@@ -40,11 +40,11 @@ function handle(request: WriterRequest): WriterReply {
   const open = connection;
   switch (request.op) {
     case 'upsert':
-      return transaction(open, () => upsertRows(open, request.documents, request.idempotency));
+      return transaction(open, () => upsertRows(open, request.documents, request.idempotency, request.retention));
     case 'delete':
-      return transaction(open, () => deleteRows(open, request.ids));
+      return transaction(open, () => deleteRows(open, request.ids, request.retention));
     case 'apply':
-      return transaction(open, () => applyRows(open, request.changes));
+      return transaction(open, () => applyRows(open, request.changes, request.retention));
     case 'prune':
       return transaction(open, () => pruneRows(open, request.throughSeq));
     case 'close':

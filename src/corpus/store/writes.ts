@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { Changes } from './changes.js';
 import { addSumColumns, chunkSum, documentSum } from './row-sums.js';
 import { scopeOf } from '../../protocol/context.js';
+import { pruneRetired, retireChunks, retireDocument, type Retention } from './retired.js';
 
 /**
  * The store's writes (§7.10, §7.11), as SQL on one connection: the writer thread's (writer-thread.ts). Each runs as
@@ -142,6 +143,7 @@ export function upsertRows(
   connection: Connection,
   documents: readonly NewDocument[],
   idempotency?: Idempotency,
+  retention?: Retention,
 ): Written {
   const sql = (text: string) => connection.sql(text);
   if (idempotency !== undefined) {
@@ -154,7 +156,7 @@ export function upsertRows(
   const removed: number[] = [];
   const added: number[] = [];
   for (const document of documents) {
-    removed.push(...tombstoneChunksOf(connection, document.id, seq));
+    removed.push(...tombstoneChunksOf(connection, document.id, seq, retention));
     const meta = JSON.stringify(document.meta);
     const sum = documentSum({ ...document, meta });
     sql(PUT_DOCUMENT).run(document.id, document.text, meta, document.hash, seq, document.origin, sum);
@@ -177,6 +179,7 @@ export function upsertRows(
     const kept = idempotency.kept ?? IDEMPOTENCY_KEPT;
     sql(PRUNE_IDEMPOTENCY).run({ caller, writes: kept.writes, bytes: kept.bytes });
   }
+  pruneRetired(connection, seq, retention);
   return { seq, added, removed, deletedIds: [] };
 }
 
@@ -195,15 +198,20 @@ function chunkValues(row: ReturnType<typeof chunkColumns>) {
  * A replica catching up with the store of record: removals, then the rows the window left alive, all at the window's
  * end seq (a saved dense index at or past it has them all). Labels this replica never held are skipped.
  */
-export function applyRows(connection: Connection, changes: Changes): Written {
+export function applyRows(connection: Connection, changes: Changes, retention?: Retention): Written {
   const sql = (text: string) => connection.sql(text);
   const seq = changes.through;
-  const removed = changes.removedLabels.filter(
-    (label) => sql('DELETE FROM chunks WHERE label = ?').run(label).changes > 0,
-  );
+  // §7.7.1: a replica that applies several writes at once never held the versions between; rows read after later
+  // writes committed may lack what those removed, so this version is not whole either (retired.ts).
+  const floor = changes.head > seq ? seq + 1 : seq > connection.seq + 1 ? seq : undefined;
+  const removed = changes.removedLabels.filter((label) => {
+    retireChunks(connection, { label }, seq, retention);
+    return sql('DELETE FROM chunks WHERE label = ?').run(label).changes > 0;
+  });
   const tombstone = sql('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
   for (const label of removed) tombstone.run(label, seq);
   const written = new Set(changes.documents.map((document) => document.id));
+  for (const id of new Set([...changes.deletedIds, ...written])) retireDocument(connection, id, seq, retention);
   const deletedIds = changes.deletedIds.filter(
     (id) => sql('DELETE FROM documents WHERE id = ?').run(id).changes > 0 && !written.has(id),
   );
@@ -217,18 +225,20 @@ export function applyRows(connection: Connection, changes: Changes): Written {
     return sql(PUT_LABELLED_CHUNK).run(chunk.label, ...chunkValues(row), seq, chunkSum(row)).changes > 0;
   });
   sql(SET_META).run('seq', String(seq));
+  pruneRetired(connection, seq, retention, floor);
   return { seq, added: added.map((chunk) => chunk.label), removed, deletedIds };
 }
 
 /** Deletes documents and their chunks; absent ids are not an error and a delete of none takes no seq (§7.11). */
-export function deleteRows(connection: Connection, ids: readonly string[]): Written {
+export function deleteRows(connection: Connection, ids: readonly string[], retention?: Retention): Written {
   const sql = (text: string) => connection.sql(text);
   const present = [...new Set(ids)].filter((id) => sql('SELECT 1 FROM documents WHERE id = ?').get(id) !== undefined);
   if (present.length === 0) return { seq: connection.seq, added: [], removed: [], deletedIds: [] };
   const seq = connection.seq + 1;
-  const removed = present.flatMap((id) => tombstoneChunksOf(connection, id, seq));
+  const removed = present.flatMap((id) => tombstoneChunksOf(connection, id, seq, retention));
   for (const id of present) sql('DELETE FROM documents WHERE id = ?').run(id);
   sql(SET_META).run('seq', String(seq));
+  pruneRetired(connection, seq, retention);
   return { seq, added: [], removed, deletedIds: present };
 }
 
@@ -239,8 +249,13 @@ export function pruneRows(connection: Connection, throughSeq: number): Written {
   return { seq: connection.seq, added: [], removed: [], deletedIds: [] };
 }
 
-/** Removes a document's chunks, leaving a tombstone per label at `seq`; returns the labels. */
-function tombstoneChunksOf(connection: Connection, id: string, seq: number): number[] {
+/**
+ * Removes a document's chunks, leaving a tombstone per label at `seq` (and, with `retention`, the document and its
+ * chunks as they were: retired.ts); returns the labels.
+ */
+function tombstoneChunksOf(connection: Connection, id: string, seq: number, retention?: Retention): number[] {
+  retireDocument(connection, id, seq, retention);
+  retireChunks(connection, { docId: id }, seq, retention);
   const labels = connection.sql('SELECT label FROM chunks WHERE doc_id = ?').pluck().all(id) as number[];
   const tombstone = connection.sql('INSERT OR REPLACE INTO tombstones (label, seq) VALUES (?, ?)');
   for (const label of labels) tombstone.run(label, seq);

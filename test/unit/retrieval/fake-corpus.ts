@@ -117,7 +117,10 @@ export function fakeCorpus(
       const text = documents[id]?.text;
       return text === undefined ? undefined : { text };
     },
-    assertVersion: () => {},
+    at(): Promise<CorpusReader> {
+      return Promise.resolve(this);
+    },
+    verify: () => {},
     indexVersion: 'v1',
   };
 }

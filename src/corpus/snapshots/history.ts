@@ -1,0 +1,115 @@
+import type { ChunkPlace } from '../ports.js';
+import type { DocumentOrigin } from '../store/writes.js';
+
+/** A removed chunk as a version before its removal held it: where it sat, and its lexical terms (BM25). */
+export interface RetiredChunkFacts extends ChunkPlace {
+  /** The write that added it, and the one that removed it. */
+  readonly seq: number;
+  readonly removedSeq: number;
+  readonly counts: ReadonlyMap<string, number>;
+  readonly length: number;
+}
+
+/** A removed or replaced document as the versions before its removal held it. */
+export interface RetiredDocumentFacts {
+  readonly meta: Record<string, unknown>;
+  readonly origin: DocumentOrigin;
+  readonly seq: number;
+  readonly removedSeq: number;
+}
+
+/**
+ * §7.7.1 snapshots, in memory (docs/architecture.md §5): what the versions from `floor` to the current one held
+ * that the live indexes no longer say. A label belongs to version v when the write that added it is at or before v
+ * and no write at or before v removed it; the live indexes hold the chunks of the current version, this holds when
+ * each chunk written after the floor came, and each chunk removed after it (its place, its document's metadata, its
+ * terms; its vector is kept by the dense index's worker, its text by the store). Changed only in a write's
+ * synchronous switch (DerivedIndexes), so a reader sees one state between its awaits.
+ */
+export class VersionHistory {
+  #floor: number;
+  readonly #addedAt = new Map<number, number>();
+  readonly #retired = new Map<number, RetiredChunkFacts>();
+  readonly #documents = new Map<string, RetiredDocumentFacts[]>();
+
+  constructor(floor: number) {
+    this.#floor = floor;
+  }
+
+  /** The oldest version held whole. */
+  get floor(): number {
+    return this.#floor;
+  }
+
+  get retiredCount(): number {
+    return this.#retired.size;
+  }
+
+  added(labels: Iterable<number>, seq: number): void {
+    for (const label of labels) this.#addedAt.set(label, seq);
+  }
+
+  /** The write that added a chunk, when after the floor (else 0: before every version served). */
+  writtenAt(label: number): number {
+    return this.#addedAt.get(label) ?? 0;
+  }
+
+  retire(label: number, facts: RetiredChunkFacts): void {
+    if (facts.seq >= facts.removedSeq) return; // added and replaced in one write: in no version
+    this.#retired.set(label, facts);
+  }
+
+  retireDocument(id: string, facts: RetiredDocumentFacts): void {
+    if (facts.seq >= facts.removedSeq) return;
+    const kept = this.#documents.get(id) ?? [];
+    kept.push(facts);
+    this.#documents.set(id, kept);
+  }
+
+  /** Whether a chunk the live indexes held belongs to `version` (written at or before it). */
+  holdsLive(label: number, version: number): boolean {
+    if ((this.#addedAt.get(label) ?? 0) > version) return false;
+    const removed = this.#retired.get(label)?.removedSeq;
+    return removed === undefined || removed > version;
+  }
+
+  retired(label: number): RetiredChunkFacts | undefined {
+    return this.#retired.get(label);
+  }
+
+  /** The removed chunks that belonged to `version`. */
+  *retiredIn(version: number): Generator<[number, RetiredChunkFacts]> {
+    for (const entry of this.#retired) if (entry[1].seq <= version && entry[1].removedSeq > version) yield entry;
+  }
+
+  /** The chunks written after `version` (some since removed: `retired` says which). */
+  *addedAfter(version: number): Generator<number> {
+    for (const [label, seq] of this.#addedAt) if (seq > version) yield label;
+  }
+
+  /** Document `id` as `version` held it, when a later write removed or replaced it. */
+  documentAt(id: string, version: number): RetiredDocumentFacts | undefined {
+    return this.#documents.get(id)?.find((facts) => facts.seq <= version && facts.removedSeq > version);
+  }
+
+  /** The floor that keeps at most `maxChunks` removed chunks: the oldest removals go first. */
+  crowdedFloor(maxChunks: number): number {
+    if (this.#retired.size <= maxChunks) return this.#floor;
+    const removals = [...this.#retired.values()].map((facts) => facts.removedSeq).sort((a, b) => b - a);
+    return Math.max(this.#floor, removals[maxChunks]!);
+  }
+
+  /** Versions before `floor` are no longer served; what only they needed is forgotten. */
+  moveFloor(floor: number): boolean {
+    if (floor <= this.#floor) return false;
+    this.#floor = floor;
+    for (const [label, seq] of this.#addedAt) if (seq <= floor) this.#addedAt.delete(label);
+    for (const [label, facts] of this.#retired) if (facts.removedSeq <= floor) this.#retired.delete(label);
+    for (const [id, kept] of this.#documents) {
+      const left = kept.filter((facts) => facts.removedSeq > floor);
+      if (left.length === 0) this.#documents.delete(id);
+      else this.#documents.set(id, left);
+    }
+    return true;
+  }
+}

@@ -1,0 +1,140 @@
+import { RpcErrorCode } from '../../protocol/codes.js';
+import { RpcError } from '../../protocol/errors.js';
+import type { DerivedIndexes } from '../indexes.js';
+import type { ChunkBody, ChunkPlace, CorpusReader } from '../ports.js';
+import type { CorpusStore } from '../store/corpus-store.js';
+import type { VersionHistory } from './history.js';
+
+/** §7.7.1 a pinned version the server no longer holds: retrying cannot bring it back (§12.2 `retryable`). */
+export function notRetained(pinned: string, floor: number, current: number): RpcError {
+  const held =
+    floor > current
+      ? 'no whole version until it applies the next write (it caught up several at once)'
+      : floor === current
+        ? `only the current version, ${current}`
+        : `versions ${floor} to ${current}`;
+  return new RpcError(RpcErrorCode.BackendUnavailable, 'snapshot unavailable', {
+    detail: `indexVersion ${pinned} is not retained; this server holds ${held}`,
+    retryable: false,
+  });
+}
+
+/**
+ * The corpus as an earlier version held it (§7.7.1 snapshots; docs/architecture.md §5): the read side a retrieve
+ * pinned to `version` runs on. Chunks the version held that later writes removed come from the history (their
+ * place, document, terms), the dense index's worker (their vectors) and the store (their text and stored vector);
+ * the rest from the live corpus, less what was written after the version. Dense recall scores every vector exactly,
+ * so a pinned retrieve gives the same answer while its version is current and after.
+ */
+export class SnapshotReader implements CorpusReader {
+  readonly indexVersion: string;
+
+  constructor(
+    private readonly live: CorpusReader,
+    private readonly indexes: DerivedIndexes,
+    private readonly store: CorpusStore,
+    private readonly history: VersionHistory,
+    private readonly version: number,
+  ) {
+    this.indexVersion = String(version);
+  }
+
+  at(pinned: string | undefined): Promise<CorpusReader> {
+    return this.live.at(pinned);
+  }
+
+  /** Throws once the version has left the window (a request that ran while the floor passed it). */
+  verify(): void {
+    if (this.version < this.history.floor) {
+      throw notRetained(this.indexVersion, this.history.floor, this.indexes.appliedSeq);
+    }
+  }
+
+  searchDense(
+    vector: Float32Array,
+    k: number,
+    allow?: readonly number[],
+    signal?: AbortSignal,
+    caller?: string,
+  ): Promise<{ label: number; score: number }[]> {
+    // Exact whatever the options say: a pinned version is scored over every vector it held.
+    return this.indexes.searchDenseAt(this.version, vector, k, allow, signal, caller);
+  }
+
+  async searchLexical(query: string, k: number, allow?: ReadonlySet<number>, signal?: AbortSignal) {
+    return (await this.indexes.lexicalAt(this.version, query, signal)).search(k, allow, signal);
+  }
+
+  async denseScores(vector: Float32Array, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
+    return this.indexes.similarities(vector, labels, await this.vectorsOf(labels, signal));
+  }
+
+  async lexicalScores(query: string, labels: readonly number[], signal?: AbortSignal): Promise<number[]> {
+    return (await this.indexes.lexicalAt(this.version, query, signal)).scores(labels, signal);
+  }
+
+  /** Query transformation reads the live index's statistics and texts: not kept for earlier versions. */
+  transformQuery(): Promise<string[]> {
+    return Promise.reject(this.#notKept('query transformation'));
+  }
+
+  termWeights(): Promise<Map<string, number>> {
+    return Promise.reject(this.#notKept('term weights'));
+  }
+
+  labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]> {
+    return this.indexes.labelsWhereAt(this.version, predicate, signal);
+  }
+
+  getChunk(label: number): ChunkBody | undefined {
+    if (this.history.retired(label) === undefined) return this.live.getChunk(label);
+    return this.store.retiredChunk(label) ?? this.#gone();
+  }
+
+  vectorOf(label: number): Float32Array | undefined {
+    if (this.history.retired(label) === undefined) return this.live.vectorOf(label);
+    return this.store.retiredVectorsOf([label]).get(label) ?? this.#gone();
+  }
+
+  async vectorsOf(labels: readonly number[], signal?: AbortSignal): Promise<Map<number, Float32Array>> {
+    const removed = labels.filter((label) => this.history.retired(label) !== undefined);
+    const vectors = await this.live.vectorsOf(
+      labels.filter((label) => this.history.retired(label) === undefined),
+      signal,
+    );
+    for (const [label, vector] of this.store.retiredVectorsOf(removed)) vectors.set(label, vector);
+    if (vectors.size < labels.length) this.verify();
+    return vectors;
+  }
+
+  placeOf(label: number): ChunkPlace | undefined {
+    return this.indexes.placeAt(this.version, label);
+  }
+
+  metaOf(documentId: string): Record<string, unknown> {
+    return this.indexes.documentAt(this.version, documentId).meta;
+  }
+
+  originOf(documentId: string): 'client' | 'operator' {
+    return this.indexes.documentAt(this.version, documentId).origin;
+  }
+
+  getDocument(id: string): { readonly text: string } | undefined {
+    const removed = this.history.documentAt(id, this.version);
+    if (removed === undefined) return this.live.getDocument(id);
+    const text = this.store.retiredDocumentText(id, removed.removedSeq);
+    return text === undefined ? this.#gone() : { text };
+  }
+
+  /** A removed row the store no longer keeps (another process's window is shorter): the version is not whole. */
+  #gone(): never {
+    throw notRetained(this.indexVersion, Math.max(this.history.floor, this.version + 1), this.indexes.appliedSeq);
+  }
+
+  #notKept(what: string): RpcError {
+    return new RpcError(RpcErrorCode.BackendUnavailable, 'snapshot unavailable', {
+      detail: `${what} is not served on a pinned indexVersion (§7.7.1); drop indexVersion to use it`,
+      retryable: false,
+    });
+  }
+}

@@ -1,0 +1,163 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { seededRandom } from '../helpers/children.js';
+import { callHttp as call, startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+
+/**
+ * §7.7.1 `retrieve.snapshots`: a retrieve pinned to a version in the window answers exactly as it did while that
+ * version was current (hits, order, scores, texts, metadata, cursors), whatever was added, replaced or deleted since,
+ * in every mode and fusion, with filters, units, MMR and rerank; after a restart and in a second process of the dir;
+ * and past the window it is -32010 with `retryable: false`, never another version. Real processes over one data dir.
+ */
+const WORK = mkdtempSync(join(tmpdir(), 'rcp-snapshots-'));
+const servers: ServerProcess[] = [];
+afterAll(async () => {
+  await Promise.all(servers.map((server) => server.stop()));
+  rmSync(WORK, { recursive: true, force: true });
+});
+
+async function serve(dir: string, env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  const server = await startHttpProcess(['serve', '--http', '127.0.0.1:0', '--data', dir], env);
+  servers.push(server);
+  return server;
+}
+
+const WORDS = ['cell', 'protein', 'membrane', 'signal', 'kinase', 'tumour', 'gene', 'enzyme', 'neuron', 'virus'];
+
+function documents(prefix: string, n: number, seed: number) {
+  const next = seededRandom(seed);
+  const text = () => Array.from({ length: 14 }, () => WORDS[Math.floor(next() * WORDS.length)]).join(' ');
+  return Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, text: text(), meta: { year: 2000 + (i % 5) } }));
+}
+
+const FIELDS = { RCP_INDEX_FIELDS: '{"year":"int"}' };
+const QUERIES = ['kinase signal', 'neuron virus membrane', 'tumour cell protein'];
+const PARAMS: Record<string, unknown>[] = [
+  { mode: 'dense' },
+  { mode: 'sparse' },
+  { mode: 'hybrid' },
+  { mode: 'hybrid', fusion: { method: 'rrf' } },
+  { mode: 'hybrid', filter: { field: 'year', op: 'gte', value: 2002 } },
+  { mode: 'hybrid', unit: 'document' },
+  { mode: 'hybrid', mmr: { lambda: 0.5 } },
+  { mode: 'hybrid', rerank: { method: 'colbert' } },
+  { mode: 'dense', seed: 3 },
+];
+
+/** Every pinned retrieve's whole answer but usage (hits with text and metadata, nextCursor), and a second page. */
+async function answers(origin: string, indexVersion: string) {
+  const all = [];
+  for (const query of QUERIES) {
+    for (const params of PARAMS) {
+      const result = await call(origin, 'retrieve', { query, k: 6, indexVersion, ...params });
+      const next =
+        result.nextCursor === undefined
+          ? undefined
+          : await call(origin, 'retrieve', { query, k: 6, indexVersion, ...params, cursor: result.nextCursor });
+      all.push({ hits: result.hits, indexVersion: result.indexVersion, next: next?.hits });
+    }
+  }
+  return all;
+}
+
+describe('§7.7.1 snapshots: a pinned version answers as it did while current', () => {
+  const dir = join(WORK, 'corpus');
+  const recorded = new Map<string, Awaited<ReturnType<typeof answers>>>();
+
+  it('advertises retrieve.snapshots; each version pinned while current answers the same after replacements and deletions', async () => {
+    const server = await serve(dir, FIELDS);
+    const init = await call(server.origin, 'initialize', {
+      protocolVersion: 1,
+      client: { name: 't', version: '1' },
+      capabilities: {},
+    });
+    expect((init.capabilities as { retrieve: { snapshots?: boolean } }).retrieve.snapshots).toBe(true);
+    const writes = [
+      () => call(server.origin, 'index/add', { documents: documents('a', 40, 1) }),
+      // Replaces half of them with other texts and metadata, adds others.
+      () => call(server.origin, 'index/add', { documents: [...documents('a', 20, 2), ...documents('b', 20, 3)] }),
+      () =>
+        call(server.origin, 'index/delete', {
+          ids: documents('a', 40, 1)
+            .map(({ id }) => id)
+            .slice(10, 30),
+        }),
+      () => call(server.origin, 'index/add', { documents: documents('c', 30, 4) }),
+    ];
+    for (const write of writes) {
+      const { indexVersion } = (await write()) as { indexVersion: string };
+      const now = await answers(server.origin, indexVersion);
+      expect(now.every((answer) => answer.indexVersion === indexVersion && (answer.hits as []).length > 0)).toBe(true);
+      recorded.set(indexVersion, now);
+    }
+    for (const [version, then] of recorded) expect(await answers(server.origin, version)).toEqual(then);
+    // The first version's answers name documents deleted or replaced since (ids of a10..a29, texts of a0..a19).
+    const first = JSON.stringify([...recorded.values()][0]);
+    expect(first).toMatch(/"id":"a(1\d|2\d)#/);
+    expect(first).not.toEqual(JSON.stringify([...recorded.values()].at(-1)));
+    // The pinned current version ranks BM25 with the live index's very numbers.
+    const current = [...recorded.keys()].at(-1)!;
+    for (const query of QUERIES) {
+      const pinned = await call(server.origin, 'retrieve', { query, k: 10, mode: 'sparse', indexVersion: current });
+      const live = await call(server.origin, 'retrieve', { query, k: 10, mode: 'sparse' });
+      expect(pinned.hits).toEqual(live.hits);
+    }
+    await server.stop();
+  });
+
+  it('answers the same after a restart, and in a second process of the data dir', async () => {
+    const restarted = await serve(dir, FIELDS);
+    for (const [version, then] of recorded) expect(await answers(restarted.origin, version)).toEqual(then);
+    const beside = await serve(dir, FIELDS);
+    const { indexVersion } = (await call(restarted.origin, 'index/delete', { ids: ['c1', 'c2', 'b3'] })) as {
+      indexVersion: string;
+    };
+    // The second process follows the delete from the store, and keeps what it removed for the versions before it.
+    await expect
+      .poll(async () => (await call(beside.origin, 'retrieve', { query: 'gene', k: 1 })).indexVersion)
+      .toBe(indexVersion);
+    for (const [version, then] of recorded) expect(await answers(beside.origin, version)).toEqual(then);
+  });
+
+  it('past the window: -32010 with retryable false, never another version; ahead of the process: retryable', async () => {
+    const small = await serve(join(WORK, 'small'), { RCP_INDEX_SNAPSHOTS_VERSIONS: '2' });
+    const versions = [];
+    for (let i = 0; i < 3; i++) {
+      const { indexVersion } = (await call(small.origin, 'index/add', { documents: documents(`w${i}`, 5, i) })) as {
+        indexVersion: string;
+      };
+      versions.push(indexVersion);
+    }
+    const refused = await fetch(`${small.origin}/rcp/retrieve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'retrieve',
+        params: { query: 'cell', k: 3, indexVersion: versions[0] },
+      }),
+    });
+    const body = (await refused.json()) as { error: { code: number; data: { retryable: boolean; detail: string } } };
+    expect(body.error.code).toBe(-32010);
+    expect(body.error.data.retryable).toBe(false);
+    expect(body.error.data.detail).toMatch(/versions 2 to 3/);
+    expect(
+      (await call(small.origin, 'retrieve', { query: 'cell', k: 3, indexVersion: versions[1] })).indexVersion,
+    ).toBe(versions[1]);
+    const ahead = await fetch(`${small.origin}/rcp/retrieve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'retrieve',
+        params: { query: 'cell', k: 3, indexVersion: '99' },
+      }),
+    });
+    const aheadBody = (await ahead.json()) as { error: { code: number; data: { retryable: boolean } } };
+    expect(aheadBody.error).toMatchObject({ code: -32010, data: { retryable: true } });
+  });
+});
