@@ -327,14 +327,18 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
     expect(packed.hits.length).toBeLessThan(10);
   });
 
-  it('§7.7.1 the same request on the same indexVersion returns identical results; a pin to another version is -32010', async () => {
+  it('§7.7.1 the same request on the same indexVersion returns identical results; a pin to no version held is -32010', async () => {
     const first = await ok({ query: 'oxygen in the blood', k: 5 });
     const again = await ok({ query: 'oxygen in the blood', k: 5 });
     expect(again.hits).toEqual(first.hits);
-    expect(await fails({ query: 'q', k: 3, indexVersion: '0' })).toMatchObject({
-      code: -32010,
-      data: { retryable: false },
-    });
+    for (const indexVersion of ['v1', '01', '-1', '1e3']) {
+      expect(await fails({ query: 'q', k: 3, indexVersion })).toMatchObject({
+        code: -32010,
+        data: { retryable: false },
+      });
+    }
+    // Version 0, before the first write, is in the window (snapshots): the empty corpus.
+    expect(await ok({ query: 'oxygen', k: 3, indexVersion: '0' })).toMatchObject({ hits: [], indexVersion: '0' });
     expect((await ok({ query: 'q', k: 1, indexVersion: first.indexVersion })).indexVersion).toBe(first.indexVersion);
     // §7.7.1 a seed scores the dense list exactly (in float64): the same hits as the ANN search finds at this size, with
     // scores equal to float32's precision, and identical from one seeded request to the next.
