@@ -4,11 +4,11 @@
  *
  * 1. Writes: index/add calls each replacing 200 documents, on a server keeping the window (`index.snapshots`) and on
  *    one keeping none (`versions: 0`), alternated on one dir; ms per call, and the server's RSS after them.
- * 2. Reads: after 5 × 1,000 replacements and 1,000 deletions, retrieve latency (p50 of 3 rounds of 5 queries, each
- *    mode) unpinned, pinned to the current version and pinned to the version before those writes; the store's size
- *    and the removed rows it keeps.
+ * 2. After 5 × 1,000 replacements and 1,000 deletions, on a server keeping none and on one keeping the window: the
+ *    store's size and RSS, and the removed rows kept; then retrieve latency (p50 of 3 rounds of 5 queries, each mode)
+ *    unpinned, pinned to the current version and pinned to the version before those writes.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { rmSync } from 'node:fs';
@@ -84,34 +84,53 @@ async function writes(dir: string): Promise<void> {
   );
 }
 
+/** 5 x 1,000 replacements and 1,000 deletions on a server keeping `versions`; its RSS, store and removed rows kept. */
+async function churn(dir: string, versions: number, round: number) {
+  const server = await start(dir, versions);
+  const first = (await call(server.origin, 'retrieve', { query: 'cell', k: 1 })) as { indexVersion: string };
+  const before = first.indexVersion;
+  for (let i = 0; i < 5; i++) await replace(server.origin, i * 1000, 1000, round * 10 + i);
+  const ids = Array.from({ length: 1000 }, (_, i) => `doc-${5000 + round * 1000 + i}`);
+  const { indexVersion } = (await call(server.origin, 'index/delete', { ids })) as { indexVersion: string };
+  const db = new Database(join(dir, 'corpus.sqlite'), { readonly: true });
+  const kept = db.prepare('SELECT count(*) FROM retired_chunks').pluck().get() as number;
+  // The bytes of the rows kept (the file keeps its freed pages, so its size says little).
+  const bytes = db
+    .prepare(
+      'SELECT coalesce(sum(length(CAST(text AS BLOB)) + length(vector) + length(CAST(context AS BLOB))), 0) + ' +
+        '(SELECT coalesce(sum(length(CAST(text AS BLOB)) + length(CAST(meta AS BLOB))), 0) FROM retired_documents) ' +
+        'FROM retired_chunks',
+    )
+    .pluck()
+    .get() as number;
+  db.close();
+  const megabytes = bytes / 2 ** 20;
+  return { server, before, indexVersion, kept, megabytes, rss: rssMiB(server) };
+}
+
 async function reads(dir: string): Promise<void> {
-  const server = await start(dir, 100);
+  const none = await churn(dir, 0, 1);
+  await none.server.stop();
+  const kept = await churn(dir, 100, 2);
   try {
-    const before = String((await call(server.origin, 'retrieve', { query: 'cell', k: 1 })).indexVersion);
-    const rssBefore = rssMiB(server);
-    for (let i = 0; i < 5; i++) await replace(server.origin, i * 1000, 1000, 10 + i);
-    const ids = Array.from({ length: 1000 }, (_, i) => `doc-${5000 + i}`);
-    const { indexVersion } = (await call(server.origin, 'index/delete', { ids })) as { indexVersion: string };
-    const db = new Database(join(dir, 'corpus.sqlite'), { readonly: true });
-    const kept = db.prepare('SELECT count(*) FROM retired_chunks').pluck().get() as number;
-    db.close();
-    const bytes = statSync(join(dir, 'corpus.sqlite')).size;
     console.log(
-      `  after 5 x 1,000 replacements and 1,000 deletions: ${kept} removed chunks kept, store ${(bytes / 2 ** 20).toFixed(0)} MiB, ` +
-        `RSS ${rssMiB(server).toFixed(0)} MiB (${rssBefore.toFixed(0)} before them)`,
+      `  after 5 x 1,000 replacements and 1,000 deletions: keeping the window, ${kept.kept} removed chunks kept, ` +
+        `${kept.megabytes.toFixed(1)} MiB of rows in the store, RSS ${kept.rss.toFixed(0)} MiB; keeping none, ` +
+        `${none.megabytes.toFixed(1)} MiB, RSS ${none.rss.toFixed(0)} MiB`,
     );
-    const unpinned = await latencies(server.origin, undefined);
-    const current = await latencies(server.origin, indexVersion);
-    const earlier = await latencies(server.origin, before);
+    const { origin } = kept.server;
+    const unpinned = await latencies(origin, undefined);
+    const current = await latencies(origin, kept.indexVersion);
+    const earlier = await latencies(origin, kept.before);
     MODES.forEach((mode, i) => {
       console.log(
         `  retrieve ${mode.padEnd(6)} p50: unpinned ${unpinned[i]!.toFixed(1)} ms, pinned current ${current[i]!.toFixed(1)} ms ` +
-          `(${(current[i]! / unpinned[i]!).toFixed(2)}x), pinned ${before} (before the writes) ${earlier[i]!.toFixed(1)} ms ` +
+          `(${(current[i]! / unpinned[i]!).toFixed(2)}x), pinned ${kept.before} (before the writes) ${earlier[i]!.toFixed(1)} ms ` +
           `(${(earlier[i]! / unpinned[i]!).toFixed(2)}x)`,
       );
     });
   } finally {
-    await server.stop();
+    await kept.server.stop();
   }
 }
 

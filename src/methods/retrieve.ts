@@ -121,6 +121,8 @@ function capabilityOf(settings: RetrieveSettings, rerankers: readonly Reranker[]
   };
 }
 
+const RECENCY_ON_A_PIN = 'recency: ages are counted from now, so a pinned version ranks by the clock too';
+
 async function retrieve(retriever: Retriever, params: Params, ctx: RequestContext): Promise<JsonObject> {
   const { encoder, settings, cursors, sessions } = retriever;
   const started = performance.now();
@@ -129,6 +131,8 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   const indexVersion = corpus.indexVersion;
   const options = resolveOptions(params, settings, retriever.rerankers);
   const { k, unit, notes } = options;
+  // §7.7.1: a version holds documents, not the clock recency ages them by.
+  if (params.indexVersion !== undefined && params.recency !== undefined) notes.push(RECENCY_ON_A_PIN);
   const idOf = (label: number) => hitId(corpus, label, unit);
 
   // Recall, fuse, rescore: one ranking of the candidates.
