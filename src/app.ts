@@ -518,8 +518,8 @@ function registerRetrieve(
 
 /** §7.7.1 the window of versions kept (`index.snapshots`); absent when off. */
 function snapshotsOf(config: Config): Snapshots | undefined {
-  const { versions, maxAgeSeconds, maxChunks } = config.index.snapshots;
-  return versions === 0 ? undefined : { versions, maxAgeMs: maxAgeSeconds * 1000, maxChunks };
+  const { versions, maxAgeSeconds, maxChunks, maxBytes } = config.index.snapshots;
+  return versions === 0 ? undefined : { versions, maxAgeMs: maxAgeSeconds * 1000, maxChunks, maxBytes };
 }
 
 function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): Corpus | undefined {

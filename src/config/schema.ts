@@ -533,6 +533,13 @@ export const ConfigSchema = Section({
               'Removed chunks kept for the window (their vectors and terms in memory, their rows in the store); ' +
               'past it the oldest versions leave first.',
           }),
+          maxBytes: Type.Integer({
+            minimum: 0,
+            default: 64 * 1024 * 1024,
+            description:
+              'Bytes of removed chunks kept for the window, in the store (texts and vectors) and in memory (vectors ' +
+              'and terms) each; past it the oldest versions leave first.',
+          }),
         },
         { description: 'Snapshots (§7.7.1): recent versions a retrieve may pin.' },
       ),

@@ -322,7 +322,8 @@ export class Corpus implements CorpusWriter, CorpusReader {
     if (pinned === undefined) return this;
     await this.#whenReady();
     const current = this.#indexes.appliedSeq;
-    const version = /^(0|[1-9]\d{0,15})$/.test(pinned) ? Number(pinned) : undefined;
+    // Versions are written in decimal without leading zeros; anything else names none.
+    const version = /^(0|[1-9]\d*)$/.test(pinned) ? Number(pinned) : undefined;
     if (version !== undefined && version > current) {
       // A version another replica or process of the dir has applied and this one has not yet: it will, within the
       // lag (docs/architecture.md §5), so the client may retry.

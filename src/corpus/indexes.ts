@@ -35,8 +35,9 @@ export interface IndexSettings {
 
 export interface SnapshotSettings {
   readonly versions: number;
-  /** Most removed chunks kept in memory (their vectors and terms); the oldest versions go first. */
+  /** Most removed chunks kept in memory (their vectors and terms), and about how many bytes of them. */
   readonly maxChunks: number;
+  readonly maxBytes: number;
 }
 
 /**
@@ -106,7 +107,8 @@ export class DerivedIndexes {
   async #loadHistory(): Promise<void> {
     const snapshots = this.settings.snapshots;
     if (snapshots === undefined) return;
-    const history = new VersionHistory(Math.max(this.store.snapshotFloor, this.store.seq - snapshots.versions + 1, 0));
+    const floor = Math.max(this.store.snapshotFloor, this.store.seq - snapshots.versions + 1, 0);
+    const history = new VersionHistory(floor, this.settings.dimension * 4);
     const documents = new Map<string, RetiredDocument>();
     for (const document of this.store.retiredDocuments(history.floor)) {
       history.retireDocument(document.id, document);
@@ -125,7 +127,7 @@ export class DerivedIndexes {
       await slice.due();
     }
     for (const { label, seq } of written) history.added([label], seq);
-    history.moveFloor(history.crowdedFloor(snapshots.maxChunks));
+    history.moveFloor(history.crowdedFloor(snapshots.maxChunks, snapshots.maxBytes));
     const kept = removed.filter((chunk) => chunk.removedSeq > history.floor);
     await this.#dense.keep(written, kept, this.settings.dimension);
     await this.#dense.forget(history.floor);
@@ -340,11 +342,11 @@ export class DerivedIndexes {
    */
   async #moveFloor(write: WriteResult): Promise<void> {
     const history = this.#history!;
-    const { versions, maxChunks } = this.settings.snapshots!;
+    const { versions, maxChunks, maxBytes } = this.settings.snapshots!;
     const floor = Math.max(
       write.seq - versions + 1,
       this.store.snapshotFloor,
-      history.crowdedFloor(maxChunks),
+      history.crowdedFloor(maxChunks, maxBytes),
       write.partial === true ? write.seq + 1 : 0,
     );
     if (history.moveFloor(floor)) await this.#dense.forget(floor);

@@ -331,6 +331,13 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
     const first = await ok({ query: 'oxygen in the blood', k: 5 });
     const again = await ok({ query: 'oxygen in the blood', k: 5 });
     expect(again.hits).toEqual(first.hits);
+    // A version no process has reached: retryable, whatever its size.
+    for (const indexVersion of ['9007199254740993', '99999999999999999999999']) {
+      expect(await fails({ query: 'q', k: 3, indexVersion })).toMatchObject({
+        code: -32010,
+        data: { retryable: true },
+      });
+    }
     for (const indexVersion of ['v1', '01', '-1', '1e3']) {
       expect(await fails({ query: 'q', k: 3, indexVersion })).toMatchObject({
         code: -32010,

@@ -87,6 +87,14 @@ describe('§7.7.1 snapshots: a pinned version answers as it did while current', 
             .map(({ id }) => id)
             .slice(10, 30),
         }),
+      // A document given twice in one write: the version before keeps its own text and metadata, not the copy.
+      () =>
+        call(server.origin, 'index/add', {
+          documents: [
+            ...documents('a', 5, 5).map((document) => ({ ...document, meta: { year: 2010 } })),
+            ...documents('a', 5, 6).map((document) => ({ ...document, meta: { year: 2001 } })),
+          ],
+        }),
       () => call(server.origin, 'index/add', { documents: documents('c', 30, 4) }),
     ];
     for (const write of writes) {

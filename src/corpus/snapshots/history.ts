@@ -18,6 +18,9 @@ export interface RetiredDocumentFacts {
   readonly removedSeq: number;
 }
 
+/** What a term of a removed chunk's counts holds in memory, about (a Map entry; the string is the index's). */
+const TERM_BYTES = 64;
+
 /**
  * §7.7.1 snapshots, in memory (docs/architecture.md §5): what the versions from `floor` to the current one held
  * that the live indexes no longer say. A label belongs to version v when the write that added it is at or before v
@@ -32,7 +35,11 @@ export class VersionHistory {
   readonly #retired = new Map<number, RetiredChunkFacts>();
   readonly #documents = new Map<string, RetiredDocumentFacts[]>();
 
-  constructor(floor: number) {
+  /** `vectorBytes`: what the dense index's worker keeps of each removed chunk (its dimension × 4). */
+  constructor(
+    floor: number,
+    private readonly vectorBytes: number,
+  ) {
     this.#floor = floor;
   }
 
@@ -92,11 +99,20 @@ export class VersionHistory {
     return this.#documents.get(id)?.find((facts) => facts.seq <= version && facts.removedSeq > version);
   }
 
-  /** The floor that keeps at most `maxChunks` removed chunks: the oldest removals go first. */
-  crowdedFloor(maxChunks: number): number {
-    if (this.#retired.size <= maxChunks) return this.#floor;
-    const removals = [...this.#retired.values()].map((facts) => facts.removedSeq).sort((a, b) => b - a);
-    return Math.max(this.#floor, removals[maxChunks]!);
+  /**
+   * The floor that keeps at most `maxChunks` removed chunks and about `maxBytes` of what memory holds of them (each
+   * one's vector, and its terms at TERM_BYTES each): the oldest removals go first.
+   */
+  crowdedFloor(maxChunks: number, maxBytes: number): number {
+    const removals = [...this.#retired.values()]
+      .map((facts) => ({ seq: facts.removedSeq, bytes: this.vectorBytes + facts.counts.size * TERM_BYTES }))
+      .sort((a, b) => b.seq - a.seq);
+    let bytes = 0;
+    for (let i = 0; i < removals.length; i++) {
+      bytes += removals[i]!.bytes;
+      if (i >= maxChunks || bytes > maxBytes) return Math.max(this.#floor, removals[i]!.seq);
+    }
+    return this.#floor;
   }
 
   /** Versions before `floor` are no longer served; what only they needed is forgotten. */

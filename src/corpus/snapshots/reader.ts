@@ -86,24 +86,30 @@ export class SnapshotReader implements CorpusReader {
     return this.indexes.labelsWhereAt(this.version, predicate, signal);
   }
 
+  /*
+   * A label names one chunk for ever, whether its row is live or kept as removed. The store is read as committed, and
+   * a write this process has not applied yet may have moved a row of this version to the removed rows (in the same
+   * transaction): what the live rows lack is read from those.
+   */
+
   getChunk(label: number): ChunkBody | undefined {
-    if (this.history.retired(label) === undefined) return this.live.getChunk(label);
-    return this.store.retiredChunk(label) ?? this.#gone();
+    const live = this.history.retired(label) === undefined ? this.live.getChunk(label) : undefined;
+    return live ?? this.store.retiredChunk(label) ?? this.#gone();
   }
 
   vectorOf(label: number): Float32Array | undefined {
-    if (this.history.retired(label) === undefined) return this.live.vectorOf(label);
-    return this.store.retiredVectorsOf([label]).get(label) ?? this.#gone();
+    const live = this.history.retired(label) === undefined ? this.live.vectorOf(label) : undefined;
+    return live ?? this.store.retiredVectorsOf([label]).get(label) ?? this.#gone();
   }
 
   async vectorsOf(labels: readonly number[], signal?: AbortSignal): Promise<Map<number, Float32Array>> {
-    const removed = labels.filter((label) => this.history.retired(label) !== undefined);
     const vectors = await this.live.vectorsOf(
       labels.filter((label) => this.history.retired(label) === undefined),
       signal,
     );
-    for (const [label, vector] of this.store.retiredVectorsOf(removed)) vectors.set(label, vector);
-    if (vectors.size < labels.length) this.verify();
+    const missing = labels.filter((label) => !vectors.has(label));
+    for (const [label, vector] of this.store.retiredVectorsOf(missing)) vectors.set(label, vector);
+    if (vectors.size < new Set(labels).size) this.#gone();
     return vectors;
   }
 
@@ -120,9 +126,7 @@ export class SnapshotReader implements CorpusReader {
   }
 
   getDocument(id: string): { readonly text: string } | undefined {
-    const removed = this.history.documentAt(id, this.version);
-    if (removed === undefined) return this.live.getDocument(id);
-    const text = this.store.retiredDocumentText(id, removed.removedSeq);
+    const text = this.store.documentTextAt(id, this.version);
     return text === undefined ? this.#gone() : { text };
   }
 

@@ -643,11 +643,17 @@ export class CorpusStore {
     return new Map(rows.map(([label, bytes]) => [label, vectorFrom(bytes)]));
   }
 
-  /** The text of document `id` as the write `removedSeq` found it; undefined once pruned. */
-  retiredDocumentText(id: string, removedSeq: number): string | undefined {
-    return this.#sql('SELECT text FROM retired_documents WHERE id = ? AND removed_seq = ?')
+  /**
+   * The text of document `id` as `version` held it, in one statement (a write committed since, and not yet applied by
+   * this process, moved it to the removed rows in the same transaction); undefined once pruned.
+   */
+  documentTextAt(id: string, version: number): string | undefined {
+    return this.#sql(
+      'SELECT text FROM documents WHERE id = ? AND seq <= ? UNION ALL ' +
+        'SELECT text FROM retired_documents WHERE id = ? AND seq <= ? AND removed_seq > ? LIMIT 1',
+    )
       .pluck()
-      .get(id, removedSeq) as string | undefined;
+      .get(id, version, id, version, version) as string | undefined;
   }
 
   /** Labels and seqs of the live chunks written after `floor`. */

@@ -30,6 +30,8 @@ export interface Retention {
   readonly maxAgeMs: number;
   /** At most this many removed chunks are kept; the oldest versions go first. */
   readonly maxChunks: number;
+  /** At most this many bytes of removed rows (texts and vectors) are kept; the oldest versions go first. */
+  readonly maxBytes: number;
 }
 
 export const SNAPSHOT_FLOOR = 'snapshot_floor';
@@ -37,18 +39,21 @@ export const SNAPSHOT_FLOOR = 'snapshot_floor';
 const SET_FLOOR = `INSERT INTO meta (key, value) VALUES ('${SNAPSHOT_FLOOR}', ?)
   ON CONFLICT (key) DO UPDATE SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))`;
 
-/** Keeps document `id` as it is before write `seq` removes or replaces it. */
+/**
+ * Keeps document `id` as it is before write `seq` removes or replaces it. A row that write itself wrote (a document
+ * given twice in one batch) was in no version: it is not kept, and never takes the place of the one before it.
+ */
 export function retireDocument(connection: Connection, id: string, seq: number, retention?: Retention): void {
   if (!retains(retention)) return;
   connection
     .sql(
-      `INSERT OR REPLACE INTO retired_documents (id, removed_seq, text, meta, origin, seq, removed_at)
-        SELECT id, ?, text, meta, origin, seq, ? FROM documents WHERE id = ?`,
+      `INSERT INTO retired_documents (id, removed_seq, text, meta, origin, seq, removed_at)
+        SELECT id, ?, text, meta, origin, seq, ? FROM documents WHERE id = ? AND seq < ?`,
     )
-    .run(seq, Date.now(), id);
+    .run(seq, Date.now(), id, seq);
 }
 
-/** Keeps chunk `label` (or every chunk of document `docId`) as it is before write `seq` removes it. */
+/** Keeps chunk `label` (or every chunk of document `docId`) as it is before write `seq` removes it (as a document). */
 export function retireChunks(
   connection: Connection,
   where: { label: number } | { docId: string },
@@ -62,9 +67,9 @@ export function retireChunks(
       `INSERT OR REPLACE INTO retired_chunks
         (label, doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, removed_seq, sum)
         SELECT label, doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, ?, sum
-        FROM chunks WHERE ${column} = ?`,
+        FROM chunks WHERE ${column} = ? AND seq < ?`,
     )
-    .run(seq, value);
+    .run(seq, value, seq);
 }
 
 /**
@@ -82,11 +87,26 @@ export function pruneRetired(connection: Connection, seq: number, retention?: Re
     const crowded = sql('SELECT removed_seq FROM retired_chunks ORDER BY removed_seq DESC LIMIT 1 OFFSET ?')
       .pluck()
       .get(retention.maxChunks) as number | undefined;
-    through = Math.max(through, aged ?? 0, crowded ?? 0);
+    through = Math.max(through, aged ?? 0, crowded ?? 0, heavyThrough(connection, seq, retention.maxBytes));
   }
   sql('DELETE FROM retired_chunks WHERE removed_seq <= ?').run(through);
   sql('DELETE FROM retired_documents WHERE removed_seq <= ?').run(through);
   sql(SET_FLOOR).run(String(through));
+}
+
+/** Bytes of each removed row kept, newest first, summed: past `maxBytes`, the versions from there back go. */
+const HEAVY = `SELECT removed_seq FROM (
+    SELECT removed_seq, SUM(bytes) OVER (ORDER BY removed_seq DESC ROWS UNBOUNDED PRECEDING) AS total FROM (
+      SELECT removed_seq, length(CAST(text AS BLOB)) + length(CAST(context AS BLOB)) + length(vector) AS bytes
+        FROM retired_chunks
+      UNION ALL SELECT removed_seq, length(CAST(text AS BLOB)) + length(CAST(meta AS BLOB)) FROM retired_documents))
+  WHERE total > ? ORDER BY removed_seq DESC LIMIT 1`;
+
+/** The floor `maxBytes` asks for; read only after a write that kept rows (a scan of the rows kept). */
+function heavyThrough(connection: Connection, seq: number, maxBytes: number): number {
+  const kept = connection.sql('SELECT 1 FROM retired_documents WHERE removed_seq = ? LIMIT 1').get(seq);
+  if (kept === undefined) return 0;
+  return (connection.sql(HEAVY).pluck().get(maxBytes) as number | undefined) ?? 0;
 }
 
 function retains(retention: Retention | undefined): retention is Retention {

@@ -20,7 +20,7 @@ const QUERY = 'kinase signal membrane';
 
 function corpus() {
   const index = new Bm25Index(OPTIONS);
-  const history = new VersionHistory(0);
+  const history = new VersionHistory(0, 2048);
   for (const [label, text] of Object.entries(TEXTS)) index.add(Number(label), text, { title: `doc ${label}` });
   history.added(Object.keys(TEXTS).map(Number), 1);
   /** Write 2: label 2 replaced by label 7 (other text, other title), label 3 deleted. */
