@@ -126,6 +126,7 @@ export class DerivedIndexes {
       removed.push(chunk);
       await slice.due();
     }
+    written.sort((x, y) => x.seq - y.seq); // the history takes writes in seq order
     for (const { label, seq } of written) history.added([label], seq);
     history.moveFloor(history.crowdedFloor(snapshots.maxChunks, snapshots.maxBytes));
     const kept = removed.filter((chunk) => chunk.removedSeq > history.floor);

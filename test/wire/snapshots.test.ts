@@ -49,6 +49,16 @@ const PARAMS: Record<string, unknown>[] = [
   { mode: 'dense', seed: 3 },
 ];
 
+/** The error a retrieve is answered with. */
+async function refusal(origin: string, params: Record<string, unknown>) {
+  const response = await fetch(`${origin}/rcp/retrieve`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'retrieve', params }),
+  });
+  return ((await response.json()) as { error: { code: number; data: { retryable: boolean; detail: string } } }).error;
+}
+
 /** Every pinned retrieve's whole answer but usage (hits with text and metadata, nextCursor), and a second page. */
 async function answers(origin: string, indexVersion: string) {
   const all = [];
@@ -146,35 +156,14 @@ describe('§7.7.1 snapshots: a pinned version answers as it did while current', 
       };
       versions.push(indexVersion);
     }
-    const refused = await fetch(`${small.origin}/rcp/retrieve`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'retrieve',
-        params: { query: 'cell', k: 3, indexVersion: versions[0] },
-      }),
-    });
-    const body = (await refused.json()) as { error: { code: number; data: { retryable: boolean; detail: string } } };
-    expect(body.error.code).toBe(-32010);
-    expect(body.error.data.retryable).toBe(false);
-    expect(body.error.data.detail).toMatch(/versions 2 to 3/);
+    const refused = await refusal(small.origin, { query: 'cell', k: 3, indexVersion: versions[0] });
+    expect(refused).toMatchObject({ code: -32010, data: { retryable: false } });
+    expect(refused.data.detail).toMatch(/versions 2 to 3/);
     expect(
       (await call(small.origin, 'retrieve', { query: 'cell', k: 3, indexVersion: versions[1] })).indexVersion,
     ).toBe(versions[1]);
-    const ahead = await fetch(`${small.origin}/rcp/retrieve`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 2,
-        method: 'retrieve',
-        params: { query: 'cell', k: 3, indexVersion: '99' },
-      }),
-    });
-    const aheadBody = (await ahead.json()) as { error: { code: number; data: { retryable: boolean } } };
-    expect(aheadBody.error).toMatchObject({ code: -32010, data: { retryable: true } });
+    const ahead = await refusal(small.origin, { query: 'cell', k: 3, indexVersion: '99' });
+    expect(ahead).toMatchObject({ code: -32010, data: { retryable: true } });
   });
 });
 

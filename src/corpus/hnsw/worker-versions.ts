@@ -5,17 +5,25 @@
  */
 export class WorkerVersions {
   readonly #addedAt = new Map<number, number>();
+  /** The same by write, in the order they came (seq order): forgetting reaches only what it forgets. */
+  readonly #addedBy = new Map<number, number[]>();
   readonly #removedAt = new Map<number, number>();
   readonly #retained = new Map<number, Float32Array>();
 
   clear(): void {
     this.#addedAt.clear();
+    this.#addedBy.clear();
     this.#removedAt.clear();
     this.#retained.clear();
   }
 
   added(labels: Iterable<number>, seq: number): void {
-    for (const label of labels) this.#addedAt.set(label, seq);
+    const group = this.#addedBy.get(seq) ?? [];
+    for (const label of labels) {
+      this.#addedAt.set(label, seq);
+      group.push(label);
+    }
+    if (group.length > 0) this.#addedBy.set(seq, group);
   }
 
   /** The labels write `seq` removes (they stay in the graph until `retain`). */
@@ -56,7 +64,11 @@ export class WorkerVersions {
 
   /** Forgets what no version from `floor` on needs. */
   forget(floor: number): void {
-    for (const [label, seq] of this.#addedAt) if (seq <= floor) this.#addedAt.delete(label);
+    for (const [seq, labels] of this.#addedBy) {
+      if (seq > floor) break;
+      for (const label of labels) this.#addedAt.delete(label);
+      this.#addedBy.delete(seq);
+    }
     for (const [label, seq] of this.#removedAt) {
       if (seq > floor) continue;
       this.#removedAt.delete(label);

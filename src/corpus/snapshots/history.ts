@@ -32,6 +32,8 @@ const TERM_BYTES = 64;
 export class VersionHistory {
   #floor: number;
   readonly #addedAt = new Map<number, number>();
+  /** The same by write, oldest first (writes come in seq order): the floor and the newest writes are reached at once. */
+  readonly #addedBy = new Map<number, number[]>();
   readonly #retired = new Map<number, RetiredChunkFacts>();
   readonly #documents = new Map<string, RetiredDocumentFacts[]>();
 
@@ -53,7 +55,12 @@ export class VersionHistory {
   }
 
   added(labels: Iterable<number>, seq: number): void {
-    for (const label of labels) this.#addedAt.set(label, seq);
+    const group = this.#addedBy.get(seq) ?? [];
+    for (const label of labels) {
+      this.#addedAt.set(label, seq);
+      group.push(label);
+    }
+    if (group.length > 0) this.#addedBy.set(seq, group);
   }
 
   /** The write that added a chunk, when after the floor (else 0: before every version served). */
@@ -91,7 +98,10 @@ export class VersionHistory {
 
   /** The chunks written after `version` (some since removed: `retired` says which). */
   *addedAfter(version: number): Generator<number> {
-    for (const [label, seq] of this.#addedAt) if (seq > version) yield label;
+    for (const seq of [...this.#addedBy.keys()].reverse()) {
+      if (seq <= version) return;
+      yield* this.#addedBy.get(seq)!;
+    }
   }
 
   /** Document `id` as `version` held it, when a later write removed or replaced it. */
@@ -119,7 +129,11 @@ export class VersionHistory {
   moveFloor(floor: number): boolean {
     if (floor <= this.#floor) return false;
     this.#floor = floor;
-    for (const [label, seq] of this.#addedAt) if (seq <= floor) this.#addedAt.delete(label);
+    for (const [seq, labels] of this.#addedBy) {
+      if (seq > floor) break;
+      for (const label of labels) this.#addedAt.delete(label);
+      this.#addedBy.delete(seq);
+    }
     for (const [label, facts] of this.#retired) if (facts.removedSeq <= floor) this.#retired.delete(label);
     for (const [id, kept] of this.#documents) {
       const left = kept.filter((facts) => facts.removedSeq > floor);
