@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { RemoteEngine } from './remote-engine.js';
 import type { RequestContext } from '../protocol/context.js';
+import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import { RetrieveParams } from '../protocol/schemas/params.js';
@@ -78,6 +79,14 @@ async function federatedRetrieve(
   const stop = loopStop(federation, settings.id);
   if (stop !== undefined) return reply([], { candidates: 0, notes: [stop], degraded: [] });
   const { targets, notes: skipped } = offPath(capable, federation);
+  // §7.7.1: each engine numbers its own versions, so a federation of several has no one snapshot a pin could name;
+  // it is refused rather than answered from each engine's version of that number.
+  if ((params as JsonObject).indexVersion !== undefined && targets.length > 1) {
+    throw new RpcError(RpcErrorCode.BackendUnavailable, 'snapshot unavailable', {
+      detail: 'a federation of several engines serves no pinned indexVersion; pin it on one engine (catalog/list)',
+      retryable: false,
+    });
+  }
   if (targets.length === 0) {
     if (capable.length === 0) throw RpcError.backendUnavailable('no engine can retrieve', 1000);
     return reply([], { candidates: 0, notes: skipped, degraded: [] }); // every engine is on the path: noted

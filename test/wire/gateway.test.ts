@@ -143,6 +143,11 @@ describe('a gateway over a stdio engine and an HTTP engine', () => {
     for (const answer of answers) expect(result<RetrieveResult>(answer).usage.notes).toBeUndefined();
   });
 
+  it('§7.7.1 refuses a pinned indexVersion: its engines number their versions each for itself', async () => {
+    const refused = await call(gw.origin, 'retrieve', { query: 'blood', k: 5, indexVersion: '1' });
+    expect(refused.error).toMatchObject({ code: -32010, data: { retryable: false } });
+  });
+
   it('answers a request every engine refuses as invalid with that error, not -32010', async () => {
     const refused = await call(gw.origin, 'retrieve', { query: 'blood', k: 5, candidateK: 2 });
     expect(refused.error).toMatchObject({ code: -32602, data: { field: 'candidateK' } });
