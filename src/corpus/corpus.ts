@@ -332,11 +332,16 @@ export class Corpus implements CorpusWriter, CorpusReader {
     const history = this.#indexes.history;
     if (history === undefined) {
       if (version === current) return this;
-      throw notRetained(pinned, current, current);
+      throw notRetained(pinned, `only the current version, ${current}`);
     }
-    // Retrying cannot bring an old snapshot back: notRetained says so (§12.2 lets data.retryable narrow the code).
-    if (version === undefined || version < history.floor) throw notRetained(pinned, history.floor, current);
-    return new SnapshotReader(this, this.#indexes, this.store, history, version);
+    if (version !== undefined && history.serves(version)) {
+      return new SnapshotReader(this, this.#indexes, this.store, history, version);
+    }
+    // Retrying here cannot bring an old snapshot back (§12.2 lets data.retryable narrow the code); a replica that
+    // joined or caught up after a version in the window says another replica may hold it.
+    const versions = this.settings.snapshots?.versions ?? 0;
+    const elsewhere = this.replica !== undefined && version !== undefined && version > current - versions;
+    throw notRetained(pinned, history.describe(current), elsewhere);
   }
 
   /** The live corpus serves whatever is current. */

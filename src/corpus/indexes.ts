@@ -109,6 +109,7 @@ export class DerivedIndexes {
     if (snapshots === undefined) return;
     const floor = Math.max(this.store.snapshotFloor, this.store.seq - snapshots.versions + 1, 0);
     const history = new VersionHistory(floor, this.settings.dimension * 4);
+    history.setHoles(this.store.snapshotHoles);
     const documents = new Map<string, RetiredDocument>();
     for (const document of this.store.retiredDocuments(history.floor)) {
       history.retireDocument(document.id, document);
@@ -118,7 +119,8 @@ export class DerivedIndexes {
     const removed: RetiredChunk[] = [];
     const slice = new TimeSlice();
     for (const chunk of this.store.retiredChunks(history.floor)) {
-      const meta = documents.get(`${chunk.docId}\0${chunk.removedSeq}`)?.meta;
+      const metaJson = documents.get(`${chunk.docId}\0${chunk.removedSeq}`)?.metaJson;
+      const meta = metaJson === undefined ? undefined : (JSON.parse(metaJson) as Record<string, unknown>);
       const terms = await this.#lexical.countsOf(lexicalText(chunk.text, chunk.context), meta, slice);
       const { docId, ordinal, seq, removedSeq } = chunk;
       history.retire(chunk.label, { docId, ordinal, ...terms, seq, removedSeq });
@@ -331,15 +333,16 @@ export class DerivedIndexes {
       documents.set(place.docId, Math.max(documents.get(place.docId) ?? 0, written));
     }
     for (const [id, written] of documents) {
-      const [meta, origin] = [this.#chunkPlace.metaOf(id), this.#chunkPlace.originOf(id)];
-      history.retireDocument(id, { meta, origin, seq: written, removedSeq: seq });
+      const [metaJson, origin] = [JSON.stringify(this.#chunkPlace.metaOf(id)), this.#chunkPlace.originOf(id)];
+      history.retireDocument(id, { metaJson, origin, seq: written, removedSeq: seq });
     }
   }
 
   /**
    * After write `write.seq`: versions past the window, past what the store still keeps of removed rows (another
-   * process may keep fewer), or past the memory bound are no longer served. A write read back after later ones
-   * (`partial`) may lack what they removed: its own version is not served either.
+   * process may keep fewer), or past the memory bound are no longer served; nor are the store's holes (a replica's
+   * catch-ups). A write read back after later ones (`partial`) may lack what they removed: its own version is not
+   * served either.
    */
   async #moveFloor(write: WriteResult): Promise<void> {
     const history = this.#history!;
@@ -348,8 +351,9 @@ export class DerivedIndexes {
       write.seq - versions + 1,
       this.store.snapshotFloor,
       history.crowdedFloor(maxChunks, maxBytes),
-      write.partial === true ? write.seq + 1 : 0,
     );
+    history.setHoles(this.store.snapshotHoles);
+    if (write.partial === true) history.addHole(write.seq);
     if (history.moveFloor(floor)) await this.#dense.forget(floor);
   }
 
@@ -512,7 +516,9 @@ export class DerivedIndexes {
 
   /** A document's metadata and origin as `version` held it. */
   documentAt(version: number, id: string): { meta: Record<string, unknown>; origin: DocumentOrigin } {
-    return this.#history?.documentAt(id, version) ?? { meta: this.metaOf(id), origin: this.originOf(id) };
+    const removed = this.#history?.documentAt(id, version);
+    if (removed === undefined) return { meta: this.metaOf(id), origin: this.originOf(id) };
+    return { meta: JSON.parse(removed.metaJson) as Record<string, unknown>, origin: removed.origin };
   }
 
   metaAt(version: number, id: string): Record<string, unknown> {

@@ -196,8 +196,28 @@ describe.skipIf(!HAS_POSTGRES)('§7.7.1 snapshots on replicas of one PostgreSQL 
         .toBe(indexVersion);
     }
     for (const [version, then] of recorded) expect(await answers(b.origin, version)).toEqual(then);
+    // A burst of concurrent writes, applied by a replica several at once, and writes made while it was stopped: it
+    // never held the versions between, and still holds every one before them.
+    const burst = Array.from({ length: 6 }, (_, i) =>
+      call(a.origin, 'index/add', { documents: [{ id: 'a0', text: `burst ${i}` }] }),
+    );
+    const last = Math.max(...(await Promise.all(burst)).map((answer) => Number(answer.indexVersion)));
     await b.stop();
+    for (let i = 0; i < 2; i++) await call(a.origin, 'index/add', { documents: [{ id: 'a1', text: `away ${i}` }] });
     b = await serve(join(WORK, 'replica-b'), env);
-    for (const [version, then] of recorded) expect(await answers(b.origin, version)).toEqual(then);
+    const head = String(last + 2);
+    for (const replica of [a, b]) {
+      await expect
+        .poll(async () => (await call(replica.origin, 'retrieve', { query: 'gene', k: 1 })).indexVersion, CAUGHT_UP)
+        .toBe(head);
+      for (const [version, then] of recorded) expect(await answers(replica.origin, version)).toEqual(then);
+    }
+    // A replica on an empty dir holds no version before it joined: another replica may (retryable).
+    const fresh = await serve(join(WORK, 'replica-c'), env);
+    const [first] = recorded.keys();
+    expect(await refusal(fresh.origin, { query: 'gene', k: 1, indexVersion: first })).toMatchObject({
+      code: -32010,
+      data: { retryable: true },
+    });
   });
 });

@@ -1,4 +1,5 @@
 import type { ChunkPlace } from '../ports.js';
+import type { VersionRanges } from '../store/retired.js';
 import type { DocumentOrigin } from '../store/writes.js';
 
 /** A removed chunk as a version before its removal held it: where it sat, and its lexical terms (BM25). */
@@ -12,7 +13,8 @@ export interface RetiredChunkFacts extends ChunkPlace {
 
 /** A removed or replaced document as the versions before its removal held it. */
 export interface RetiredDocumentFacts {
-  readonly meta: Record<string, unknown>;
+  /** Its metadata as JSON: held as text (its size is what memory holds), parsed when read. */
+  readonly metaJson: string;
   readonly origin: DocumentOrigin;
   readonly seq: number;
   readonly removedSeq: number;
@@ -36,6 +38,8 @@ export class VersionHistory {
   readonly #addedBy = new Map<number, number[]>();
   readonly #retired = new Map<number, RetiredChunkFacts>();
   readonly #documents = new Map<string, RetiredDocumentFacts[]>();
+  #holes: VersionRanges = [];
+  #ownHoles: [number, number][] = [];
 
   /** `vectorBytes`: what the dense index's worker keeps of each removed chunk (its dimension × 4). */
   constructor(
@@ -48,6 +52,34 @@ export class VersionHistory {
   /** The oldest version held whole. */
   get floor(): number {
     return this.#floor;
+  }
+
+  /** Whether `version` (at most the current one) is held whole: at or above the floor, in no hole. */
+  serves(version: number): boolean {
+    const inside = ([from, to]: readonly [number, number]) => from <= version && version <= to;
+    return version >= this.#floor && !this.#holes.some(inside) && !this.#ownHoles.some(inside);
+  }
+
+  /** The versions served, in words, for an error's detail. */
+  describe(current: number): string {
+    const holes = [...this.#holes, ...this.#ownHoles].filter(([from, to]) => from <= current && to >= this.#floor);
+    if (this.#floor > current) return 'no whole version until it applies the next write (it caught up several at once)';
+    if (this.#floor === current) return `only the current version, ${current}`;
+    const but =
+      holes.length === 0
+        ? ''
+        : `, but not ${holes.map(([from, to]) => (from === to ? from : `${from}-${to}`)).join(', ')}`;
+    return `versions ${this.#floor} to ${current}${but}`;
+  }
+
+  /** The holes the store records (a replica's catch-ups of several writes at once, retired.ts). */
+  setHoles(holes: VersionRanges): void {
+    this.#holes = holes;
+  }
+
+  /** A version this process applied without holding it whole (read back after later writes had pruned its rows). */
+  addHole(version: number): void {
+    this.#ownHoles.push([version, version]);
   }
 
   get retiredCount(): number {
@@ -111,16 +143,25 @@ export class VersionHistory {
 
   /**
    * The floor that keeps at most `maxChunks` removed chunks and about `maxBytes` of what memory holds of them (each
-   * one's vector, and its terms at TERM_BYTES each): the oldest removals go first.
+   * one's vector, its terms at TERM_BYTES each, its document's metadata as text): the oldest removals go first.
    */
   crowdedFloor(maxChunks: number, maxBytes: number): number {
-    const removals = [...this.#retired.values()]
-      .map((facts) => ({ seq: facts.removedSeq, bytes: this.vectorBytes + facts.counts.size * TERM_BYTES }))
-      .sort((a, b) => b.seq - a.seq);
-    let bytes = 0;
-    for (let i = 0; i < removals.length; i++) {
-      bytes += removals[i]!.bytes;
-      if (i >= maxChunks || bytes > maxBytes) return Math.max(this.#floor, removals[i]!.seq);
+    const chunks = [...this.#retired.values()].map((facts) => ({
+      seq: facts.removedSeq,
+      bytes: this.vectorBytes + facts.counts.size * TERM_BYTES,
+      chunks: 1,
+    }));
+    const documents = [...this.#documents.values()].flat().map((facts) => ({
+      seq: facts.removedSeq,
+      bytes: 2 * facts.metaJson.length + TERM_BYTES,
+      chunks: 0,
+    }));
+    const removals = [...chunks, ...documents].sort((a, b) => b.seq - a.seq);
+    let [bytes, count] = [0, 0];
+    for (const removal of removals) {
+      bytes += removal.bytes;
+      count += removal.chunks;
+      if (count > maxChunks || bytes > maxBytes) return Math.max(this.#floor, removal.seq);
     }
     return this.#floor;
   }
@@ -129,6 +170,7 @@ export class VersionHistory {
   moveFloor(floor: number): boolean {
     if (floor <= this.#floor) return false;
     this.#floor = floor;
+    this.#ownHoles = this.#ownHoles.filter(([, to]) => to >= floor);
     for (const [seq, labels] of this.#addedBy) {
       if (seq > floor) break;
       for (const label of labels) this.#addedAt.delete(label);

@@ -5,17 +5,15 @@ import type { ChunkBody, ChunkPlace, CorpusReader } from '../ports.js';
 import type { CorpusStore } from '../store/corpus-store.js';
 import type { VersionHistory } from './history.js';
 
-/** §7.7.1 a pinned version the server no longer holds: retrying cannot bring it back (§12.2 `retryable`). */
-export function notRetained(pinned: string, floor: number, current: number): RpcError {
-  const held =
-    floor > current
-      ? 'no whole version until it applies the next write (it caught up several at once)'
-      : floor === current
-        ? `only the current version, ${current}`
-        : `versions ${floor} to ${current}`;
+/**
+ * §7.7.1 a pinned version this process does not hold (`held` says which it does): retrying here cannot bring it back
+ * (§12.2 `retryable`), unless another replica may hold it (`elsewhere`).
+ */
+export function notRetained(pinned: string, held: string, elsewhere = false): RpcError {
+  const where = elsewhere ? '; another replica of the store may hold it' : '';
   return new RpcError(RpcErrorCode.BackendUnavailable, 'snapshot unavailable', {
-    detail: `indexVersion ${pinned} is not retained; this server holds ${held}`,
-    retryable: false,
+    detail: `indexVersion ${pinned} is not retained; this server holds ${held}${where}`,
+    retryable: elsewhere,
   });
 }
 
@@ -45,8 +43,8 @@ export class SnapshotReader implements CorpusReader {
 
   /** Throws once the version has left the window (a request that ran while the floor passed it). */
   verify(): void {
-    if (this.version < this.history.floor) {
-      throw notRetained(this.indexVersion, this.history.floor, this.indexes.appliedSeq);
+    if (!this.history.serves(this.version)) {
+      throw notRetained(this.indexVersion, this.history.describe(this.indexes.appliedSeq));
     }
   }
 
@@ -132,7 +130,7 @@ export class SnapshotReader implements CorpusReader {
 
   /** A removed row the store no longer keeps (another process's window is shorter): the version is not whole. */
   #gone(): never {
-    throw notRetained(this.indexVersion, Math.max(this.history.floor, this.version + 1), this.indexes.appliedSeq);
+    throw notRetained(this.indexVersion, `not this one whole (the store keeps less of it)`);
   }
 
   #notKept(what: string): RpcError {

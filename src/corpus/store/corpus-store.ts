@@ -9,7 +9,7 @@ import { SAVED_INDEX } from '../hnsw/saved-file.js';
 import { DirLock, LOCK_FILE, sqliteCode, StoreError } from './dir-lock.js';
 import { paged, PAGE_ROWS } from './paged.js';
 import { chunkSum, intact } from './row-sums.js';
-import { RETIRED_SCHEMA, SNAPSHOT_FLOOR, type Retention } from './retired.js';
+import { holesOf, RETIRED_SCHEMA, SNAPSHOT_FLOOR, type Retention, type VersionRanges } from './retired.js';
 import { rowDamaged, STORE_FILE, storeDamaged } from './scrub.js';
 import type { ScrubReply, ScrubRequest } from './scrub-thread.js';
 import type { Changes } from './changes.js';
@@ -135,7 +135,7 @@ export interface RetiredChunk extends StoredChunk {
 /** A removed or replaced document kept for §7.7.1 snapshots (its text is read when asked for). */
 export interface RetiredDocument {
   readonly id: string;
-  readonly meta: Record<string, unknown>;
+  readonly metaJson: string;
   readonly origin: DocumentOrigin;
   readonly seq: number;
   readonly removedSeq: number;
@@ -593,6 +593,11 @@ export class CorpusStore {
     return Number(this.getMeta(SNAPSHOT_FLOOR) ?? this.seq);
   }
 
+  /** §7.7.1 versions above the floor this store never held whole (retired.ts). */
+  get snapshotHoles(): VersionRanges {
+    return holesOf(this.#db);
+  }
+
   /** The chunks removed after `floor`, as they were, with the seqs that wrote and removed each, a page at a time. */
   *retiredChunks(floor: number): Generator<RetiredChunk> {
     type Row = SeqRow & { removed_seq: number };
@@ -620,7 +625,7 @@ export class CorpusStore {
     ).all(floor) as { id: string; meta: string; origin: DocumentOrigin; seq: number; removed_seq: number }[];
     return rows.map((row) => ({
       id: row.id,
-      meta: parsedMeta(row),
+      metaJson: JSON.stringify(parsedMeta(row)), // parsed once: metadata that no longer parses is damage
       origin: row.origin,
       seq: row.seq,
       removedSeq: row.removed_seq,

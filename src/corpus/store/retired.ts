@@ -1,4 +1,4 @@
-import type { Connection } from './writes.js';
+import { SET_META, type Connection } from './writes.js';
 
 /**
  * §7.7.1 snapshots in the store: the rows a write removes or replaces are kept, as they were, in `retired_documents`
@@ -35,6 +35,11 @@ export interface Retention {
 }
 
 export const SNAPSHOT_FLOOR = 'snapshot_floor';
+/** Versions above the floor a replica never held whole (it applied several writes at once): `[[from, to], …]`. */
+export const SNAPSHOT_HOLES = 'snapshot_holes';
+
+/** Inclusive ranges of versions. */
+export type VersionRanges = readonly (readonly [number, number])[];
 
 const SET_FLOOR = `INSERT INTO meta (key, value) VALUES ('${SNAPSHOT_FLOOR}', ?)
   ON CONFLICT (key) DO UPDATE SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))`;
@@ -74,12 +79,18 @@ export function retireChunks(
 
 /**
  * After write `seq`: drops the rows no version in the window needs and moves the floor. Without retention only the
- * current version is whole; `floor` says where the whole versions start when the write knows (a replica's catch-up).
+ * current version is whole. `hole`: versions this write passed over without holding them whole (a replica's catch-up
+ * of several writes at once); those before it keep what they had.
  */
-export function pruneRetired(connection: Connection, seq: number, retention?: Retention, floor?: number): void {
+export function pruneRetired(
+  connection: Connection,
+  seq: number,
+  retention?: Retention,
+  hole?: readonly [number, number],
+): void {
   const sql = (text: string) => connection.sql(text);
-  let through = floor ?? seq;
-  if (retains(retention) && floor === undefined) {
+  let through = seq;
+  if (retains(retention)) {
     through = Math.max(0, seq - retention.versions + 1);
     const aged = sql('SELECT max(removed_seq) FROM retired_documents WHERE removed_at < ?')
       .pluck()
@@ -92,6 +103,16 @@ export function pruneRetired(connection: Connection, seq: number, retention?: Re
   sql('DELETE FROM retired_chunks WHERE removed_seq <= ?').run(through);
   sql('DELETE FROM retired_documents WHERE removed_seq <= ?').run(through);
   sql(SET_FLOOR).run(String(through));
+  const floor = Number(sql(`SELECT value FROM meta WHERE key = '${SNAPSHOT_FLOOR}'`).pluck().get());
+  const holes = [...holesOf(connection), ...(hole === undefined ? [] : [hole])].filter(([, to]) => to >= floor);
+  sql(SET_META).run(SNAPSHOT_HOLES, JSON.stringify(holes));
+}
+
+/** The holes a store records (none for one that never applied writes at once). */
+export function holesOf(connection: Pick<Connection, 'sql'>): VersionRanges {
+  const recorded = connection.sql(`SELECT value FROM meta WHERE key = '${SNAPSHOT_HOLES}'`).pluck().get() as
+    string | undefined;
+  return recorded === undefined ? [] : (JSON.parse(recorded) as [number, number][]);
 }
 
 /** Bytes of each removed row kept, newest first, summed: past `maxBytes`, the versions from there back go. */

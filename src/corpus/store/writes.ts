@@ -203,7 +203,9 @@ export function applyRows(connection: Connection, changes: Changes, retention?: 
   const seq = changes.through;
   // §7.7.1: a replica that applies several writes at once never held the versions between; rows read after later
   // writes committed may lack what those removed, so this version is not whole either (retired.ts).
-  const floor = changes.head > seq ? seq + 1 : seq > connection.seq + 1 ? seq : undefined;
+  const after = connection.seq;
+  const last = changes.head > seq ? seq : seq - 1;
+  const hole = last > after ? ([after + 1, last] as const) : undefined;
   const removed = changes.removedLabels.filter((label) => {
     retireChunks(connection, { label }, seq, retention);
     return sql('DELETE FROM chunks WHERE label = ?').run(label).changes > 0;
@@ -225,7 +227,7 @@ export function applyRows(connection: Connection, changes: Changes, retention?: 
     return sql(PUT_LABELLED_CHUNK).run(chunk.label, ...chunkValues(row), seq, chunkSum(row)).changes > 0;
   });
   sql(SET_META).run('seq', String(seq));
-  pruneRetired(connection, seq, retention, floor);
+  pruneRetired(connection, seq, retention, hole);
   return { seq, added: added.map((chunk) => chunk.label), removed, deletedIds };
 }
 
