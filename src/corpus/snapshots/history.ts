@@ -23,6 +23,9 @@ export interface RetiredDocumentFacts {
 /** What a term of a removed chunk's counts holds in memory, about (a Map entry; the string is the index's). */
 const TERM_BYTES = 64;
 
+/** What memory holds of a removed document, about: its metadata as text (UTF-16) and an entry. */
+const documentBytes = (facts: RetiredDocumentFacts): number => 2 * facts.metaJson.length + TERM_BYTES;
+
 /**
  * §7.7.1 snapshots, in memory (docs/architecture.md §5): what the versions from `floor` to the current one held
  * that the live indexes no longer say. A label belongs to version v when the write that added it is at or before v
@@ -39,6 +42,8 @@ export class VersionHistory {
   readonly #retired = new Map<number, RetiredChunkFacts>();
   readonly #documents = new Map<string, RetiredDocumentFacts[]>();
   #holes: VersionRanges = [];
+  /** What memory holds of the removed chunks and documents, about (see crowdedFloor). */
+  #bytes = 0;
   #ownHoles: [number, number][] = [];
 
   /** `vectorBytes`: what the dense index's worker keeps of each removed chunk (its dimension × 4). */
@@ -101,8 +106,9 @@ export class VersionHistory {
   }
 
   retire(label: number, facts: RetiredChunkFacts): void {
-    if (facts.seq >= facts.removedSeq) return; // added and replaced in one write: in no version
+    if (facts.seq >= facts.removedSeq || this.#retired.has(label)) return; // added and replaced in one write
     this.#retired.set(label, facts);
+    this.#bytes += this.#chunkBytes(facts);
   }
 
   retireDocument(id: string, facts: RetiredDocumentFacts): void {
@@ -110,6 +116,11 @@ export class VersionHistory {
     const kept = this.#documents.get(id) ?? [];
     kept.push(facts);
     this.#documents.set(id, kept);
+    this.#bytes += documentBytes(facts);
+  }
+
+  #chunkBytes(facts: RetiredChunkFacts): number {
+    return this.vectorBytes + facts.counts.size * TERM_BYTES;
   }
 
   /** Whether a chunk the live indexes held belongs to `version` (written at or before it). */
@@ -146,14 +157,15 @@ export class VersionHistory {
    * one's vector, its terms at TERM_BYTES each, its document's metadata as text): the oldest removals go first.
    */
   crowdedFloor(maxChunks: number, maxBytes: number): number {
+    if (this.#retired.size <= maxChunks && this.#bytes <= maxBytes) return this.#floor;
     const chunks = [...this.#retired.values()].map((facts) => ({
       seq: facts.removedSeq,
-      bytes: this.vectorBytes + facts.counts.size * TERM_BYTES,
+      bytes: this.#chunkBytes(facts),
       chunks: 1,
     }));
     const documents = [...this.#documents.values()].flat().map((facts) => ({
       seq: facts.removedSeq,
-      bytes: 2 * facts.metaJson.length + TERM_BYTES,
+      bytes: documentBytes(facts),
       chunks: 0,
     }));
     const removals = [...chunks, ...documents].sort((a, b) => b.seq - a.seq);
@@ -176,9 +188,14 @@ export class VersionHistory {
       for (const label of labels) this.#addedAt.delete(label);
       this.#addedBy.delete(seq);
     }
-    for (const [label, facts] of this.#retired) if (facts.removedSeq <= floor) this.#retired.delete(label);
+    for (const [label, facts] of this.#retired) {
+      if (facts.removedSeq > floor) continue;
+      this.#retired.delete(label);
+      this.#bytes -= this.#chunkBytes(facts);
+    }
     for (const [id, kept] of this.#documents) {
       const left = kept.filter((facts) => facts.removedSeq > floor);
+      for (const facts of kept) if (facts.removedSeq <= floor) this.#bytes -= documentBytes(facts);
       if (left.length === 0) this.#documents.delete(id);
       else this.#documents.set(id, left);
     }
