@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -11,8 +11,9 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCommand, until } from '../helpers/children.js';
+import { runCommand, track, until } from '../helpers/children.js';
 import { HAS_POSTGRES, PostgresCluster } from '../helpers/postgres.js';
 import { callHttp as call, startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 
@@ -125,6 +126,31 @@ describe('backup and restore of a data dir', () => {
     } finally {
       await copy.stop();
     }
+  });
+
+  it('a backup killed with SIGKILL mid-way leaves the serving corpus as it was: same answers, writes taken', async () => {
+    const before = await retrieveBoth(server.origin);
+    const out = mkdtempSync(join(WORK, 'killed-'));
+    const child = track(
+      spawn(process.execPath, ['bin/rcp-server.js', 'backup', '--data', source, '--to', join(out, 'k.tar')], {
+        cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      }),
+    );
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_, signal) => resolve(signal)));
+    // Killed the moment its copy of the store begins beside the archive (an event, polled on every turn).
+    let done = false;
+    void exited.then(() => (done = true));
+    while (!done && !readdirSync(out).some((name) => name.startsWith(`.rcp-backup-${child.pid}-`))) {
+      await new Promise(setImmediate);
+    }
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+    expect(readdirSync(source).filter((name) => name.includes('rcp-backup'))).toEqual([]);
+    expect(await retrieveBoth(server.origin)).toEqual(before);
+    const seq = await add(server.origin, documents('after-kill', 2, 'written after a killed backup'));
+    expect((await call(server.origin, 'retrieve', { query: 'killed backup', k: 1, mode: 'sparse' })).indexVersion).toBe(
+      String(seq),
+    );
   });
 
   it('a saved index that does not verify is passed over, named; the restored corpus builds its indexes from the store', async () => {
