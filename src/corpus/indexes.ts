@@ -14,6 +14,7 @@ import type { CorpusStore, DocumentOrigin, RetiredChunk, RetiredDocument, WriteR
 import { sameDigest } from './labels-digest.js';
 import { cosineSimilarity, dotProduct } from '../protocol/vectors.js';
 import { VersionHistory } from './snapshots/history.js';
+import type { Retention } from './store/retired.js';
 import { LexicalAt } from './snapshots/lexical-at.js';
 
 /** Chunks per dense-index message while rebuilding or replaying. */
@@ -30,14 +31,7 @@ export interface IndexSettings {
   /** Whether this process writes its data dir (and so may save the dense index and prune what it covers). */
   readonly writable: boolean;
   /** §7.7.1 how many recent versions stay queryable (`index.snapshots`); absent: only the current one, not pinned. */
-  readonly snapshots?: SnapshotSettings | undefined;
-}
-
-export interface SnapshotSettings {
-  readonly versions: number;
-  /** Most removed chunks kept in memory (their vectors and terms), and about how many bytes of them. */
-  readonly maxChunks: number;
-  readonly maxBytes: number;
+  readonly snapshots?: Pick<Retention, 'versions' | 'maxChunks' | 'maxBytes'> | undefined;
 }
 
 /**
@@ -403,16 +397,19 @@ export class DerivedIndexes {
     this.#savedSeq = seq;
   }
 
-  /** Dense recall: cosine similarity (or dot product for `ip`), best first; `allow` restricts labels during search. */
+  /**
+   * Dense recall: cosine similarity (or dot product for `ip`), best first; `allow` restricts labels during search.
+   * `version`: §7.7.1 every vector an earlier version held, scored exactly (the worker keeps the removed ones).
+   */
   async searchDense(
     vector: Float32Array,
     k: number,
     allow?: readonly number[],
     signal?: AbortSignal,
     caller?: string,
-    { exact = false }: DenseSearchOptions = {},
+    { exact = false, version }: DenseSearchOptions & { version?: number } = {},
   ): Promise<{ label: number; score: number }[]> {
-    const neighbours = await this.#dense.search(vector, k, k, allow, signal, caller, exact);
+    const neighbours = await this.#dense.search(vector, k, k, allow, signal, caller, exact, version);
     return neighbours.map(({ label, distance }) => ({ label, score: 1 - distance }));
   }
 
@@ -463,19 +460,6 @@ export class DerivedIndexes {
       const found = stored.get(label);
       return found === undefined ? -1 : similarity(found, vector);
     });
-  }
-
-  /** §7.7.1 dense recall at an earlier version: every vector it held scored exactly (the worker keeps the removed). */
-  async searchDenseAt(
-    version: number,
-    vector: Float32Array,
-    k: number,
-    allow?: readonly number[],
-    signal?: AbortSignal,
-    caller?: string,
-  ): Promise<{ label: number; score: number }[]> {
-    const neighbours = await this.#dense.search(vector, k, k, allow, signal, caller, true, version);
-    return neighbours.map(({ label, distance }) => ({ label, score: 1 - distance }));
   }
 
   /** §7.7.1 BM25 at an earlier version (lexical-at.ts), once the query is analysed. */

@@ -2,7 +2,12 @@ import { TimeSlice } from '../protocol/time-slice.js';
 import { analyze, analyzeInSlices, type AnalyzerOptions } from './analyzer.js';
 
 /** Postings scored (or candidates ranked) between two looks at the clock: a look per posting would cost more than it saves. */
-const STEPS_PER_CHECK = 4096;
+export const STEPS_PER_CHECK = 4096;
+
+/** BM25's idf of a term found in `df` of `n` documents (the + 1 keeps it positive). */
+export function bm25Idf(n: number, df: number): number {
+  return Math.log(1 + (n - df + 0.5) / (df + 0.5));
+}
 
 /**
  * Upper bounds are widened by this factor before any document is skipped on them: a bound and the score it bounds are
@@ -535,7 +540,7 @@ export class Bm25Index {
     const { k1, b } = this.options;
     for (const [term, tf] of counts) {
       const df = this.documentFrequency(term);
-      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+      const idf = bm25Idf(n, df);
       weights.set(term, (idf * tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * terms.length) / Math.max(average, 1e-9))));
     }
     return weights;
@@ -616,10 +621,6 @@ export class Bm25Index {
   }
 
   /** BM25's k1 and b. */
-  get scoring(): { readonly k1: number; readonly b: number } {
-    return this.options;
-  }
-
   get analyzerOptions(): AnalyzerOptions {
     return this.options;
   }
@@ -648,7 +649,7 @@ export class Bm25Index {
         if (posting === undefined) continue;
         const i = seek(posting.docs, 0, posting.length, doc);
         if (i < posting.length && posting.docs[i] === doc) {
-          score += this.#contribution(terms[t]!.idf, posting.tfs[i]!, length, average);
+          score += this.contribution(terms[t]!.idf, posting.tfs[i]!, length, average);
         }
       }
       scores.push(score);
@@ -662,7 +663,7 @@ export class Bm25Index {
   }
 
   /** idf · tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl)), operation for operation as exhaustive scoring has always done. */
-  #contribution(idf: number, tf: number, length: number, average: number): number {
+  contribution(idf: number, tf: number, length: number, average: number): number {
     const { k1, b } = this.options;
     return (idf * tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * length) / average));
   }
@@ -680,7 +681,7 @@ export class Bm25Index {
       const posting = this.#postings.get(term);
       order++;
       if (posting === undefined) continue;
-      const idf = Math.log(1 + (n - posting.live + 0.5) / (posting.live + 0.5));
+      const idf = bm25Idf(n, posting.live);
       const ratio = posting.boundAverage > 0 ? average / posting.boundAverage : 0;
       if (ratio === 0 || ratio > BOUND_DRIFT || ratio < 1 / BOUND_DRIFT) {
         let bound = 0;
@@ -759,7 +760,7 @@ export class Bm25Index {
           const doc = docs[i]!;
           const length = lengths[doc]!;
           if (length < 0 || (allow !== undefined && !allow.has(labels[doc]!))) continue;
-          const score = this.#contribution(idf, tfs[i]!, length, average);
+          const score = this.contribution(idf, tfs[i]!, length, average);
           if (scores[doc] === 0) touched.push(doc);
           scores[doc] = scores[doc]! + score;
           if (++steps % STEPS_PER_CHECK === 0) await slice.due();

@@ -1,6 +1,6 @@
 import { TimeSlice } from '../protocol/time-slice.js';
 import { analyzeInSlices, RAW_PART_UNITS } from './analyzer.js';
-import type { Bm25Index } from './bm25.js';
+import { bm25Idf, type Bm25Index } from './bm25.js';
 
 /**
  * `query/transform` without a language model (§7.8), from the corpus's own lexical statistics:
@@ -134,7 +134,7 @@ export async function multiQuery(
     for (const [term, tf] of doc.counts) {
       if (own.has(term) || term.length < 3 || /^\d+$/u.test(term)) continue;
       const df = index.documentFrequency(term);
-      const idf = Math.log(1 + (index.size - df + 0.5) / (df + 0.5));
+      const idf = bm25Idf(index.size, df);
       weights.set(term, (weights.get(term) ?? 0) + (score / best) * (tf / doc.length) * idf);
     }
   }

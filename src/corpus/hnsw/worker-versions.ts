@@ -1,29 +1,23 @@
+import { WritesBySeq } from '../snapshots/writes-by-seq.js';
+
 /**
  * §7.7.1 the worker's memory of recent versions (docs/architecture.md §5): when each label came and went after the
  * floor, and the vector of each label that went, exactly as hnswlib held it, so that an exact search at an earlier
  * version scores every vector it held with the same numbers it had then.
  */
 export class WorkerVersions {
-  readonly #addedAt = new Map<number, number>();
-  /** The same by write, in the order they came (seq order): forgetting reaches only what it forgets. */
-  readonly #addedBy = new Map<number, number[]>();
+  readonly #written = new WritesBySeq();
   readonly #removedAt = new Map<number, number>();
   readonly #retained = new Map<number, Float32Array>();
 
   clear(): void {
-    this.#addedAt.clear();
-    this.#addedBy.clear();
+    this.#written.clear();
     this.#removedAt.clear();
     this.#retained.clear();
   }
 
   added(labels: Iterable<number>, seq: number): void {
-    const group = this.#addedBy.get(seq) ?? [];
-    for (const label of labels) {
-      this.#addedAt.set(label, seq);
-      group.push(label);
-    }
-    if (group.length > 0) this.#addedBy.set(seq, group);
+    this.#written.added(labels, seq);
   }
 
   /** The labels write `seq` removes (they stay in the graph until `retain`). */
@@ -47,7 +41,7 @@ export class WorkerVersions {
 
   /** Whether `label` belonged to `version`, given whether the graph still holds it live. */
   holds(label: number, version: number, live: boolean): boolean {
-    if ((this.#addedAt.get(label) ?? 0) > version) return false;
+    if (this.#written.seqOf(label) > version) return false;
     const removed = this.#removedAt.get(label);
     if (removed === undefined) return live;
     return removed > version && (live || this.#retained.has(label));
@@ -64,11 +58,7 @@ export class WorkerVersions {
 
   /** Forgets what no version from `floor` on needs. */
   forget(floor: number): void {
-    for (const [seq, labels] of this.#addedBy) {
-      if (seq > floor) break;
-      for (const label of labels) this.#addedAt.delete(label);
-      this.#addedBy.delete(seq);
-    }
+    this.#written.forget(floor);
     for (const [label, seq] of this.#removedAt) {
       if (seq > floor) continue;
       this.#removedAt.delete(label);

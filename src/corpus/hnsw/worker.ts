@@ -58,20 +58,14 @@ const RESCORED_MARGIN = 16;
  * §7.7.1 the exact top k over every live point (or every allowed one), whatever the graph's shape: the graph is
  * searched with a beam as wide as the index, so that it visits every point it can reach (in C++, fast), any point it
  * cannot reach is added, and the best 2k + RESCORED_MARGIN are scored again here in float64, as on every machine.
+ * With `version` (snapshots), over the vectors that version held: the live ones through the graph, and the removed
+ * ones kept, each scored.
  */
-function exhaustive(query: Float32Array, allow: ReadonlySet<number> | undefined, k: number): DenseReply {
-  return exhaustiveAt(query, allow, k, undefined);
-}
-
-/**
- * `exhaustive` over the vectors of `version` (§7.7.1 snapshots): the live ones it held, through the graph, and the
- * removed ones it held, each scored. Undefined: the current version.
- */
-function exhaustiveAt(
+function exhaustive(
   query: Float32Array,
   allow: ReadonlySet<number> | undefined,
   k: number,
-  version: number | undefined,
+  version?: number,
 ): DenseReply {
   if (index === undefined || options === undefined) throw new Error('index not open');
   const held = (label: number) =>
@@ -169,7 +163,7 @@ function search(request: Extract<DenseRequest, { op: 'search' }>): DenseReply {
   if (request.version !== undefined) {
     const k = Math.min(request.k, live.size + versions.retainedCount);
     const allow = request.allow === undefined ? undefined : new Set(request.allow);
-    return k === 0 || allow?.size === 0 ? NO_HITS : exhaustiveAt(request.vector, allow, k, request.version);
+    return k === 0 || allow?.size === 0 ? NO_HITS : exhaustive(request.vector, allow, k, request.version);
   }
   const k = Math.min(request.k, live.size);
   if (k === 0) return NO_HITS;

@@ -1,6 +1,7 @@
 import type { ChunkPlace } from '../ports.js';
 import type { VersionRanges } from '../store/retired.js';
 import type { DocumentOrigin } from '../store/writes.js';
+import { WritesBySeq } from './writes-by-seq.js';
 
 /** A removed chunk as a version before its removal held it: where it sat, and its lexical terms (BM25). */
 export interface RetiredChunkFacts extends ChunkPlace {
@@ -36,9 +37,7 @@ const documentBytes = (facts: RetiredDocumentFacts): number => 2 * facts.metaJso
  */
 export class VersionHistory {
   #floor: number;
-  readonly #addedAt = new Map<number, number>();
-  /** The same by write, oldest first (writes come in seq order): the floor and the newest writes are reached at once. */
-  readonly #addedBy = new Map<number, number[]>();
+  readonly #written = new WritesBySeq();
   readonly #retired = new Map<number, RetiredChunkFacts>();
   readonly #documents = new Map<string, RetiredDocumentFacts[]>();
   #holes: VersionRanges = [];
@@ -87,22 +86,13 @@ export class VersionHistory {
     this.#ownHoles.push([version, version]);
   }
 
-  get retiredCount(): number {
-    return this.#retired.size;
-  }
-
   added(labels: Iterable<number>, seq: number): void {
-    const group = this.#addedBy.get(seq) ?? [];
-    for (const label of labels) {
-      this.#addedAt.set(label, seq);
-      group.push(label);
-    }
-    if (group.length > 0) this.#addedBy.set(seq, group);
+    this.#written.added(labels, seq);
   }
 
   /** The write that added a chunk, when after the floor (else 0: before every version served). */
   writtenAt(label: number): number {
-    return this.#addedAt.get(label) ?? 0;
+    return this.#written.seqOf(label);
   }
 
   retire(label: number, facts: RetiredChunkFacts): void {
@@ -125,7 +115,7 @@ export class VersionHistory {
 
   /** Whether a chunk the live indexes held belongs to `version` (written at or before it). */
   holdsLive(label: number, version: number): boolean {
-    if ((this.#addedAt.get(label) ?? 0) > version) return false;
+    if (this.#written.seqOf(label) > version) return false;
     const removed = this.#retired.get(label)?.removedSeq;
     return removed === undefined || removed > version;
   }
@@ -140,11 +130,8 @@ export class VersionHistory {
   }
 
   /** The chunks written after `version` (some since removed: `retired` says which). */
-  *addedAfter(version: number): Generator<number> {
-    for (const seq of [...this.#addedBy.keys()].reverse()) {
-      if (seq <= version) return;
-      yield* this.#addedBy.get(seq)!;
-    }
+  addedAfter(version: number): Generator<number> {
+    return this.#written.after(version);
   }
 
   /** Document `id` as `version` held it, when a later write removed or replaced it. */
@@ -183,11 +170,7 @@ export class VersionHistory {
     if (floor <= this.#floor) return false;
     this.#floor = floor;
     this.#ownHoles = this.#ownHoles.filter(([, to]) => to >= floor);
-    for (const [seq, labels] of this.#addedBy) {
-      if (seq > floor) break;
-      for (const label of labels) this.#addedAt.delete(label);
-      this.#addedBy.delete(seq);
-    }
+    this.#written.forget(floor);
     for (const [label, facts] of this.#retired) {
       if (facts.removedSeq > floor) continue;
       this.#retired.delete(label);

@@ -1,9 +1,6 @@
-import type { Bm25Index, LexicalFrame } from '../../lexical/bm25.js';
+import { bm25Idf, STEPS_PER_CHECK, type Bm25Index, type LexicalFrame } from '../../lexical/bm25.js';
 import { TimeSlice } from '../../protocol/time-slice.js';
 import type { VersionHistory } from './history.js';
-
-/** Postings read between checks of the time slice. */
-const STEPS_PER_CHECK = 4096;
 
 /**
  * §7.7.1 BM25 as `version` scored it: N, avgdl and each term's document frequency of that version, from the live
@@ -96,7 +93,7 @@ export class LexicalAt {
     for (const term of this.terms) {
       let df = 0;
       await this.#eachPosting(term, slice, () => df++);
-      idfs.push(Math.log(1 + (this.#size - df + 0.5) / (df + 0.5)));
+      idfs.push(bm25Idf(this.#size, df));
     }
     return idfs;
   }
@@ -119,9 +116,8 @@ export class LexicalAt {
     }
   }
 
-  /** idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)), operation for operation as the live index scores. */
+  /** The live index's own expression, with the version's avgdl. */
   #contribution(idf: number, tf: number, length: number): number {
-    const { k1, b } = this.index.scoring;
-    return (idf * tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * length) / this.#average));
+    return this.index.contribution(idf, tf, length, this.#average);
   }
 }

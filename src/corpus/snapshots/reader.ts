@@ -56,7 +56,7 @@ export class SnapshotReader implements CorpusReader {
     caller?: string,
   ): Promise<{ label: number; score: number }[]> {
     // Exact whatever the options say: a pinned version is scored over every vector it held.
-    return this.indexes.searchDenseAt(this.version, vector, k, allow, signal, caller);
+    return this.indexes.searchDense(vector, k, allow, signal, caller, { exact: true, version: this.version });
   }
 
   async searchLexical(query: string, k: number, allow?: ReadonlySet<number>, signal?: AbortSignal) {
@@ -92,12 +92,12 @@ export class SnapshotReader implements CorpusReader {
 
   getChunk(label: number): ChunkBody | undefined {
     const live = this.history.retired(label) === undefined ? this.live.getChunk(label) : undefined;
-    return live ?? this.store.retiredChunk(label) ?? this.#gone();
+    return live ?? this.store.getChunk(label, 'retired_chunks') ?? this.#gone();
   }
 
   vectorOf(label: number): Float32Array | undefined {
     const live = this.history.retired(label) === undefined ? this.live.vectorOf(label) : undefined;
-    return live ?? this.store.retiredVectorsOf([label]).get(label) ?? this.#gone();
+    return live ?? this.store.vectorsOf([label], 'retired_chunks').get(label) ?? this.#gone();
   }
 
   async vectorsOf(labels: readonly number[], signal?: AbortSignal): Promise<Map<number, Float32Array>> {
@@ -106,7 +106,7 @@ export class SnapshotReader implements CorpusReader {
       signal,
     );
     const missing = labels.filter((label) => !vectors.has(label));
-    for (const [label, vector] of this.store.retiredVectorsOf(missing)) vectors.set(label, vector);
+    for (const [label, vector] of this.store.vectorsOf(missing, 'retired_chunks')) vectors.set(label, vector);
     if (vectors.size < new Set(labels).size) this.#gone();
     return vectors;
   }

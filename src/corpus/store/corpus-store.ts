@@ -113,9 +113,13 @@ function chunkBodyOf(row: Omit<ChunkRow, 'vector'>): ChunkBody {
 
 const NOTHING = { added: [], removed: [], written: [], deletedIds: [] };
 
-const VECTORS_OF = 'SELECT label, vector FROM chunks WHERE label IN (SELECT value FROM json_each(?))';
+/** The tables that hold chunks: the live ones, and those removed writes keep for §7.7.1 snapshots (retired.ts). */
+type ChunkTable = 'chunks' | 'retired_chunks';
 
-const CHUNK_ROW = 'SELECT * FROM chunks WHERE label = ?';
+const VECTORS_OF = (table: ChunkTable) =>
+  `SELECT label, vector FROM ${table} WHERE label IN (SELECT value FROM json_each(?))`;
+
+const CHUNK_ROW = (table: ChunkTable) => `SELECT * FROM ${table} WHERE label = ?`;
 
 /** A document's metadata as stored; JSON that no longer parses is damage (a StoreError naming the document). */
 function parsedMeta(row: { id: string; meta: string }): Record<string, unknown> {
@@ -493,19 +497,21 @@ export class CorpusStore {
     return bytes === undefined ? undefined : vectorFrom(bytes);
   }
 
-  /** The vectors of many chunks in one statement; a label not stored is absent from the map. */
-  vectorsOf(labels: readonly number[]): Map<number, Float32Array> {
-    const rows = this.#sql(VECTORS_OF).raw().all(JSON.stringify(labels)) as [number, Buffer][];
+  /** The vectors of many chunks in one statement (of `table`); a label not stored is absent from the map. */
+  vectorsOf(labels: readonly number[], table: ChunkTable = 'chunks'): Map<number, Float32Array> {
+    const rows = this.#sql(VECTORS_OF(table)).raw().all(JSON.stringify(labels)) as [number, Buffer][];
     return new Map(rows.map(([label, bytes]) => [label, vectorFrom(bytes)]));
   }
 
   /**
    * A chunk without its vector (a hit's body), its row checked against its sum: the vector is read for that alone
-   * (a start checks no row it does not read; the scrub checks them all later).
+   * (a start checks no row it does not read; the scrub checks them all later). From `retired_chunks`: a removed chunk
+   * as it was (a hit at an earlier version, §7.7.1), undefined once pruned.
    */
-  getChunk(label: number): ChunkBody | undefined {
-    const row = this.#sql(CHUNK_ROW).get(label) as (ChunkRow & { sum?: Uint8Array | null }) | undefined;
-    if (row !== undefined && !intact(row.sum, chunkSum(row))) throw damaged(`chunk ${row.label}`);
+  getChunk(label: number, table: ChunkTable = 'chunks'): ChunkBody | undefined {
+    const row = this.#sql(CHUNK_ROW(table)).get(label) as (ChunkRow & { sum?: Uint8Array | null }) | undefined;
+    const what = table === 'chunks' ? 'chunk' : 'retired chunk';
+    if (row !== undefined && !intact(row.sum, chunkSum(row))) throw damaged(`${what} ${row.label}`);
     return row === undefined ? undefined : chunkBodyOf(row);
   }
 
@@ -630,22 +636,6 @@ export class CorpusStore {
       seq: row.seq,
       removedSeq: row.removed_seq,
     }));
-  }
-
-  /** A removed chunk as it was (a hit at an earlier version), checked against its sum; undefined once pruned. */
-  retiredChunk(label: number): ChunkBody | undefined {
-    const row = this.#sql('SELECT * FROM retired_chunks WHERE label = ?').get(label) as
-      (ChunkRow & { sum?: Uint8Array | null }) | undefined;
-    if (row !== undefined && !intact(row.sum, chunkSum(row))) throw damaged(`retired chunk ${row.label}`);
-    return row === undefined ? undefined : chunkBodyOf(row);
-  }
-
-  /** The vectors of removed chunks still kept; a label not kept is absent. */
-  retiredVectorsOf(labels: readonly number[]): Map<number, Float32Array> {
-    const rows = this.#sql('SELECT label, vector FROM retired_chunks WHERE label IN (SELECT value FROM json_each(?))')
-      .raw()
-      .all(JSON.stringify(labels)) as [number, Buffer][];
-    return new Map(rows.map(([label, bytes]) => [label, vectorFrom(bytes)]));
   }
 
   /**
