@@ -28,6 +28,8 @@ export const ROOMS = {
   ingest: { may: ['protocol', 'models', 'corpus', 'content', 'config', 'startup-error'] },
   eval: { may: ['protocol', 'retrieval', 'app', 'startup-error'] },
   metrics: { may: ['protocol', 'models', 'corpus'] },
+  // Named corpora (docs/tenants.md): their folders, opening and closing them as engines, and the catalog of them.
+  tenants: { may: ['protocol', 'transport', 'corpus', 'startup-error'], entry: 'tenants/index.ts' },
   'startup-error': { may: [] },
   // The composition (app.ts, config/) and the process (main.ts, cli.ts, cli/) wire every room together.
   app: { may: ['*'] },

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
@@ -30,13 +31,14 @@ import { WorkGate } from './transport/work-gate.js';
 import { LoadShedder } from './transport/load-shedding.js';
 import { RateLimiter } from './transport/rate-limit.js';
 import { RedisBucketStore } from './transport/redis-bucket-store.js';
-import { HttpSessionStore, type SharedSessions } from './transport/http-sessions.js';
+import { HttpSessionStore, type HttpSessionConfig, type SharedSessions } from './transport/http-sessions.js';
 import { Drain } from './transport/drain.js';
 import { operatorRoutes, type OperatorOptions } from './transport/operator.js';
 import { rcpHttp, type HttpTransportOptions } from './transport/http.js';
 import { registerPreflights } from './transport/cors.js';
 import type { Logger } from './protocol/logger.js';
 import { serveStdio, type StdioConnection } from './transport/stdio.js';
+import { catalogMethod, listCorpora, NamedCorpora, type CorpusEngine } from './tenants/index.js';
 
 export interface AppOptions {
   /**
@@ -98,6 +100,7 @@ export class AppStartError extends Error {
 /** §15.5: `file` content uris never reach the server's own data or settings, whatever roots the operator lists. */
 function contentFetcher(config: Config, configFile: string | undefined): PolicyUriFetcher {
   const protectedPaths = [{ path: config.dataDir, what: "the server's data directory" }];
+  if (config.corpora.root !== '') protectedPaths.push({ path: config.corpora.root, what: "the server's corpora" });
   if (configFile !== undefined) protectedPaths.push({ path: configFile, what: "the server's configuration file" });
   return new PolicyUriFetcher(config.content.fetch, protectedPaths);
 }
@@ -107,11 +110,9 @@ function contentFetcher(config: Config, configFile: string | undefined): PolicyU
  * and the HTTP server. It listens on nothing itself: main.ts chooses a transport, tests build this.
  */
 export function createApp(config: Config, options: AppOptions = {}): App {
-  const registry = new MethodRegistry();
   const content = new ContentReader(contentFetcher(config, options.configFile));
   const logger = options.logger ?? pino({ level: 'silent' });
   const models = openModels(config.models, logger);
-  const rerankers = registerModelMethods(registry, config, models, content);
   let corpus: Corpus | undefined;
   try {
     corpus = models.encoder === undefined ? undefined : openCorpus(config, models, logger);
@@ -120,11 +121,10 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   }
   const metrics = new Metrics(config.server.version, models, corpus);
   if (options.downstream !== undefined) metrics.downstream(options.downstream);
-  if (corpus !== undefined)
-    registerCorpusMethods(registry, config, corpus, { models, rerankers, content, metrics, logger });
+  const keys = new ApiKeys(config.auth.apiKeys);
+  const served: Served = { config, models, content, metrics, logger, catalog: catalogOf(config, keys) };
+  const registry = corpusRegistry(served, corpus);
   const health = healthOf(models, corpus, options.health);
-  // §17.1: notifications/log to clients that advertise `log` (stdio, and SSE answers over HTTP).
-  registry.advertise('log', { levels: ['debug', 'info', 'notice', 'warning', 'error'] });
   options.methods?.(registry);
   options.register?.(registry);
 
@@ -135,6 +135,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   const limits = sessionLimits(config, logger, metrics);
   const createSession = (sessionOptions: SessionOptions = {}): Session =>
     new Session(registry, config.server, limits, sessionOptions);
+  const corpora = namedCorpora(served, limits);
   // Large frames are parsed and serialised in a worker thread (docs/architecture.md §10).
   const codec = new WorkerCodec();
   const shared = corpus?.replica?.sessions;
@@ -149,6 +150,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     metrics,
     shared,
     spentShare,
+    keys,
+    corpora,
   });
   return {
     config,
@@ -172,6 +175,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     buildOperatorHttp: () => http.buildOperator(),
     async close() {
       await http.drain();
+      await corpora?.close();
       await corpus?.close();
       await codec.close();
       await models.close();
@@ -181,24 +185,37 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   };
 }
 
+/** What the methods of every corpus of the process share: models, the content reader, metrics, the log. */
+interface Served {
+  readonly config: Config;
+  readonly models: Models;
+  readonly content: ContentReader;
+  readonly metrics: Metrics;
+  readonly logger: FastifyBaseLogger;
+  /** `catalog/list` over the named corpora, when `corpora.root` is set (docs/tenants.md). */
+  readonly catalog: ((registry: MethodRegistry) => void) | undefined;
+}
+
+/**
+ * The methods one corpus is served by (the default one, or a named one, docs/tenants.md): the models' methods, the
+ * corpus's, and the catalog of corpora. `config` is the corpus's own (its dataDir).
+ */
+function corpusRegistry(served: Served, corpus: Corpus | undefined, config: Config = served.config): MethodRegistry {
+  const registry = new MethodRegistry();
+  const rerankers = registerModelMethods(registry, config, served.models, served.content);
+  if (corpus !== undefined) registerCorpusMethods(registry, config, corpus, { ...served, rerankers });
+  // §17.1: notifications/log to clients that advertise `log` (stdio, and SSE answers over HTTP).
+  registry.advertise('log', { levels: ['debug', 'info', 'notice', 'warning', 'error'] });
+  served.catalog?.(registry);
+  return registry;
+}
+
 /** The methods served from the corpus: index writes, retrieve, query/transform, feedback, embed/sparse. */
 function registerCorpusMethods(
   registry: MethodRegistry,
   config: Config,
   corpus: Corpus,
-  {
-    models,
-    rerankers,
-    content,
-    metrics,
-    logger,
-  }: {
-    models: Models;
-    rerankers: Reranker[];
-    content: ContentReader;
-    metrics: Metrics;
-    logger: FastifyBaseLogger;
-  },
+  { models, rerankers, content, metrics, logger }: Served & { rerankers: Reranker[] },
 ): void {
   const limits = {
     writable: config.index.writable,
@@ -284,6 +301,9 @@ interface HttpParts {
   readonly shared: SharedSessions | undefined;
   /** A write refused from its path while its caller's share of the model queue is spent (transport/http.ts). */
   readonly spentShare: HttpTransportOptions['spentShare'];
+  readonly keys: ApiKeys;
+  /** The named corpora served beside the default one (docs/tenants.md). */
+  readonly corpora: NamedCorpora | undefined;
 }
 
 /** A listener, and how to close it gracefully. */
@@ -304,17 +324,10 @@ class HttpServers {
     // Bodies being received, all connections together: those of requests still waiting their turn included.
     const bodies = new BodyBudget(config.limits.maxBufferedBodyBytes);
     const outbox = new Outbox(config.limits.maxUnsentBytes);
-    const sessions = new HttpSessionStore(
-      createSession,
-      {
-        idleMs: config.http.sessionIdleMs,
-        maxSessions: config.http.maxSessions,
-        maxSessionsPerCaller: config.http.maxSessionsPerCaller,
-      },
-      this.parts.shared,
-    );
-    const auth = new ApiKeys(config.auth.apiKeys);
+    const sessions = new HttpSessionStore(createSession, httpSessions(config), this.parts.shared);
+    const auth = this.parts.keys;
     const rcp = rcpHttp({
+      corpora: this.parts.corpora,
       base: config.http.base,
       sessions,
       bodyLimit: config.limits.maxBodyBytes,
@@ -387,6 +400,75 @@ class HttpServers {
   #track(app: FastifyInstance): void {
     this.#servers.push({ server: app, drain: new Drain(app.server, this.parts.config.http.headersTimeoutMs) });
   }
+}
+
+/** How many HTTP sessions a corpus keeps, and for how long (§5.2). */
+function httpSessions(config: Config): HttpSessionConfig {
+  return {
+    idleMs: config.http.sessionIdleMs,
+    maxSessions: config.http.maxSessions,
+    maxSessionsPerCaller: config.http.maxSessionsPerCaller,
+  };
+}
+
+/**
+ * `catalog/list` over the corpora (docs/tenants.md), registered in each corpus's methods when `corpora.root` is set:
+ * a key's caller is shown the corpora its key names (§15.6); a caller of no key (stdio, HTTP without keys), all.
+ */
+function catalogOf(config: Config, keys: ApiKeys): ((registry: MethodRegistry) => void) | undefined {
+  const { root } = config.corpora;
+  if (root === '') return undefined;
+  return (registry) => {
+    const method = catalogMethod({
+      root,
+      base: config.http.base,
+      server: { name: config.server.name, version: config.server.version },
+      capabilities: () => {
+        const capabilities = registry.capabilities();
+        delete capabilities.catalog;
+        return capabilities;
+      },
+      mayUse: (callerId) => {
+        const caller = keys.callerOf(callerId);
+        return caller === undefined ? () => true : (name) => caller.mayUse(name);
+      },
+    });
+    registry.register(method, { engines: 1 + listCorpora(root).length });
+  };
+}
+
+/**
+ * The settings of named corpus `name` served from `dir` (docs/tenants.md): the process's, with the corpus's folder as
+ * its data dir and its cursors signed under `secret` for it alone (a cursor of one corpus never verifies in another).
+ */
+export function namedCorpusConfig(config: Config, name: string, dir: string, secret: string): Config {
+  const cursorSecret = secret === '' ? '' : `${secret}\0corpus:${name}`;
+  return { ...config, dataDir: dir, retrieve: { ...config.retrieve, cursorSecret } };
+}
+
+/**
+ * The named corpora of `corpora.root` (docs/tenants.md), each opened on demand as an engine of its own: its corpus
+ * in its folder, its methods over the shared models, its HTTP sessions. Cursors are signed for one corpus alone.
+ */
+function namedCorpora(served: Served, limits: SessionLimits): NamedCorpora | undefined {
+  const { config, logger } = served;
+  if (config.corpora.root === '' || served.models.encoder === undefined) return undefined;
+  // One key for the process unless the operator set one: a corpus closed while idle keeps its cursors when reopened.
+  const secret = config.retrieve.cursorSecret === '' ? randomBytes(32).toString('hex') : config.retrieve.cursorSecret;
+  const open = (name: string, dir: string): CorpusEngine => {
+    const own = namedCorpusConfig(config, name, dir, secret);
+    const corpus = openCorpus(own, served.models, logger.child({ corpus: name })) as Corpus;
+    const registry = corpusRegistry(served, corpus, own);
+    const create = (options: SessionOptions = {}) => new Session(registry, config.server, limits, options);
+    return {
+      sessions: new HttpSessionStore(create, httpSessions(config)),
+      opened: corpus.ready.then(() => corpus.health().reason),
+      damaged: corpus.damaged,
+      close: () => corpus.close(),
+    };
+  };
+  const { root, maxOpen, idleSeconds } = config.corpora;
+  return new NamedCorpora({ root, maxOpen, idleMs: idleSeconds * 1000, open, log: logger });
 }
 
 /**

@@ -9,6 +9,18 @@ export interface ServeCommand {
   transport: Transport;
   configFile: string | undefined;
   overrides: ConfigOverrides;
+  /** `--corpus NAME`: the named corpus of `corpora.root` served as this process's one corpus (docs/tenants.md). */
+  corpus: string | undefined;
+}
+
+/** `corpus create|list|drop [NAME]` over the named corpora of a root (docs/tenants.md). */
+export interface CorpusCommand {
+  command: 'corpus';
+  action: 'create' | 'list' | 'drop';
+  name: string | undefined;
+  configFile: string | undefined;
+  /** `--data ROOT`: the root of the named corpora (else `corpora.root`). */
+  root: string | undefined;
 }
 
 export type ModelsCommand =
@@ -53,6 +65,8 @@ export interface McpCommand {
   command: 'mcp';
   /** Federate a registry's engines instead of serving a local corpus. */
   registry: string | undefined;
+  /** `--corpus NAME`: a named corpus of `corpora.root` instead of the default one. */
+  corpus: string | undefined;
   configFile: string | undefined;
   overrides: ConfigOverrides;
 }
@@ -82,9 +96,12 @@ export class UsageError extends StartupError {
 
 export const USAGE = `usage:
   rcp-server serve [--stdio | --http [HOST:]PORT] [--data DIR] [--store URL] [--config FILE]
+                   [--corpora ROOT] [--corpus NAME]
+  rcp-server corpus create|drop NAME [--data ROOT] [--config FILE]
+  rcp-server corpus list [--data ROOT] [--config FILE]
   rcp-server gateway --registry FILE [--stdio | --http [HOST:]PORT] [--id NAME] [--select primary]
                      [--config FILE]
-  rcp-server mcp [--data DIR | --registry FILE] [--config FILE]
+  rcp-server mcp [--data DIR | --registry FILE] [--corpora ROOT --corpus NAME] [--config FILE]
   rcp-server ingest [--data DIR] [--store URL] [--config FILE] [--chunk] [--contextual] [--re-embed]
                     [--partition K/N] PATH...
   rcp-server eval --queries FILE --qrels FILE [--data DIR] [--config FILE] [--report FILE]
@@ -97,7 +114,10 @@ export const USAGE = `usage:
   rcp-server models build [use-lite|use-lite-int8] [--dir DIR]
   rcp-server models fetch NAME... [--dir DIR] [--hub URL] [--unpinned]
 
-  serve              run the server
+  serve              run the server; --corpora ROOT also serves the named corpora in ROOT's folders at
+                     <base>/corpora/NAME over HTTP; --corpus NAME serves that one named corpus alone
+  corpus             create, list or drop the named corpora of ROOT (default corpora.root), also while a
+                     server runs there; drop is refused while a process has the corpus open
   gateway            federate the engines of a registry (rcp.json, spec §16.1) behind one RCP server:
                      fan-out retrieve with fusion, catalog/list, routed embed/rerank, sharded writes;
                      --select primary instead sends every call to the highest-priority live engine,
@@ -148,6 +168,7 @@ export function parseCommandLine(
   | ConfigCommand
   | BackupCommand
   | ModelsCommand
+  | CorpusCommand
   | HelpCommand {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
@@ -159,16 +180,37 @@ export function parseCommandLine(
   if (command === 'config') return parseConfigCommand(rest);
   if (command === 'gateway') return parseGateway(rest);
   if (command === 'mcp') return parseMcp(rest);
+  if (command === 'corpus') return parseCorpus(rest);
   if (command === 'backup' || command === 'restore' || command === 'export') return parseBackup(command, rest);
   if (command !== 'serve') throw new UsageError(`unknown command '${command}'\n\n${USAGE}`);
   const { values, help, transport, overrides } = parseListening(rest, {
     data: { type: 'string' },
     store: { type: 'string' },
+    corpora: { type: 'string' },
+    corpus: { type: 'string' },
   });
   if (help) return { command: 'help', text: USAGE };
   if (typeof values.data === 'string') overrides.dataDir = values.data;
   if (typeof values.store === 'string') overrides['store.url'] = values.store;
-  return { command: 'serve', transport, configFile: values.config as string | undefined, overrides };
+  if (typeof values.corpora === 'string') overrides['corpora.root'] = values.corpora;
+  const corpus = typeof values.corpus === 'string' ? values.corpus : undefined;
+  return { command: 'serve', transport, configFile: values.config as string | undefined, overrides, corpus };
+}
+
+function parseCorpus(args: readonly string[]): CorpusCommand {
+  const { values, positionals } = parseOrUsage({
+    args: [...args],
+    options: { data: { type: 'string' }, config: { type: 'string' } },
+    strict: true,
+    allowPositionals: true,
+  });
+  const [action, name, ...extra] = positionals;
+  const named = action === 'create' || action === 'drop';
+  if ((named && (name === undefined || extra.length > 0)) || (action === 'list' && name !== undefined)) {
+    throw new UsageError(`corpus expects create NAME, drop NAME or list\n\n${USAGE}`);
+  }
+  if (!named && action !== 'list') throw new UsageError(`corpus expects create NAME, drop NAME or list\n\n${USAGE}`);
+  return { command: 'corpus', action, name, configFile: values.config, root: values.data };
 }
 
 function parseGateway(args: readonly string[]): GatewayCommand | HelpCommand {
@@ -196,19 +238,23 @@ function parseGateway(args: readonly string[]): GatewayCommand | HelpCommand {
 function parseMcp(args: readonly string[]): McpCommand {
   const { values } = parseOrUsage({
     args: [...args],
-    options: { data: { type: 'string' }, registry: { type: 'string' }, config: { type: 'string' } },
+    options: {
+      data: { type: 'string' },
+      registry: { type: 'string' },
+      config: { type: 'string' },
+      corpora: { type: 'string' },
+      corpus: { type: 'string' },
+    },
     strict: true,
     allowPositionals: false,
   });
-  if (values.data !== undefined && values.registry !== undefined) {
-    throw new UsageError(`--data and --registry exclude each other\n\n${USAGE}`);
+  if ((values.data !== undefined || values.corpus !== undefined) && values.registry !== undefined) {
+    throw new UsageError(`--data and --corpus exclude --registry\n\n${USAGE}`);
   }
-  return {
-    command: 'mcp',
-    registry: values.registry,
-    configFile: values.config,
-    overrides: values.data === undefined ? {} : { dataDir: values.data },
-  };
+  const overrides: ConfigOverrides = {};
+  if (values.data !== undefined) overrides.dataDir = values.data;
+  if (values.corpora !== undefined) overrides['corpora.root'] = values.corpora;
+  return { command: 'mcp', registry: values.registry, configFile: values.config, overrides, corpus: values.corpus };
 }
 
 /** What `serve` and `gateway` share: --stdio | --http [HOST:]PORT, --config, --help. */

@@ -1,6 +1,7 @@
 import { parseCommandLine } from './cli.js';
 import { backupCommand } from './cli/commands/backup.js';
 import { configCommand } from './cli/commands/config.js';
+import { corpusCommand } from './cli/commands/corpus.js';
 import { evalCommand } from './cli/commands/eval.js';
 import { gatewayCommand } from './cli/commands/gateway.js';
 import { ingestCommand } from './cli/commands/ingest.js';
@@ -52,6 +53,8 @@ async function dispatch(command: ReturnType<typeof parseCommandLine>): Promise<n
       return gatewayCommand(command);
     case 'mcp':
       return mcpCommand(command);
+    case 'corpus':
+      return corpusCommand(command);
     case 'serve':
       return serveCommand(command);
   }

@@ -1,5 +1,7 @@
 import { pino, type Logger } from 'pino';
-import { AppStartError, createApp, type App } from '../app.js';
+import { AppStartError, createApp, namedCorpusConfig, type App } from '../app.js';
+import { corpusDir, corpusExists } from '../tenants/index.js';
+import { DEFAULT_CORPUS } from '../protocol/corpus-name.js';
 import { prepareDefaultModel } from '../models/index.js';
 import { loadConfig, unknownEnvironment, type Config, type ConfigOverrides } from '../config/index.js';
 import { StartupError } from '../startup-error.js';
@@ -53,4 +55,19 @@ export async function openQuietApp(
   const log = createLogger(config, 'warn');
   await prepareDefaultModel(config.models, log);
   return { config, app: await openApp(config, log, file) };
+}
+
+/**
+ * `--corpus NAME`: the settings that serve named corpus NAME of `corpora.root` as the process's one corpus
+ * (docs/tenants.md), over stdio or MCP as over HTTP; `default` is the process's own (`dataDir`).
+ */
+export function servingCorpus(config: Config, name: string | undefined): Config {
+  if (name === undefined) return config;
+  const { root } = config.corpora;
+  if (root === '') throw new StartupError('--corpus NAME needs the root of the named corpora: --corpora ROOT');
+  const alone = { ...config, corpora: { ...config.corpora, root: '' } };
+  if (name === DEFAULT_CORPUS) return alone;
+  const dir = corpusDir(root, name);
+  if (!corpusExists(root, name)) throw new StartupError(`no corpus '${name}' in ${root} (rcp-server corpus create)`);
+  return namedCorpusConfig(alone, name, dir, config.retrieve.cursorSecret);
 }

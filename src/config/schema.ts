@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Type, type Static, type TProperties } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { CORPUS_GRANT } from '../protocol/corpus-name.js';
 
 const PACKAGE = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -369,6 +370,27 @@ export const ConfigSchema = Section({
         'Shared rate-limit buckets for replicas behind one load balancer; an empty url keeps them in memory.',
     },
   ),
+  corpora: Section(
+    {
+      root: Type.String({
+        default: '',
+        description:
+          'A folder of named corpora, one per folder (`<root>/<name>/`), served beside the default one at ' +
+          '`<base>/corpora/<name>` over HTTP (docs/tenants.md). Empty: the default corpus alone.',
+      }),
+      maxOpen: Type.Integer({
+        minimum: 1,
+        default: 32,
+        description: 'Named corpora open at once; past it the one unused longest is closed (reopened on demand).',
+      }),
+      idleSeconds: Type.Integer({
+        minimum: 1,
+        default: 300,
+        description: 'A named corpus no request has used this long is closed, its memory given back.',
+      }),
+    },
+    { description: 'Many corpora in one process, each an engine of its own (§7.13), each tenant confined (§15.6).' },
+  ),
   store: Section(
     {
       url: Type.String({
@@ -685,13 +707,20 @@ export const ConfigSchema = Section({
               Type.Union([Type.Literal('read'), Type.Literal('write'), Type.Literal('monitor'), Type.Literal('admin')]),
               { minItems: 1 },
             ),
+            corpora: Type.Optional(
+              Type.Array(Type.String({ pattern: CORPUS_GRANT }), {
+                minItems: 1,
+                description: 'The corpora the key may use: names, prefixes ending in `*`, `*` for all.',
+              }),
+            ),
           },
           { additionalProperties: false },
         ),
         {
           default: [],
           description:
-            'API keys for HTTP (`Authorization: Bearer`): a plain `key` or its `sha256`, with scopes. Empty: no auth.',
+            'API keys for HTTP (`Authorization: Bearer`): a plain `key` or its `sha256`, with scopes, and the ' +
+            'corpora it may use (docs/tenants.md; without `corpora`, the default one). Empty: no auth.',
         },
       ),
       allowUnauthenticated: Type.Boolean({

@@ -11,3 +11,4 @@ export { restoreDataDir } from './backup/restore.js';
 export { exportDataDir, isExportHead, type ExportHeader } from './backup/export.js';
 export { MAX_PREPARED_CHUNKS, MAX_PREPARED_CONTEXT, type PreparedDocument } from './prepared.js';
 export type { DocumentOrigin } from './store/corpus-store.js';
+export { DirLock } from './store/dir-lock.js';

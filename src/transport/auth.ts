@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';
 import { accessFor } from '../protocol/method-table.js';
+import { DEFAULT_CORPUS, granted } from '../protocol/corpus-name.js';
 
 /**
  * API-key authentication for HTTP (§5.2, §15.6). Keys are configured as plain keys or as their sha256 (so the
@@ -19,25 +20,42 @@ export interface ApiKeyConfig {
   readonly key?: string | undefined;
   readonly sha256?: string | undefined;
   readonly scopes: readonly Scope[];
+  /** The corpora the key may use (docs/tenants.md): names, `prefix*`, `*`; absent, the default corpus only. */
+  readonly corpora?: readonly string[] | undefined;
 }
 
 export interface Caller {
   /** Stable, non-secret identity of the key (for the caller session and rate limits). */
   readonly id: string;
   readonly scopes: ReadonlySet<Scope>;
+  /** Whether the key may use the corpus `name` (§15.6: a tenant is confined to its own). */
+  mayUse(name: string): boolean;
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 export class ApiKeys {
   readonly #byHash = new Map<string, Caller>();
+  readonly #byId = new Map<string, Caller>();
 
   constructor(keys: readonly ApiKeyConfig[]) {
     for (const key of keys) {
       const hash = key.sha256?.toLowerCase() ?? (key.key === undefined ? undefined : sha256(key.key));
       if (hash === undefined) throw new Error('an API key needs "key" or "sha256"');
-      this.#byHash.set(hash, { id: `key:${hash.slice(0, 12)}`, scopes: new Set(key.scopes) });
+      const corpora = key.corpora ?? [DEFAULT_CORPUS];
+      const caller: Caller = {
+        id: `key:${hash.slice(0, 12)}`,
+        scopes: new Set(key.scopes),
+        mayUse: (name) => granted(corpora, name),
+      };
+      this.#byHash.set(hash, caller);
+      this.#byId.set(caller.id, caller);
     }
+  }
+
+  /** The caller of the key whose id is `id` (a request's `ctx.caller`), if it is one. */
+  callerOf(id: string): Caller | undefined {
+    return this.#byId.get(id);
   }
 
   get enabled(): boolean {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { RpcError } from '../protocol/errors.js';
+import { RpcErrorCode } from '../protocol/codes.js';
 import type { FrameCodec } from '../protocol/frame-codec.js';
 import { serialize } from '../protocol/frames.js';
 import { failure, isJsonObject, requestId, type Response } from '../protocol/messages.js';
@@ -17,10 +18,15 @@ import { foreignOrigin } from './cors.js';
 import { refuseMediaType, unreadableBody } from './media-type.js';
 import { refuseUnread } from './unread-refusal.js';
 import type { WorkTicket } from './work-gate.js';
+import type { CorpusLanes, HeldLane } from './corpus-lanes.js';
+import { DEFAULT_CORPUS, isCorpusName } from '../protocol/corpus-name.js';
 
 /** What the steps of an RCP request need of its listener (transport/http.ts prepares it once). */
 export interface RcpListener extends AnswerOptions {
+  /** The default corpus's sessions. */
   readonly sessions: HttpSessionStore;
+  /** The named corpora served beside it (docs/tenants.md); none when `corpora.root` is unset. */
+  readonly corpora?: CorpusLanes | undefined;
   /** Bytes, and JSON values; a larger body is answered -32013 (§15.5). */
   readonly bodyLimit: number;
   readonly maxFrameValues: number;
@@ -49,6 +55,8 @@ interface Exchange {
   readonly caller: Caller | undefined;
   /** Who rate limits, session ownership and turns count against: the key's id, else the client's address. */
   readonly callerId: string;
+  /** The sessions of the corpus the path names. */
+  readonly sessions: HttpSessionStore;
 }
 
 /** A frame on its way through the screens: what is left of it, and the answers of the members refused so far. */
@@ -85,7 +93,19 @@ export async function serveRcp(
   if (typed instanceof Refused) return typed.send();
   const scoped = screenPathScope(response, route.method, caller);
   if (scoped instanceof Refused) return scoped.send();
-  const exchange: Exchange = { request, response, route, caller, callerId: caller?.id ?? listener.addressOf(request) };
+  const lane = await holdCorpus(response, route.corpus, caller, listener);
+  if (lane instanceof Refused) return lane.send();
+  const callerId = caller?.id ?? listener.addressOf(request);
+  try {
+    await serveInLane({ request, response, route, caller, callerId, sessions: lane.sessions }, listener);
+  } finally {
+    lane.release();
+  }
+}
+
+/** The request's steps once its corpus is held: its body read, parsed, screened, admitted and handled. */
+async function serveInLane(exchange: Exchange, listener: RcpListener): Promise<void> {
+  const { request, response, route, caller } = exchange;
   const spent = screenSpentShare(exchange, listener);
   if (spent instanceof Refused) return spent.send();
   const body = await readBody(exchange, listener);
@@ -102,7 +122,7 @@ export async function serveRcp(
     const sse = wantsStream(request, members.accepted, session);
     if (sse) return await stream(response, exchange.callerId, listener, { session, frame: members.accepted, hangUp });
     const replies = await dispatch(session, members, hangUp);
-    await listener.sessions.share(session);
+    await exchange.sessions.share(session);
     await sendReplies(response, replies, exchange.callerId, listener);
   } finally {
     place?.release();
@@ -155,6 +175,32 @@ function screenPathScope(
   const refusal = authorize(caller, pathMethod);
   return refusal === undefined ? undefined : refusedWith(response, refusal, { connection: 'close' });
 }
+
+const DEFAULT_LANE: Omit<HeldLane, 'sessions'> = { release: () => undefined };
+
+/**
+ * §15.6 before the body: the corpus the path names (docs/tenants.md), held open for the request, when the caller may
+ * use it. A corpus that does not exist and one the key may not use get the same answer, -32012 from the path alone,
+ * so a key never learns that another tenant's corpus exists.
+ */
+async function holdCorpus(
+  response: ServerResponse,
+  name: string | undefined,
+  caller: Caller | undefined,
+  listener: RcpListener,
+): Promise<HeldLane | Refused> {
+  const corpus = name ?? DEFAULT_CORPUS;
+  const refused = refusedWith(response, NO_SUCH_CORPUS, { connection: 'close' });
+  if (!isCorpusName(corpus) || (caller !== undefined && !caller.mayUse(corpus))) return refused;
+  if (corpus === DEFAULT_CORPUS) return { ...DEFAULT_LANE, sessions: listener.sessions };
+  const held = await listener.corpora?.hold(corpus);
+  if (held === undefined) return refused;
+  return held instanceof RpcError ? refusedWith(response, held, { connection: 'close' }) : held;
+}
+
+const NO_SUCH_CORPUS = new RpcError(RpcErrorCode.Unauthorized, 'unauthorized', {
+  detail: 'no corpus of that name is open to this caller',
+});
 
 /**
  * §15.5: a caller whose share is spent (its own texts waiting at the model past the queue's bound, for `index/add`) is
@@ -286,7 +332,7 @@ async function resolveSession(exchange: Exchange, members: Members, listener: Rc
   if (accepted === undefined) return answered(exchange, mergeReplies(undefined, rejected, batch), listener);
   const ref = sessionRef(exchange);
   const session =
-    ref instanceof RpcError ? ref : await listener.sessions.find(ref, exchange.callerId, isInitialize(accepted));
+    ref instanceof RpcError ? ref : await exchange.sessions.find(ref, exchange.callerId, isInitialize(accepted));
   if (!(session instanceof RpcError)) return session;
   return answered(exchange, mergeReplies(answerEach(accepted, session), rejected, batch), listener);
 }

@@ -11,6 +11,7 @@ import { corsHeaders } from './cors.js';
 import { serveRcp } from './http-request.js';
 import { rcpRoute } from './http-route.js';
 import type { HttpSessionStore } from './http-sessions.js';
+import type { CorpusLanes } from './corpus-lanes.js';
 import { refuse } from './json-answer.js';
 import type { Outbox } from './outbox.js';
 
@@ -42,6 +43,8 @@ export interface HttpTransportOptions {
    * texts waiting at the model are past the queue's bound): asked from the path, before the body is read.
    */
   spentShare?: ((caller: string, method: string) => RpcError | undefined) | undefined;
+  /** The named corpora served beside the default one (docs/tenants.md). */
+  corpora?: CorpusLanes | undefined;
   /** Where a request that could not be answered is reported. */
   log: { error(details: object, message: string): void };
 }

@@ -1,0 +1,26 @@
+/**
+ * Names of corpora (docs/tenants.md): a corpus is reached at `<base>/corpora/<name>` over HTTP and lives in the folder
+ * `<corpora.root>/<name>`, so a name is safe in a URL path and a file name on every filesystem: lowercase letters,
+ * digits, `-` and `_`, at most 64, starting with a letter or digit. `default` is the process's own corpus (`dataDir`).
+ */
+export const CORPUS_NAME = '[a-z0-9][a-z0-9_-]{0,63}';
+
+/** The corpus a request that names none reaches, and the name keys use for it. */
+export const DEFAULT_CORPUS = 'default';
+
+const NAME = new RegExp(`^${CORPUS_NAME}$`);
+
+export function isCorpusName(name: string): boolean {
+  return NAME.test(name);
+}
+
+/**
+ * What an API key's `corpora` may list: a name, a prefix ending in `*` (`beta-*`), or `*` alone (every corpus).
+ * Written as a JSON Schema pattern for the configuration.
+ */
+export const CORPUS_GRANT = `^(\\*|${CORPUS_NAME}\\*?)$`;
+
+/** Whether `grants` (a key's `corpora`) let it use the corpus `name`. */
+export function granted(grants: readonly string[], name: string): boolean {
+  return grants.some((grant) => (grant.endsWith('*') ? name.startsWith(grant.slice(0, -1)) : grant === name));
+}

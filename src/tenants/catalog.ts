@@ -1,0 +1,44 @@
+import type { JsonObject } from '../protocol/messages.js';
+import type { MethodDefinition } from '../protocol/registry.js';
+import { CatalogListParams } from '../protocol/schemas/params.js';
+import { DEFAULT_CORPUS } from '../protocol/corpus-name.js';
+import { listCorpora } from './corpus-dirs.js';
+
+export interface CatalogOptions {
+  /** `corpora.root`. */
+  readonly root: string;
+  /** The RCP base path (`http.base`): each corpus's endpoint is under it. */
+  readonly base: string;
+  readonly server: { readonly name: string; readonly version: string };
+  /** What each corpus advertises (every corpus of a process is served by the same methods). */
+  readonly capabilities: () => JsonObject;
+  /** Which corpora the caller `callerId` may use (§15.6); every one when it is no key's caller. */
+  readonly mayUse: (callerId: string) => (name: string) => boolean;
+}
+
+/**
+ * §7.13 `catalog/list` over the corpora of this process (docs/tenants.md): each an engine with its own endpoint,
+ * `<base>` for the default one and `<base>/corpora/<name>` for the others (a path on this server: a client resolves it
+ * against the url it called). §15.6: a caller is shown only the corpora it may use, so a key never learns another
+ * tenant's corpus exists.
+ */
+export function catalogMethod(options: CatalogOptions): MethodDefinition<typeof CatalogListParams> {
+  const base = options.base.replace(/\/+$/, '');
+  return {
+    method: 'catalog/list',
+    params: CatalogListParams,
+    handler: (_params, ctx) => {
+      const mayUse = options.mayUse(ctx.caller);
+      const names = [DEFAULT_CORPUS, ...listCorpora(options.root)].filter(mayUse);
+      const capabilities = options.capabilities();
+      return {
+        engines: names.map((name) => ({
+          id: name,
+          server: options.server,
+          capabilities,
+          endpoint: { transport: 'http', url: name === DEFAULT_CORPUS ? base : `${base}/corpora/${name}` },
+        })),
+      };
+    },
+  };
+}

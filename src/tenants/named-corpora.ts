@@ -1,0 +1,161 @@
+import { RpcErrorCode } from '../protocol/codes.js';
+import { RpcError } from '../protocol/errors.js';
+import { DEFAULT_CORPUS } from '../protocol/corpus-name.js';
+import type { Logger } from '../protocol/logger.js';
+import type { CorpusLanes, HeldLane } from '../transport/corpus-lanes.js';
+import type { HttpSessionStore } from '../transport/http-sessions.js';
+import { corpusDir, corpusExists } from './corpus-dirs.js';
+
+/** A named corpus opened as an engine of its own (app.ts builds it): its sessions, readiness and close. */
+export interface CorpusEngine {
+  readonly sessions: HttpSessionStore;
+  /** Settles when the corpus has opened; resolves to why it cannot serve, if it cannot. */
+  readonly opened: Promise<string | undefined>;
+  /** Resolves with the reason if its store is found damaged while it is open; otherwise never. */
+  readonly damaged: Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface NamedCorporaOptions {
+  readonly root: string;
+  /** Corpora open at once. */
+  readonly maxOpen: number;
+  /** A corpus unused this long is closed. */
+  readonly idleMs: number;
+  /** Opens corpus `name` in its folder `dir`. */
+  readonly open: (name: string, dir: string) => CorpusEngine;
+  readonly log: Logger;
+}
+
+/** Why a corpus was closed: unused too long, its place needed, its store damaged, failed or dropped, the end. */
+type Closing = 'idle' | 'room' | 'damaged' | 'failed' | 'dropped' | 'stopping';
+
+interface Open {
+  readonly name: string;
+  readonly engine: CorpusEngine;
+  /** Requests holding it now: it is never closed under one. */
+  holds: number;
+  lastUsed: number;
+}
+
+/**
+ * The named corpora of `corpora.root` served by one process (docs/tenants.md): each opened on its first request, as
+ * an engine of its own over the shared models; at most `maxOpen` at once (past it the one unused longest is closed,
+ * or the request is refused -32011 when every one is in use); one unused for `idleMs` is closed, its memory given
+ * back, and opened again from its saved files on demand.
+ */
+export class NamedCorpora implements CorpusLanes {
+  readonly #open = new Map<string, Open>();
+  readonly #closing = new Map<string, Promise<void>>();
+  readonly #sweep: NodeJS.Timeout;
+  #closed = false;
+
+  constructor(private readonly options: NamedCorporaOptions) {
+    this.#sweep = setInterval(() => this.#closeIdle(), Math.min(options.idleMs, 60_000) / 2);
+    this.#sweep.unref();
+  }
+
+  /** Corpora open now. */
+  get openCount(): number {
+    return this.#open.size;
+  }
+
+  async hold(name: string): Promise<HeldLane | RpcError | undefined> {
+    if (this.#closed || name === DEFAULT_CORPUS) return undefined;
+    const entry = this.#held(this.#open.get(name)) ?? (await this.#start(name));
+    if (entry === undefined || entry instanceof RpcError) return entry;
+    const release = () => {
+      entry.holds -= 1;
+      entry.lastUsed = Date.now();
+    };
+    const failed = (await entry.engine.opened) ?? (this.#open.get(name) === entry ? undefined : 'it was closed');
+    // Dropped by another process in the moment it was opened: its folder no longer marked as a corpus.
+    const gone = failed === undefined && !corpusExists(this.options.root, name);
+    if (failed === undefined && !gone) return { sessions: entry.engine.sessions, release };
+    release();
+    void this.#close(entry, gone ? 'dropped' : 'failed');
+    if (gone) return undefined;
+    this.options.log.error({ corpus: name, reason: failed }, 'corpus cannot serve');
+    return UNAVAILABLE;
+  }
+
+  /** `entry` held by one more request (taken in the same turn as it was found, so it cannot close in between). */
+  #held(entry: Open | undefined): Open | undefined {
+    if (entry === undefined) return undefined;
+    entry.holds += 1;
+    entry.lastUsed = Date.now();
+    return entry;
+  }
+
+  /** Opens corpus `name`, once it exists and a place is free; undefined when there is no such corpus. */
+  async #start(name: string): Promise<Open | RpcError | undefined> {
+    await this.#closing.get(name);
+    if (!corpusExists(this.options.root, name)) return undefined;
+    const room = await this.#makeRoom();
+    if (room !== undefined) return room;
+    const started = this.#held(this.#open.get(name));
+    if (started !== undefined) return started;
+    let engine: CorpusEngine;
+    try {
+      engine = this.options.open(name, corpusDir(this.options.root, name));
+    } catch (error) {
+      this.options.log.error({ corpus: name, err: error }, 'corpus failed to open');
+      return UNAVAILABLE;
+    }
+    const entry: Open = { name, engine, holds: 1, lastUsed: Date.now() };
+    this.#open.set(name, entry);
+    void entry.engine.damaged.then((reason) => {
+      this.options.log.error({ corpus: name, reason }, 'corpus store damaged; closed');
+      return this.#close(entry, 'damaged');
+    });
+    return entry;
+  }
+
+  /** A place among the open corpora: the one unused longest is closed when they are at the bound. */
+  async #makeRoom(): Promise<RpcError | undefined> {
+    while (this.#open.size >= this.options.maxOpen) {
+      const idle = [...this.#open.values()].filter((entry) => entry.holds === 0);
+      const victim = idle.sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      if (victim === undefined) return RpcError.rateLimited(1000, 'every open corpus is in use; try again');
+      await this.#close(victim, 'room');
+    }
+    return undefined;
+  }
+
+  #closeIdle(): void {
+    const before = Date.now() - this.options.idleMs;
+    for (const entry of this.#open.values()) {
+      if (entry.holds === 0 && entry.lastUsed < before) void this.#close(entry, 'idle');
+    }
+  }
+
+  /** Closes an open corpus (once); a request for it meanwhile waits and opens it again. */
+  #close(entry: Open, why: Closing): Promise<void> {
+    if (this.#open.get(entry.name) !== entry) return this.#closing.get(entry.name) ?? Promise.resolve();
+    this.#open.delete(entry.name);
+    const closing = entry.engine
+      .close()
+      .then(() => this.options.log.info({ corpus: entry.name, why }, 'corpus closed'))
+      .catch((error: unknown) => this.options.log.error({ corpus: entry.name, err: error }, 'corpus close failed'))
+      .finally(() => this.#closing.delete(entry.name));
+    this.#closing.set(entry.name, closing);
+    return closing;
+  }
+
+  /** Closes every open corpus (the process is stopping). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#sweep);
+    await Promise.all([...this.#open.values()].map((entry) => this.#close(entry, 'stopping')));
+    await Promise.all([...this.#closing.values()]);
+  }
+}
+
+/**
+ * -32010: the corpus exists but cannot serve now (it failed to open, or was closed under the request). Why is in the
+ * operator's log: the reason names files of the server's.
+ */
+const UNAVAILABLE = new RpcError(RpcErrorCode.BackendUnavailable, 'corpus unavailable', {
+  detail: "the corpus cannot be opened now; the operator's log says why",
+  retryable: true,
+});

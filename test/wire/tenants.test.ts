@@ -1,0 +1,235 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCommand, untilLogged } from '../helpers/children.js';
+import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
+
+/**
+ * Named corpora in one process (docs/tenants.md, §7.13, §15.6): two tenants, each with a key bound to its corpus,
+ * corpora holding the same document ids. Every way of reaching the other tenant's data fails the same way as a corpus
+ * that does not exist; what one corpus issues (cursors, sessions, idempotency keys) means nothing in another. A real
+ * server process over a real root made by the CLI.
+ */
+const WORK = mkdtempSync(join(tmpdir(), 'rcp-tenants-'));
+const ROOT = join(WORK, 'corpora');
+const KEYS = { acme: 'acme-key-0123456789', beta: 'beta-key-0123456789', admin: 'admin-key-0123456789' };
+const API_KEYS = JSON.stringify([
+  { key: KEYS.acme, scopes: ['read', 'write'], corpora: ['acme'] },
+  { key: KEYS.beta, scopes: ['read', 'write'], corpora: ['beta*'] },
+  { key: KEYS.admin, scopes: ['admin'], corpora: ['*'] },
+]);
+let server: ServerProcess;
+
+beforeAll(async () => {
+  for (const name of ['acme', 'beta']) {
+    const created = await runCommand(['corpus', 'create', name, '--data', ROOT]);
+    expect(created.code, created.stderr).toBe(0);
+  }
+  server = await startHttpProcess(
+    ['serve', '--http', '127.0.0.1:0', '--data', join(WORK, 'default'), '--corpora', ROOT],
+    { RCP_API_KEYS: API_KEYS, RCP_CORPORA_IDLE_SECONDS: '2', RCP_RETRIEVE_CURSOR_SECRET: 'one-secret-for-all' },
+    { monitorKey: KEYS.admin },
+  );
+  await add('acme', KEYS.acme, [
+    { id: 'd1', text: 'acme kinase pathway secret one' },
+    { id: 'd2', text: 'acme kinase inhibitor secret two' },
+    { id: 'd3', text: 'acme kinase assay secret three' },
+  ]);
+  await add('beta', KEYS.beta, [
+    { id: 'd1', text: 'beta kinase public note one' },
+    { id: 'd2', text: 'beta kinase public note two' },
+  ]);
+});
+afterAll(async () => {
+  await server?.stop();
+  rmSync(WORK, { recursive: true, force: true });
+});
+
+type Answer = { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } };
+
+async function post(path: string, key: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(`${server.origin}/rcp/${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as Answer | Answer[] };
+}
+
+async function call(corpus: string, key: string, method: string, params: object, headers?: Record<string, string>) {
+  const path = corpus === 'default' ? method : `corpora/${corpus}/${method}`;
+  return (await post(path, key, { jsonrpc: '2.0', id: 1, method, params }, headers)).body as Answer;
+}
+
+async function add(corpus: string, key: string, documents: object[]) {
+  const answer = await call(corpus, key, 'index/add', { documents });
+  expect(answer.error).toBeUndefined();
+  return answer.result!;
+}
+
+/** The server's log from now on: what it writes after this call (a close logged before it does not count). */
+function logFromNow() {
+  const from = server.stderr().length;
+  return { child: server.child, stderr: () => server.stderr().slice(from) };
+}
+
+const closedIdle = (name: string) => new RegExp(`"corpus":"${name}","why":"idle","msg":"corpus closed"`);
+
+async function texts(corpus: string, key: string, query = 'kinase'): Promise<string[]> {
+  const answer = await call(corpus, key, 'retrieve', { query, k: 10, mode: 'sparse' });
+  expect(answer.error).toBeUndefined();
+  return (answer.result!.hits as { text: string }[]).map((hit) => hit.text).sort();
+}
+
+describe('named corpora: each tenant confined to its own (§15.6)', () => {
+  it('a key retrieves its own corpus only, with the same ids in both', async () => {
+    expect(await texts('acme', KEYS.acme)).toEqual([
+      'acme kinase assay secret three',
+      'acme kinase inhibitor secret two',
+      'acme kinase pathway secret one',
+    ]);
+    expect(await texts('beta', KEYS.beta)).toEqual(['beta kinase public note one', 'beta kinase public note two']);
+  });
+
+  it("another tenant's corpus, a corpus that does not exist and a malformed name are one answer (§15.6)", async () => {
+    const refusals = await Promise.all([
+      call('beta', KEYS.acme, 'retrieve', { query: 'kinase' }),
+      call('nope', KEYS.acme, 'retrieve', { query: 'kinase' }),
+      call('default', KEYS.acme, 'retrieve', { query: 'kinase' }),
+      call('acme', KEYS.beta, 'index/delete', { ids: ['d1'] }),
+      call('beta-two', KEYS.beta, 'retrieve', { query: 'kinase' }),
+      call('..', KEYS.beta, 'retrieve', { query: 'kinase' }),
+      call('Acme', KEYS.admin, 'retrieve', { query: 'kinase' }),
+      post('corpora/acme', KEYS.beta, [
+        { jsonrpc: '2.0', id: 1, method: 'retrieve', params: { query: 'kinase' } },
+      ]).then((answer) => answer.body as Answer),
+    ]);
+    for (const refusal of refusals) {
+      expect(refusal).toEqual(refusals[0]);
+    }
+    expect(refusals[0].error).toMatchObject({ code: -32012 });
+    expect(JSON.stringify(refusals[0])).not.toMatch(/acme|beta|nope/);
+    // Nothing of acme was deleted by beta's attempt.
+    expect(await texts('acme', KEYS.acme)).toHaveLength(3);
+  });
+
+  it('catalog/list shows a key the corpora it may use, each with its endpoint (§7.13)', async () => {
+    const listed = async (key: string, corpus: string) => {
+      const answer = await call(corpus, key, 'catalog/list', {});
+      const engines = answer.result!.engines as { id: string; endpoint: { url: string } }[];
+      return engines.map((engine) => `${engine.id} ${engine.endpoint.url}`);
+    };
+    expect(await listed(KEYS.acme, 'acme')).toEqual(['acme /rcp/corpora/acme']);
+    expect(await listed(KEYS.beta, 'beta')).toEqual(['beta /rcp/corpora/beta']);
+    expect(await listed(KEYS.admin, 'default')).toEqual([
+      'default /rcp',
+      'acme /rcp/corpora/acme',
+      'beta /rcp/corpora/beta',
+    ]);
+  });
+
+  it('index/delete of an id removes it from the caller’s corpus alone', async () => {
+    await add('beta', KEYS.beta, [{ id: 'd9', text: 'beta kinase throwaway' }]);
+    await add('acme', KEYS.acme, [{ id: 'd9', text: 'acme kinase throwaway' }]);
+    const deleted = await call('beta', KEYS.beta, 'index/delete', { ids: ['d9'] });
+    expect(deleted.result).toMatchObject({ deleted: 1 });
+    expect(await texts('acme', KEYS.acme)).toContain('acme kinase throwaway');
+    expect(await texts('beta', KEYS.beta)).not.toContain('beta kinase throwaway');
+    await call('acme', KEYS.acme, 'index/delete', { ids: ['d9'] });
+  });
+
+  it('a cursor of one corpus is no cursor in another (§10), even for one key that may use both', async () => {
+    const params = { query: 'kinase', k: 1, mode: 'sparse' };
+    const first = await call('acme', KEYS.admin, 'retrieve', params);
+    const cursor = first.result!.nextCursor as string;
+    expect(typeof cursor).toBe('string');
+    const next = await call('acme', KEYS.admin, 'retrieve', { ...params, cursor });
+    expect(next.error).toBeUndefined();
+    const replayed = await call('beta', KEYS.admin, 'retrieve', { ...params, cursor });
+    expect(replayed.error).toMatchObject({ code: -32602 });
+  });
+
+  it('an HTTP session of one corpus is unknown in another (§5.2)', async () => {
+    const init = { protocolVersion: 1, client: { name: 't', version: '1' }, capabilities: {} };
+    const opened = await call('acme', KEYS.admin, 'initialize', init, { 'rcp-session': 'new' });
+    const token = (opened.result!._meta as { session: string }).session;
+    const own = await call('acme', KEYS.admin, 'ping', {}, { 'rcp-session': token });
+    expect(own.error).toBeUndefined();
+    const elsewhere = await call('beta', KEYS.admin, 'ping', {}, { 'rcp-session': token });
+    expect(elsewhere.error).toMatchObject({ code: -32001 });
+  });
+
+  it('an idempotency key used in one corpus is a new key in another (§7.10)', async () => {
+    const meta = { idempotencyKey: 'same-key' };
+    const inAcme = await call('acme', KEYS.admin, 'index/add', {
+      documents: [{ id: 'k1', text: 'acme kinase keyed' }],
+      _meta: meta,
+    });
+    const inBeta = await call('beta', KEYS.admin, 'index/add', {
+      documents: [{ id: 'k1', text: 'beta kinase keyed' }],
+      _meta: meta,
+    });
+    expect(inAcme.error).toBeUndefined();
+    expect(inBeta.error).toBeUndefined();
+    expect(await texts('beta', KEYS.beta)).toContain('beta kinase keyed');
+    expect(await texts('acme', KEYS.acme)).toContain('acme kinase keyed');
+  });
+});
+
+describe('named corpora: opened on demand, closed when idle, dropped from the CLI', () => {
+  it('a corpus unused for corpora.idleSeconds is closed, and the next request opens it again whole', async () => {
+    const log = logFromNow();
+    const before = await texts('acme', KEYS.acme);
+    await untilLogged(log, closedIdle('acme'));
+    expect(await texts('acme', KEYS.acme)).toEqual(before);
+  });
+
+  it('over stdio, --corpus serves one named corpus as the process’s own', async () => {
+    const lines = [
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: 1, client: { name: 't', version: '1' } },
+      },
+      { jsonrpc: '2.0', id: 2, method: 'retrieve', params: { query: 'kinase', k: 10, mode: 'sparse' } },
+    ];
+    const input = lines.map((line) => JSON.stringify(line)).join('\n') + '\n';
+    const run = await runCommand(['serve', '--stdio', '--corpora', ROOT, '--corpus', 'beta'], {}, input);
+    expect(run.code, run.stderr).toBe(0);
+    const answers = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Answer & { id: number });
+    const hits = answers.find((answer) => answer.id === 2)!.result!.hits as { text: string }[];
+    expect(hits.map((hit) => hit.text).every((text) => text.startsWith('beta'))).toBe(true);
+    const unknown = await runCommand(['serve', '--stdio', '--corpora', ROOT, '--corpus', 'nope'], {}, '');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/no corpus 'nope'/);
+  });
+
+  it('drop is refused while a process has the corpus open, then removes it; the server then knows it not', async () => {
+    const log = logFromNow();
+    await texts('beta', KEYS.beta);
+    const refused = await runCommand(['corpus', 'drop', 'beta', '--data', ROOT]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/open in a running process/);
+    expect(existsSync(join(ROOT, 'beta'))).toBe(true);
+    await untilLogged(log, closedIdle('beta'));
+    const dropped = await runCommand(['corpus', 'drop', 'beta', '--data', ROOT]);
+    expect(dropped.code, dropped.stderr).toBe(0);
+    expect(dropped.stdout).toMatch(/dropped corpus 'beta': \d+ files, \d+ bytes removed/);
+    expect(existsSync(join(ROOT, 'beta'))).toBe(false);
+    const listed = await runCommand(['corpus', 'list', '--data', ROOT]);
+    expect(listed.stdout.trim().split('\n')).toEqual(['acme']);
+    const gone = await call('beta', KEYS.beta, 'retrieve', { query: 'kinase' });
+    expect(gone.error).toMatchObject({ code: -32012 });
+  });
+
+  it('a corpus created while the server runs is served at its first request', async () => {
+    expect((await runCommand(['corpus', 'create', 'beta-two', '--data', ROOT])).code).toBe(0);
+    await add('beta-two', KEYS.beta, [{ id: 'd1', text: 'beta two kinase' }]);
+    expect(await texts('beta-two', KEYS.beta)).toEqual(['beta two kinase']);
+  });
+});
