@@ -28,7 +28,9 @@
  * listener to the session: functions entered, files, returns to a file left, callbacks up) and backup
  * (`rcp-server backup` of a serving dir beside a reader and a writer, restore, ready on the restored dir against a
  * restart; RCP_BENCH_CHUNKS, default 30,000) and snapshots (§7.7.1: index/add keeping the window against keeping none,
- * retrieve pinned to the current and to an earlier version against unpinned; RCP_BENCH_CHUNKS, default 20,000). The suites that read SciFact take its folder from
+ * retrieve pinned to the current and to an earlier version against unpinned; RCP_BENCH_CHUNKS, default 20,000) and tenants
+ * (named corpora, docs/tenants.md: RSS per open and per closed corpus against none open, retrieve to a closed corpus
+ * against an open one; RCP_BENCH_CORPORA, default 200). The suites that read SciFact take its folder from
  * `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -58,6 +60,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   'request-path': async () => (await import('./request-path.js')).benchRequestPath(),
   backup: async () => (await import('./backup.js')).benchBackup(),
   snapshots: async () => (await import('./snapshots.js')).benchSnapshots(),
+  tenants: async () => (await import('./tenants.js')).benchTenants(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

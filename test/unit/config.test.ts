@@ -192,6 +192,48 @@ describe('command line', () => {
     }
   });
 
+  it('corpus create|drop NAME and corpus list take --data ROOT (docs/tenants.md); serve and mcp take --corpus', () => {
+    expect(parseCommandLine(['corpus', 'create', 'acme', '--data', '/r'])).toEqual({
+      command: 'corpus',
+      action: 'create',
+      name: 'acme',
+      configFile: undefined,
+      root: '/r',
+    });
+    expect(parseCommandLine(['corpus', 'list'])).toMatchObject({ action: 'list', name: undefined, root: undefined });
+    for (const bad of [['corpus'], ['corpus', 'create'], ['corpus', 'list', 'x'], ['corpus', 'rename', 'a']]) {
+      expect(() => parseCommandLine(bad)).toThrow(/corpus expects create NAME, drop NAME or list/);
+    }
+    expect(parseCommandLine(['serve', '--corpora', '/r', '--corpus', 'acme'])).toMatchObject({
+      corpus: 'acme',
+      overrides: { 'corpora.root': '/r' },
+    });
+    expect(parseCommandLine(['mcp', '--corpora', '/r', '--corpus', 'acme'])).toMatchObject({
+      corpus: 'acme',
+      overrides: { 'corpora.root': '/r' },
+    });
+    expect(() => parseCommandLine(['mcp', '--corpus', 'a', '--registry', 'r.json'])).toThrow(/exclude --registry/);
+  });
+
+  it('named corpora need SQLite stores: corpora.root beside store.url is refused at start', () => {
+    const config = { ...defaultConfig(), corpora: { root: '/r', maxOpen: 1, idleSeconds: 1 } };
+    expect(() => validateConfig({ ...config, store: { url: 'postgres://h/db', pollMs: 1000 } })).toThrow(
+      /corpora.root: named corpora are served from SQLite stores/,
+    );
+    expect(validateConfig(config).corpora.root).toBe('/r');
+  });
+
+  it('an API key names the corpora it may use: names, prefixes ending in *, or *', () => {
+    const keys = (corpora: unknown) => ({
+      ...defaultConfig(),
+      auth: { apiKeys: [{ key: 'k'.repeat(16), scopes: ['read'], corpora }], allowUnauthenticated: false },
+    });
+    expect(validateConfig(keys(['acme', 'beta-*', '*'])).auth.apiKeys[0]?.corpora).toEqual(['acme', 'beta-*', '*']);
+    for (const bad of [[], ['Acme'], ['a*b'], ['../x'], ['a/b'], ['*x']]) {
+      expect(() => validateConfig(keys(bad))).toThrow(/auth.apiKeys/);
+    }
+  });
+
   it('rejects what it does not understand', () => {
     expect(() => parseCommandLine(['serve', '--stdio', '--http', '80'])).toThrow(/exclude each other/);
     expect(() => parseCommandLine(['serve', '--bogus'])).toThrow(/bogus/);

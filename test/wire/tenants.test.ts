@@ -2,7 +2,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCommand, untilLogged } from '../helpers/children.js';
+import { connect, type Socket } from 'node:net';
+import { runCommand, until, untilLogged } from '../helpers/children.js';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 
 /**
@@ -75,6 +76,21 @@ function logFromNow() {
 }
 
 const closedIdle = (name: string) => new RegExp(`"corpus":"${name}","why":"idle","msg":"corpus closed"`);
+
+/**
+ * A request to `corpus` that has sent its headers and part of its body, on a socket of its own: it holds the corpus
+ * open until the socket is destroyed.
+ */
+async function holding(origin: string, corpus: string, key?: string): Promise<Socket> {
+  const socket = connect(Number(new URL(origin).port), '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const auth = key === undefined ? '' : `Authorization: Bearer ${key}\r\n`;
+  socket.write(
+    `POST /rcp/corpora/${corpus}/ping HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${auth}` +
+      'Content-Length: 60\r\n\r\n{"jsonrpc":"2.0",',
+  );
+  return socket;
+}
 
 async function texts(corpus: string, key: string, query = 'kinase'): Promise<string[]> {
   const answer = await call(corpus, key, 'retrieve', { query, k: 10, mode: 'sparse' });
@@ -211,8 +227,11 @@ describe('named corpora: opened on demand, closed when idle, dropped from the CL
 
   it('drop is refused while a process has the corpus open, then removes it; the server then knows it not', async () => {
     const log = logFromNow();
+    // A request still sending its body holds its corpus open for as long as it takes.
+    const held = await holding(server.origin, 'beta', KEYS.beta);
     await texts('beta', KEYS.beta);
     const refused = await runCommand(['corpus', 'drop', 'beta', '--data', ROOT]);
+    held.destroy();
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/open in a running process/);
     expect(existsSync(join(ROOT, 'beta'))).toBe(true);
@@ -231,5 +250,37 @@ describe('named corpora: opened on demand, closed when idle, dropped from the CL
     expect((await runCommand(['corpus', 'create', 'beta-two', '--data', ROOT])).code).toBe(0);
     await add('beta-two', KEYS.beta, [{ id: 'd1', text: 'beta two kinase' }]);
     expect(await texts('beta-two', KEYS.beta)).toEqual(['beta two kinase']);
+  });
+});
+
+describe('named corpora: at most corpora.maxOpen open at once', () => {
+  it('the corpus unused longest is closed to make room; with every one in use, -32011 at once', async () => {
+    for (const name of ['small-a', 'small-b'])
+      expect((await runCommand(['corpus', 'create', name, '--data', ROOT])).code).toBe(0);
+    const small = await startHttpProcess(
+      ['serve', '--http', '127.0.0.1:0', '--data', join(WORK, 'default'), '--corpora', ROOT],
+      { RCP_CORPORA_MAX_OPEN: '1' },
+    );
+    try {
+      const ping = async (corpus: string) => {
+        const response = await fetch(`${small.origin}/rcp/corpora/${corpus}/ping`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: {} }),
+        });
+        return (await response.json()) as Answer;
+      };
+      expect((await ping('small-a')).error).toBeUndefined();
+      expect((await ping('small-b')).error).toBeUndefined();
+      await untilLogged(small, /"corpus":"small-a","why":"room","msg":"corpus closed"/);
+      // A request still sending its body holds its corpus (small-b) open: no place is left for acme.
+      const held = await holding(small.origin, 'small-b');
+      expect((await ping('small-b')).error).toBeUndefined();
+      await until(async () => (await ping('small-a')).error?.code === -32011, 'small-a refused while small-b is held');
+      held.destroy();
+      await until(async () => (await ping('small-a')).error === undefined, 'small-a served once small-b is released');
+    } finally {
+      await small.stop();
+    }
   });
 });

@@ -587,8 +587,15 @@ export class CorpusStore {
    */
   async scrub(): Promise<string | undefined> {
     if (this.#db.db.memory) return undefined;
-    this.#scrubber ??= new WorkerChannel<ScrubRequest, ScrubReply>(import.meta.url, './scrub-thread');
-    return (await this.#scrubber.call({ file: this.#file })).damage;
+    // The thread lives for the check alone (a thread holds some megabytes; a process may hold many corpora open).
+    const scrubber = new WorkerChannel<ScrubRequest, ScrubReply>(import.meta.url, './scrub-thread');
+    this.#scrubber = scrubber;
+    try {
+      return (await scrubber.call({ file: this.#file })).damage;
+    } finally {
+      void scrubber.terminate();
+      if (this.#scrubber === scrubber) this.#scrubber = undefined;
+    }
   }
 
   /**

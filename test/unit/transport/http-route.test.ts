@@ -26,6 +26,29 @@ describe('rcpRoute', () => {
     expect(rcpRoute('/rcp', '/rcp/sessions/bad%E0%A4/ping')).toBeUndefined();
   });
 
+  it('a corpus named in the path (docs/tenants.md): every route above, under <base>/corpora/<name>', () => {
+    expect(rcpRoute('/rcp', '/rcp/corpora/acme')).toEqual({ method: undefined, session: undefined, corpus: 'acme' });
+    expect(rcpRoute('/rcp', '/rcp/corpora/acme/')).toEqual({ method: undefined, session: undefined, corpus: 'acme' });
+    expect(rcpRoute('/rcp', '/rcp/corpora/acme/index/add')).toEqual({
+      method: 'index/add',
+      session: undefined,
+      corpus: 'acme',
+    });
+    expect(rcpRoute('/rcp', '/rcp/corpora/acme/sessions/s/ping')).toEqual({
+      method: 'ping',
+      session: 's',
+      corpus: 'acme',
+    });
+    // The name is decoded as sent and checked where corpora are found: an encoded slash stays inside it.
+    expect(rcpRoute('/rcp', '/rcp/corpora/a%2F..%2Fb/ping')).toEqual({
+      method: 'ping',
+      session: undefined,
+      corpus: 'a/../b',
+    });
+    expect(rcpRoute('/rcp', '/rcp/corpora//ping')).toBeUndefined();
+    expect(rcpRoute('/rcp', '/rcp/corpora/bad%E0%A4/ping')).toBeUndefined();
+  });
+
   it('other paths are not RCP routes; a base at the root takes every path', () => {
     expect(rcpRoute('/rcp', '/elsewhere/ping')).toBeUndefined();
     expect(rcpRoute('/rcp', '/rcpx/ping')).toBeUndefined();
