@@ -186,6 +186,9 @@ function openDatabase(file: string, readOnly: boolean, quickCheck: boolean): Dat
  */
 const STORE_SCHEMA = 4;
 
+/** How long the writer thread is kept without writes (see `#retireWriterLater`). */
+const WRITER_IDLE_MS = 30_000;
+
 /**
  * Refuses another program's database, one of a newer schema (STORE_SCHEMA), and, with `quickCheck`, one SQLite finds
  * damaged (a serving process leaves that to its scrub, `CorpusStore.scrub`: it reads the whole file).
@@ -302,6 +305,13 @@ export class CorpusStore {
    * one through SQLite's write lock (BEGIN IMMEDIATE, writer-thread.ts).
    */
   #writer: WorkerChannel<WriterRequest, WriterReply> | undefined;
+  /** Writes sent to the writer thread and not yet answered. */
+  #writing = 0;
+  #writerIdle: NodeJS.Timeout | undefined;
+  /** The writer thread's connection opened (a write waits for it). */
+  #writerOpened: Promise<unknown> | undefined;
+  /** A writer thread being let go (see `#retireWriterLater`). */
+  #retiring: Promise<unknown> | undefined;
   #dataVersion = 0;
   readonly #file: string;
   readonly #scrubLater: boolean;
@@ -360,6 +370,32 @@ export class CorpusStore {
     }
   }
 
+  /** The writer thread, started (and its connection opened) at the first write after none was running. */
+  #writerThread(): WorkerChannel<WriterRequest, WriterReply> {
+    if (this.#writer !== undefined) return this.#writer;
+    const writer = new WorkerChannel<WriterRequest, WriterReply>(import.meta.url, './writer-thread');
+    this.#writerOpened = writer.call({ op: 'open', file: this.#file });
+    this.#writer = writer;
+    return writer;
+  }
+
+  /**
+   * The writer thread is let go after WRITER_IDLE_MS without writes: a thread holds some megabytes, and a process may
+   * hold many corpora open that are written now and then (docs/tenants.md). The next write starts another.
+   */
+  #retireWriterLater(): void {
+    this.#writerIdle = setTimeout(() => {
+      const writer = this.#writer;
+      if (writer === undefined || this.#writing > 0) return;
+      this.#writer = undefined;
+      this.#retiring = writer.call({ op: 'close' }).then(
+        () => writer.terminate(),
+        () => writer.terminate(),
+      );
+    }, WRITER_IDLE_MS);
+    this.#writerIdle.unref();
+  }
+
   #sql(text: string): Database.Statement {
     return this.#db.sql(text);
   }
@@ -370,11 +406,17 @@ export class CorpusStore {
    */
   async #write(request: WriterRequest): Promise<Written> {
     if (this.#db.db.readonly) throw new Error('a read-only store takes no writes');
-    if (this.#writer === undefined) {
-      this.#writer = new WorkerChannel<WriterRequest, WriterReply>(import.meta.url, './writer-thread');
-      await this.#writer.call({ op: 'open', file: this.#file });
+    clearTimeout(this.#writerIdle);
+    this.#writing += 1;
+    let reply: WriterReply;
+    try {
+      const writer = this.#writerThread();
+      await this.#writerOpened;
+      reply = await writer.call(request);
+    } finally {
+      this.#writing -= 1;
+      if (this.#writing === 0) this.#retireWriterLater();
     }
-    const reply = await this.#writer.call(request);
     if (reply.refused !== undefined) {
       const { code } = reply.refused;
       if (code.startsWith('SQLITE_BUSY')) {
@@ -768,6 +810,8 @@ export class CorpusStore {
   async close(): Promise<void> {
     // A scrub under way is dropped (a read-only connection: nothing to finish).
     void this.#scrubber?.terminate();
+    clearTimeout(this.#writerIdle);
+    await this.#retiring;
     if (this.#writer !== undefined) {
       await this.#writer.call({ op: 'close' });
       await this.#writer.terminate();
