@@ -38,7 +38,18 @@ import { rcpHttp, type HttpTransportOptions } from './transport/http.js';
 import { registerPreflights } from './transport/cors.js';
 import type { Logger } from './protocol/logger.js';
 import { serveStdio, type StdioConnection } from './transport/stdio.js';
-import { catalogMethod, listCorpora, NamedCorpora, type CorpusEngine } from './tenants/index.js';
+import {
+  catalogMethod,
+  checkRoot,
+  corporaAdminMethods,
+  corpusDir,
+  corpusExists,
+  corpusIdentity,
+  NamedCorpora,
+  type CorpusEngine,
+} from './tenants/index.js';
+import { DEFAULT_CORPUS } from './protocol/corpus-name.js';
+import { StartupError } from './startup-error.js';
 
 export interface AppOptions {
   /**
@@ -58,6 +69,8 @@ export interface AppOptions {
   onClose?: () => Promise<void>;
   /** The configuration file the settings came from, if any: `file` content uris never serve it (§15.5). */
   configFile?: string | undefined;
+  /** A named corpus of `corpora.root` served alone, as the app's one corpus (`--corpus`, docs/tenants.md). */
+  corpus?: string | undefined;
 }
 
 export interface App {
@@ -109,8 +122,11 @@ function contentFetcher(config: Config, configFile: string | undefined): PolicyU
  * The composition root (docs/architecture.md §2): builds the method registry from configuration and hands out sessions
  * and the HTTP server. It listens on nothing itself: main.ts chooses a transport, tests build this.
  */
-export function createApp(config: Config, options: AppOptions = {}): App {
-  const content = new ContentReader(contentFetcher(config, options.configFile));
+export function createApp(settings: Config, options: AppOptions = {}): App {
+  // The fetcher protects the whole root of the named corpora, also when the app serves one of them alone.
+  const content = new ContentReader(contentFetcher(settings, options.configFile));
+  const config = options.corpus === undefined ? settings : oneNamedCorpus(settings, options.corpus);
+  if (config.corpora.root !== '') checkRoot(config.corpora.root);
   const logger = options.logger ?? pino({ level: 'silent' });
   const models = openModels(config.models, logger);
   let corpus: Corpus | undefined;
@@ -136,6 +152,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   const createSession = (sessionOptions: SessionOptions = {}): Session =>
     new Session(registry, config.server, limits, sessionOptions);
   const corpora = namedCorpora(served, limits);
+  // Creating and dropping corpora through the server: the admin scope's vendor methods (docs/tenants.md).
+  if (corpora !== undefined) corporaAdminMethods(config.corpora.root, corpora)(registry);
   // Large frames are parsed and serialised in a worker thread (docs/architecture.md §10).
   const codec = new WorkerCodec();
   const shared = corpus?.replica?.sessions;
@@ -433,7 +451,8 @@ function catalogOf(config: Config, keys: ApiKeys): ((registry: MethodRegistry) =
         return caller === undefined ? () => true : (name) => caller.mayUse(name);
       },
     });
-    registry.register(method, { engines: 1 + listCorpora(root).length });
+    // §15.6: no count of the corpora here; a caller learns only of those it may use, from catalog/list.
+    registry.register(method, {});
   };
 }
 
@@ -441,9 +460,25 @@ function catalogOf(config: Config, keys: ApiKeys): ((registry: MethodRegistry) =
  * The settings of named corpus `name` served from `dir` (docs/tenants.md): the process's, with the corpus's folder as
  * its data dir and its cursors signed under `secret` for it alone (a cursor of one corpus never verifies in another).
  */
-export function namedCorpusConfig(config: Config, name: string, dir: string, secret: string): Config {
-  const cursorSecret = secret === '' ? '' : `${secret}\0corpus:${name}`;
-  return { ...config, dataDir: dir, retrieve: { ...config.retrieve, cursorSecret } };
+function namedCorpusConfig(config: Config, name: string, secret: string): Config {
+  const { root } = config.corpora;
+  // The corpus's identity (its mark), not only its name: one dropped and made again is another corpus.
+  const cursorSecret = secret === '' ? '' : `${secret}\0corpus:${name}:${corpusIdentity(root, name)}`;
+  return { ...config, dataDir: corpusDir(root, name), retrieve: { ...config.retrieve, cursorSecret } };
+}
+
+/**
+ * `--corpus NAME` (docs/tenants.md): the settings that serve named corpus NAME of `corpora.root` as the app's one
+ * corpus, over stdio or MCP; `default` is the process's own (`dataDir`).
+ */
+function oneNamedCorpus(config: Config, name: string): Config {
+  const { root } = config.corpora;
+  if (root === '') throw new StartupError('--corpus NAME needs the root of the named corpora: --corpora ROOT');
+  const alone = (own: Config): Config => ({ ...own, corpora: { ...own.corpora, root: '' } });
+  if (name === DEFAULT_CORPUS) return alone(config);
+  corpusDir(root, name);
+  if (!corpusExists(root, name)) throw new StartupError(`no corpus '${name}' in ${root} (rcp-server corpus create)`);
+  return alone(namedCorpusConfig(config, name, config.retrieve.cursorSecret));
 }
 
 /**
@@ -455,10 +490,11 @@ function namedCorpora(served: Served, limits: SessionLimits): NamedCorpora | und
   if (config.corpora.root === '' || served.models.encoder === undefined) return undefined;
   // One key for the process unless the operator set one: a corpus closed while idle keeps its cursors when reopened.
   const secret = config.retrieve.cursorSecret === '' ? randomBytes(32).toString('hex') : config.retrieve.cursorSecret;
-  const open = (name: string, dir: string): CorpusEngine => {
-    const own = namedCorpusConfig(config, name, dir, secret);
-    const corpus = openCorpus(own, served.models, logger.child({ corpus: name })) as Corpus;
-    const registry = corpusRegistry(served, corpus, own);
+  const open = (name: string): CorpusEngine => {
+    const own = namedCorpusConfig(config, name, secret);
+    const log = logger.child({ corpus: name });
+    const corpus = openCorpus(own, served.models, log) as Corpus;
+    const registry = corpusRegistry({ ...served, logger: log }, corpus, own);
     const create = (options: SessionOptions = {}) => new Session(registry, config.server, limits, options);
     return {
       sessions: new HttpSessionStore(create, httpSessions(config)),
@@ -468,7 +504,8 @@ function namedCorpora(served: Served, limits: SessionLimits): NamedCorpora | und
     };
   };
   const { root, maxOpen, idleSeconds } = config.corpora;
-  return new NamedCorpora({ root, maxOpen, idleMs: idleSeconds * 1000, open, log: logger });
+  const openWaitMs = config.limits.requestTimeoutMs;
+  return new NamedCorpora({ root, maxOpen, idleMs: idleSeconds * 1000, openWaitMs, open, log: logger });
 }
 
 /**

@@ -115,7 +115,7 @@ export const USAGE = `usage:
   rcp-server models fetch NAME... [--dir DIR] [--hub URL] [--unpinned]
 
   serve              run the server; --corpora ROOT also serves the named corpora in ROOT's folders at
-                     <base>/corpora/NAME over HTTP; --corpus NAME serves that one named corpus alone
+                     <base>/corpora/NAME over HTTP; --corpus NAME serves that one named corpus alone over --stdio
   corpus             create, list or drop the named corpora of ROOT (default corpora.root), also while a
                      server runs there; drop is refused while a process has the corpus open
   gateway            federate the engines of a registry (rcp.json, spec §16.1) behind one RCP server:
@@ -194,6 +194,11 @@ export function parseCommandLine(
   if (typeof values.store === 'string') overrides['store.url'] = values.store;
   if (typeof values.corpora === 'string') overrides['corpora.root'] = values.corpora;
   const corpus = typeof values.corpus === 'string' ? values.corpus : undefined;
+  if (corpus !== undefined && transport.kind === 'http') {
+    throw new UsageError(
+      `--corpus serves one named corpus over stdio; over HTTP, --corpora ROOT serves each at <base>/corpora/NAME\n\n${USAGE}`,
+    );
+  }
   return { command: 'serve', transport, configFile: values.config as string | undefined, overrides, corpus };
 }
 

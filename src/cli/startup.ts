@@ -1,7 +1,5 @@
 import { pino, type Logger } from 'pino';
-import { AppStartError, createApp, namedCorpusConfig, type App } from '../app.js';
-import { corpusDir, corpusExists } from '../tenants/index.js';
-import { DEFAULT_CORPUS } from '../protocol/corpus-name.js';
+import { AppStartError, createApp, type App } from '../app.js';
 import { prepareDefaultModel } from '../models/index.js';
 import { loadConfig, unknownEnvironment, type Config, type ConfigOverrides } from '../config/index.js';
 import { StartupError } from '../startup-error.js';
@@ -37,10 +35,18 @@ export function createLogger(config: Config, level: string = config.log.level): 
   }
 }
 
-/** The app; what stopped it from starting is thrown once what it had opened is closed. */
-export async function openApp(config: Config, log: Logger, configFile: string | undefined): Promise<App> {
+/**
+ * The app (over the named corpus `corpus` of `corpora.root` alone, when given: docs/tenants.md); what stopped it from
+ * starting is thrown once what it had opened is closed.
+ */
+export async function openApp(
+  config: Config,
+  log: Logger,
+  configFile: string | undefined,
+  corpus?: string,
+): Promise<App> {
   try {
-    return createApp(config, { logger: log, configFile });
+    return createApp(config, { logger: log, configFile, corpus });
   } catch (thrown) {
     throw thrown instanceof AppStartError ? (await thrown.closed, thrown.cause) : thrown;
   }
@@ -55,19 +61,4 @@ export async function openQuietApp(
   const log = createLogger(config, 'warn');
   await prepareDefaultModel(config.models, log);
   return { config, app: await openApp(config, log, file) };
-}
-
-/**
- * `--corpus NAME`: the settings that serve named corpus NAME of `corpora.root` as the process's one corpus
- * (docs/tenants.md), over stdio or MCP as over HTTP; `default` is the process's own (`dataDir`).
- */
-export function servingCorpus(config: Config, name: string | undefined): Config {
-  if (name === undefined) return config;
-  const { root } = config.corpora;
-  if (root === '') throw new StartupError('--corpus NAME needs the root of the named corpora: --corpora ROOT');
-  const alone = { ...config, corpora: { ...config.corpora, root: '' } };
-  if (name === DEFAULT_CORPUS) return alone;
-  const dir = corpusDir(root, name);
-  if (!corpusExists(root, name)) throw new StartupError(`no corpus '${name}' in ${root} (rcp-server corpus create)`);
-  return namedCorpusConfig(alone, name, dir, config.retrieve.cursorSecret);
 }

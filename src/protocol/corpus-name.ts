@@ -20,7 +20,13 @@ export function isCorpusName(name: string): boolean {
  */
 export const CORPUS_GRANT = `^(\\*|${CORPUS_NAME}\\*?)$`;
 
-/** Whether `grants` (a key's `corpora`) let it use the corpus `name`. */
+/**
+ * Whether `grants` (a key's `corpora`) let it use the corpus `name`. The default corpus is granted by its name or by
+ * `*`, never by a prefix (`d*` is for named corpora).
+ */
 export function granted(grants: readonly string[], name: string): boolean {
-  return grants.some((grant) => (grant.endsWith('*') ? name.startsWith(grant.slice(0, -1)) : grant === name));
+  return grants.some((grant) => {
+    if (grant === '*' || grant === name) return true;
+    return grant.endsWith('*') && name !== DEFAULT_CORPUS && name.startsWith(grant.slice(0, -1));
+  });
 }

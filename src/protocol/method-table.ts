@@ -1,9 +1,10 @@
 /**
  * What a method asks of the caller's credentials (§15.3: writes are authorised apart from reads): the lifecycle
  * (§13) and notifications any caller may send; the methods that change what the server holds for everyone are
- * writes; everything else, vendor methods and unknown names included, is a read.
+ * writes; the vendor methods that manage the server itself (`x-rcp-server/corpora/…`, docs/tenants.md) are the
+ * administrator's; everything else, other vendor methods and unknown names included, is a read.
  */
-export type MethodAccess = 'lifecycle' | 'read' | 'write';
+export type MethodAccess = 'lifecycle' | 'read' | 'write' | 'admin';
 
 /** The rate-limit bucket a method draws from (§15.5): model inference, corpus writes, or everything else. */
 export type MethodClass = 'reads' | 'writes' | 'models';
@@ -54,6 +55,9 @@ export type CoreMethod = keyof typeof METHODS;
 
 const VENDOR_METHOD = /^(x-[a-z0-9-]+)\/.+$/;
 
+/** This server's own vendor methods that create and drop corpora (docs/tenants.md): the `admin` scope's alone. */
+export const ADMIN_PREFIX = 'x-rcp-server/corpora/';
+
 export function isCoreMethod(method: string): method is CoreMethod {
   return Object.hasOwn(METHODS, method);
 }
@@ -66,6 +70,7 @@ export function capabilityFor(method: string): string | undefined {
 
 export function accessFor(method: string): MethodAccess {
   if (method.startsWith('notifications/')) return 'lifecycle';
+  if (method.startsWith(ADMIN_PREFIX)) return 'admin';
   return isCoreMethod(method) ? METHODS[method].access : 'read';
 }
 

@@ -24,12 +24,13 @@ export interface CatalogOptions {
  */
 export function catalogMethod(options: CatalogOptions): MethodDefinition<typeof CatalogListParams> {
   const base = options.base.replace(/\/+$/, '');
+  const listing = recentListing(options.root);
   return {
     method: 'catalog/list',
     params: CatalogListParams,
-    handler: (_params, ctx) => {
+    handler: async (_params, ctx) => {
       const mayUse = options.mayUse(ctx.caller);
-      const names = [DEFAULT_CORPUS, ...listCorpora(options.root)].filter(mayUse);
+      const names = [DEFAULT_CORPUS, ...(await listing())].filter(mayUse);
       const capabilities = options.capabilities();
       return {
         engines: names.map((name) => ({
@@ -40,5 +41,21 @@ export function catalogMethod(options: CatalogOptions): MethodDefinition<typeof 
         })),
       };
     },
+  };
+}
+
+/** How long a listing of the root serves catalog/list calls: a flood of them reads the root once in that time. */
+const LISTING_MS = 2000;
+
+/** The corpora of `root` as listed at most LISTING_MS ago (calls meanwhile share one listing). */
+function recentListing(root: string): () => Promise<string[]> {
+  let last: { at: number; names: Promise<string[]> } | undefined;
+  return () => {
+    if (last === undefined || Date.now() - last.at > LISTING_MS) {
+      const names = listCorpora(root);
+      last = { at: Date.now(), names };
+      names.catch(() => (last = undefined));
+    }
+    return last.names;
   };
 }

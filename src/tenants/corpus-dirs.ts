@@ -1,5 +1,16 @@
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { randomBytes, randomUUID } from 'node:crypto';
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DirLock } from '../corpus/index.js';
 import { DEFAULT_CORPUS, isCorpusName } from '../protocol/corpus-name.js';
@@ -14,8 +25,32 @@ import { StartupError } from '../startup-error.js';
 /** The file that makes a folder of the root a corpus: a folder without it is nobody's corpus. */
 const MARK = 'corpus.json';
 
+/** What the folders refuse (each a StartupError: the CLI's exit 2; the admin methods map each to its wire error). */
 export class CorpusNameError extends StartupError {
   override name = 'CorpusNameError';
+}
+
+export class CorpusExists extends StartupError {
+  override name = 'CorpusExists';
+}
+
+export class NoSuchCorpus extends StartupError {
+  override name = 'NoSuchCorpus';
+}
+
+export class CorpusOpenElsewhere extends StartupError {
+  override name = 'CorpusOpenElsewhere';
+}
+
+/** A root of named corpora that exists as something else than a folder is refused at start. */
+export function checkRoot(root: string): void {
+  let isFolder: boolean;
+  try {
+    isFolder = statSync(root).isDirectory();
+  } catch {
+    return; // made by the first `corpus create`
+  }
+  if (!isFolder) throw new StartupError(`corpora.root ${root} is not a folder`);
 }
 
 /** The folder of corpus `name` under `root`; a name that is not one (docs/tenants.md) is refused. */
@@ -29,39 +64,59 @@ export function corpusDir(root: string, name: string): string {
   return join(root, name);
 }
 
-/** Whether corpus `name` exists under `root` (a folder of that name). */
+/**
+ * Whether corpus `name` exists under `root`: a folder of that name (not a link to one elsewhere, which the protections
+ * of the root would not cover) holding its mark.
+ */
 export function corpusExists(root: string, name: string): boolean {
   if (!isCorpusName(name) || name === DEFAULT_CORPUS) return false;
   try {
-    return statSync(join(root, name, MARK)).isFile();
+    return lstatSync(join(root, name)).isDirectory() && statSync(join(root, name, MARK)).isFile();
   } catch {
     return false;
   }
 }
 
-/** The names of the corpora under `root`, sorted; none when it does not exist. */
-export function listCorpora(root: string): string[] {
+/**
+ * The identity of corpus `name`, written in its mark when it was created: a corpus dropped and created again under
+ * the same name is another corpus (its cursors are not the old one's). Empty when the mark holds none.
+ */
+export function corpusIdentity(root: string, name: string): string {
+  try {
+    const mark = JSON.parse(readFileSync(join(root, name, MARK), 'utf8')) as { id?: unknown };
+    return typeof mark.id === 'string' ? mark.id : '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * The names of the corpora under `root`, sorted; none when it does not exist. Read without blocking the event loop
+ * (a root may hold thousands).
+ */
+export async function listCorpora(root: string): Promise<string[]> {
   let entries;
   try {
-    entries = readdirSync(root, { withFileTypes: true });
+    entries = await readdir(root, { withFileTypes: true });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw error;
   }
-  return entries
-    .filter((entry) => entry.isDirectory() && corpusExists(root, entry.name))
-    .map((entry) => entry.name)
-    .sort();
+  const marked = async (name: string) => (await stat(join(root, name, MARK)).catch(() => undefined))?.isFile();
+  const names = entries.filter((entry) => entry.isDirectory() && isCorpusName(entry.name)).map((entry) => entry.name);
+  const flags = await Promise.all(names.map(marked));
+  return names.filter((name, i) => name !== DEFAULT_CORPUS && flags[i] === true).sort();
 }
 
 /** Makes corpus `name` under `root` (and `root` if need be); a corpus of that name already there is refused. */
 export function createCorpus(root: string, name: string): string {
   const dir = corpusDir(root, name);
   mkdirSync(root, { recursive: true });
-  if (corpusExists(root, name)) throw new StartupError(`corpus '${name}' already exists`);
+  if (corpusExists(root, name)) throw new CorpusExists(`corpus '${name}' already exists`);
   // A folder of that name without the mark (a create cut short) is taken as the corpus.
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, MARK), `${JSON.stringify({ name, created: new Date().toISOString() })}\n`);
+  const mark = { name, id: randomUUID(), created: new Date().toISOString() };
+  writeFileSync(join(dir, MARK), `${JSON.stringify(mark)}\n`);
   return dir;
 }
 
@@ -72,12 +127,12 @@ export function createCorpus(root: string, name: string): string {
  */
 export function dropCorpus(root: string, name: string): { files: number; bytes: number } {
   const dir = corpusDir(root, name);
-  if (!corpusExists(root, name)) throw new StartupError(`no corpus '${name}' in ${root}`);
+  if (!corpusExists(root, name)) throw new NoSuchCorpus(`no corpus '${name}' in ${root}`);
   const lock = DirLock.acquire(dir);
   let gone: string;
   try {
     if (!lock.alone) {
-      throw new StartupError(
+      throw new CorpusOpenElsewhere(
         `corpus '${name}' is open in a running process; it is closed there after corpora.idleSeconds unused`,
       );
     }

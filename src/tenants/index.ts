@@ -4,4 +4,5 @@
  */
 export { NamedCorpora, type CorpusEngine } from './named-corpora.js';
 export { catalogMethod } from './catalog.js';
-export { corpusDir, corpusExists, createCorpus, dropCorpus, listCorpora } from './corpus-dirs.js';
+export { corporaAdminMethods } from './admin.js';
+export { checkRoot, corpusDir, corpusExists, corpusIdentity, createCorpus, dropCorpus, listCorpora } from './corpus-dirs.js';

@@ -4,7 +4,7 @@ import { DEFAULT_CORPUS } from '../protocol/corpus-name.js';
 import type { Logger } from '../protocol/logger.js';
 import type { CorpusLanes, HeldLane } from '../transport/corpus-lanes.js';
 import type { HttpSessionStore } from '../transport/http-sessions.js';
-import { corpusDir, corpusExists } from './corpus-dirs.js';
+import { corpusExists } from './corpus-dirs.js';
 
 /** A named corpus opened as an engine of its own (app.ts builds it): its sessions, readiness and close. */
 export interface CorpusEngine {
@@ -22,10 +22,14 @@ export interface NamedCorporaOptions {
   readonly maxOpen: number;
   /** A corpus unused this long is closed. */
   readonly idleMs: number;
-  /** Opens corpus `name` in its folder `dir`. */
-  readonly open: (name: string, dir: string) => CorpusEngine;
+  /** How long a request waits for its corpus to open; past it, -32010 with retryAfterMs while it goes on opening. */
+  readonly openWaitMs: number;
+  /** Opens corpus `name` (in its folder of the root). */
+  readonly open: (name: string) => CorpusEngine;
   readonly log: Logger;
 }
+
+const OPENING = Symbol('opening');
 
 /** Why a corpus was closed: unused too long, its place needed, its store damaged, failed or dropped, the end. */
 type Closing = 'idle' | 'room' | 'damaged' | 'failed' | 'dropped' | 'stopping';
@@ -47,6 +51,8 @@ interface Open {
 export class NamedCorpora implements CorpusLanes {
   readonly #open = new Map<string, Open>();
   readonly #closing = new Map<string, Promise<void>>();
+  /** Corpora being dropped: requests for them meanwhile are answered as for a corpus that does not exist. */
+  readonly #dropping = new Set<string>();
   readonly #sweep: NodeJS.Timeout;
   #closed = false;
 
@@ -61,14 +67,19 @@ export class NamedCorpora implements CorpusLanes {
   }
 
   async hold(name: string): Promise<HeldLane | RpcError | undefined> {
-    if (this.#closed || name === DEFAULT_CORPUS) return undefined;
+    if (this.#closed || name === DEFAULT_CORPUS || this.#dropping.has(name)) return undefined;
     const entry = this.#held(this.#open.get(name)) ?? (await this.#start(name));
     if (entry === undefined || entry instanceof RpcError) return entry;
     const release = () => {
       entry.holds -= 1;
       entry.lastUsed = Date.now();
     };
-    const failed = (await entry.engine.opened) ?? (this.#open.get(name) === entry ? undefined : 'it was closed');
+    const opened = await this.#opened(entry);
+    if (opened === OPENING) {
+      release();
+      return RpcError.backendUnavailable('the corpus is opening; try again', 1000);
+    }
+    const failed = opened ?? (this.#open.get(name) === entry ? undefined : 'it was closed');
     // Dropped by another process in the moment it was opened: its folder no longer marked as a corpus.
     const gone = failed === undefined && !corpusExists(this.options.root, name);
     if (failed === undefined && !gone) return { sessions: entry.engine.sessions, release };
@@ -77,6 +88,19 @@ export class NamedCorpora implements CorpusLanes {
     if (gone) return undefined;
     this.options.log.error({ corpus: name, reason: failed }, 'corpus cannot serve');
     return UNAVAILABLE;
+  }
+
+  /** Why `entry` cannot serve (undefined: it can), or OPENING when it is not open within `openWaitMs`. */
+  async #opened(entry: Open): Promise<string | undefined | typeof OPENING> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<typeof OPENING>((resolve) => {
+      timer = setTimeout(() => resolve(OPENING), this.options.openWaitMs);
+    });
+    try {
+      return await Promise.race([entry.engine.opened, waited]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** `entry` held by one more request (taken in the same turn as it was found, so it cannot close in between). */
@@ -97,7 +121,7 @@ export class NamedCorpora implements CorpusLanes {
     if (started !== undefined) return started;
     let engine: CorpusEngine;
     try {
-      engine = this.options.open(name, corpusDir(this.options.root, name));
+      engine = this.options.open(name);
     } catch (error) {
       this.options.log.error({ corpus: name, err: error }, 'corpus failed to open');
       return UNAVAILABLE;
@@ -142,6 +166,29 @@ export class NamedCorpora implements CorpusLanes {
     return closing;
   }
 
+  /** Whether corpus `name` is open in this process. */
+  isOpen(name: string): boolean {
+    return this.#open.has(name);
+  }
+
+  /**
+   * Drops corpus `name` (docs/tenants.md): refused while a request holds it (a write in flight among them), else
+   * closed here and removed by `drop`, which refuses when another process has it open. Requests for it meanwhile are
+   * answered as for a corpus that does not exist.
+   */
+  async drop<T>(name: string, drop: () => T): Promise<T> {
+    const entry = this.#open.get(name);
+    if ((entry?.holds ?? 0) > 0) throw new CorpusInUse(name);
+    this.#dropping.add(name);
+    try {
+      if (entry !== undefined) await this.#close(entry, 'dropped');
+      await this.#closing.get(name);
+      return drop();
+    } finally {
+      this.#dropping.delete(name);
+    }
+  }
+
   /** Closes every open corpus (the process is stopping). */
   async close(): Promise<void> {
     this.#closed = true;
@@ -159,3 +206,12 @@ const UNAVAILABLE = new RpcError(RpcErrorCode.BackendUnavailable, 'corpus unavai
   detail: "the corpus cannot be opened now; the operator's log says why",
   retryable: true,
 });
+
+/** A corpus a request holds now (a write in flight among them): it is not dropped under it. */
+export class CorpusInUse extends Error {
+  override name = 'CorpusInUse';
+
+  constructor(readonly corpus: string) {
+    super(`corpus '${corpus}' has requests in flight; drop it when they are answered`);
+  }
+}

@@ -97,6 +97,8 @@ export function receiveBody(
     // Node reports a connection lost mid-body as an error of the request ('aborted'), then closes it.
     const onClose = (): void => settle(new BodyAbandoned('the client closed the connection before its body ended'));
     stream.on('data', onData).once('end', onEnd).once('error', onClose).once('close', onClose);
+    // Gone before its body was asked for (it waited for its corpus to open): its 'close' has already been emitted.
+    if (stream.destroyed) onClose();
   });
 
   /**

@@ -204,7 +204,7 @@ describe('command line', () => {
     for (const bad of [['corpus'], ['corpus', 'create'], ['corpus', 'list', 'x'], ['corpus', 'rename', 'a']]) {
       expect(() => parseCommandLine(bad)).toThrow(/corpus expects create NAME, drop NAME or list/);
     }
-    expect(parseCommandLine(['serve', '--corpora', '/r', '--corpus', 'acme'])).toMatchObject({
+    expect(parseCommandLine(['serve', '--stdio', '--corpora', '/r', '--corpus', 'acme'])).toMatchObject({
       corpus: 'acme',
       overrides: { 'corpora.root': '/r' },
     });
@@ -213,6 +213,8 @@ describe('command line', () => {
       overrides: { 'corpora.root': '/r' },
     });
     expect(() => parseCommandLine(['mcp', '--corpus', 'a', '--registry', 'r.json'])).toThrow(/exclude --registry/);
+    expect(() => parseCommandLine(['serve', '--corpora', '/r', '--corpus', 'a'])).toThrow(/over HTTP, --corpora ROOT/);
+    expect(parseCommandLine(['serve', '--stdio', '--corpora', '/r', '--corpus', 'a'])).toMatchObject({ corpus: 'a' });
   });
 
   it('named corpora need SQLite stores: corpora.root beside store.url is refused at start', () => {

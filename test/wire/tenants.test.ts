@@ -1,7 +1,7 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -226,6 +226,35 @@ describe('named corpora: opened on demand, closed when idle, dropped from the CL
     const unknown = await runCommand(['serve', '--stdio', '--corpora', ROOT, '--corpus', 'nope'], {}, '');
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/no corpus 'nope'/);
+    const aFile = await runCommand(['serve', '--stdio', '--corpora', join(ROOT, 'acme', 'corpus.json')], {}, '');
+    expect(aFile.code).toBe(2);
+    expect(aFile.stderr).toMatch(/is not a folder/);
+  });
+
+  it("§15.5 a process serving one corpus never serves another corpus's files by file uri", async () => {
+    const embed = (path: string) => ({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'embed',
+      params: { inputs: [{ type: 'text', uri: pathToFileURL(path).href }] },
+    });
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: 1, client: { name: 't', version: '1' } },
+    };
+    const input =
+      [init, embed(join(ROOT, 'acme', 'corpus.json'))].map((line) => JSON.stringify(line)).join('\n') + '\n';
+    const env = { RCP_CONTENT_FETCH_SCHEMES: '["file"]', RCP_CONTENT_FETCH_FILE_ROOTS: JSON.stringify([WORK]) };
+    const run = await runCommand(['serve', '--stdio', '--corpora', ROOT, '--corpus', 'beta'], env, input);
+    const answer = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Answer & { id: number })
+      .find((a) => a.id === 2);
+    expect(answer?.error).toMatchObject({ code: -32602 });
+    expect(answer?.error?.message).toMatch(/server's corpora, which is never served/);
   });
 
   it('over MCP, --corpus bridges one named corpus', async () => {
@@ -278,6 +307,102 @@ describe('named corpora: opened on demand, closed when idle, dropped from the CL
   });
 });
 
+describe('named corpora through the server: x-rcp-server/corpora/* (the admin scope)', () => {
+  const admin = (method: string, params: object, key = KEYS.admin) =>
+    call('default', key, `x-rcp-server/corpora/${method}`, params);
+
+  it('a tenant key may not call them (-32012); an admin creates, lists and drops, and drop says what it removed', async () => {
+    expect((await admin('list', {}, KEYS.acme)).error).toMatchObject({ code: -32012 });
+    expect((await admin('create', { name: 'gamma' })).result).toEqual({ name: 'gamma', created: true });
+    expect((await admin('create', { name: 'gamma' })).error).toMatchObject({ code: -32602 });
+    expect((await admin('create', { name: '../x' })).error).toMatchObject({ code: -32602 });
+    await add('gamma', KEYS.admin, [{ id: 'g1', text: 'gamma kinase' }]);
+    const listed = (await admin('list', {})).result!.corpora as { name: string; open: boolean }[];
+    expect(listed).toContainEqual({ name: 'gamma', open: true });
+    // Refused while a request holds it (a write in flight would be one), removed once it is answered.
+    let held = await holding(server.origin, 'gamma', KEYS.admin);
+    await until(async () => {
+      const answer = await admin('drop', { name: 'gamma' });
+      if (answer.error === undefined) {
+        // The drop was read before the holding request was: make gamma again, and hold it anew.
+        await admin('create', { name: 'gamma' });
+        held.destroy();
+        held = await holding(server.origin, 'gamma', KEYS.admin);
+      }
+      return answer.error?.code === -32011;
+    }, 'drop refused while a request holds gamma');
+    held.destroy();
+    let dropped: Answer | undefined;
+    await until(async () => {
+      dropped = await admin('drop', { name: 'gamma' });
+      return dropped.error === undefined;
+    }, 'drop once nothing holds gamma');
+    expect(dropped!.result).toMatchObject({ name: 'gamma', dropped: true, files: expect.any(Number) });
+    expect((dropped!.result!.bytes as number) > 0).toBe(true);
+    expect((await call('gamma', KEYS.admin, 'retrieve', { query: 'kinase' })).error).toMatchObject({ code: -32012 });
+    expect((await admin('drop', { name: 'gamma' })).error).toMatchObject({ code: -32015 });
+  });
+
+  it('a corpus dropped and made again under its name is another corpus: its cursors are not the old one’s', async () => {
+    const documents = [1, 2, 3].map((i) => ({ id: `y${i}`, text: `kinase note ${i}` }));
+    const params = { query: 'kinase', k: 1, mode: 'sparse' };
+    await admin('create', { name: 'delta' });
+    await add('delta', KEYS.admin, documents);
+    const cursor = (await call('delta', KEYS.admin, 'retrieve', params)).result!.nextCursor as string;
+    await until(async () => (await admin('drop', { name: 'delta' })).error === undefined, 'delta dropped');
+    await admin('create', { name: 'delta' });
+    await add('delta', KEYS.admin, documents);
+    expect((await call('delta', KEYS.admin, 'retrieve', { ...params, cursor })).error).toMatchObject({ code: -32602 });
+  });
+
+  it('§15.6 initialize and info tell no key how many corpora there are', async () => {
+    const info = await call('acme', KEYS.acme, 'info', {});
+    expect((info.result!.capabilities as { catalog: object }).catalog).toEqual({});
+  });
+});
+
+describe('named corpora behind a gateway (§16)', () => {
+  it('federates named corpora of one server like any other engines, each reached at its endpoint', async () => {
+    const registry = join(WORK, 'rcp.json');
+    const headers = { authorization: `Bearer ${KEYS.admin}` };
+    const engines = ['acme', 'beta-two'].map((name) => ({
+      id: name,
+      transport: 'http',
+      url: `${server.origin}/rcp/corpora/${name}`,
+      headers,
+    }));
+    writeFileSync(registry, JSON.stringify({ engines }));
+    await add('beta-two', KEYS.beta, [{ id: 'b2', text: 'beta two kinase only here' }]);
+    const gateway = await startHttpProcess(['gateway', '--registry', registry, '--http', '127.0.0.1:0']);
+    try {
+      const answer = await fetch(`${gateway.origin}/rcp/retrieve`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'retrieve', params: { query: 'kinase', k: 20 } }),
+      });
+      const hits = ((await answer.json()) as Answer).result!.hits as { text: string }[];
+      // §16.3: a document's identity across engines is its id (acme's d1 and beta-two's d1 are fused as one hit).
+      const texts = hits.map((hit) => hit.text);
+      expect(texts).toContain('acme kinase assay secret three');
+      expect(texts).toContain('beta two kinase only here');
+      expect(texts.some((text) => text.startsWith('beta kinase public'))).toBe(false);
+    } finally {
+      await gateway.stop();
+    }
+  });
+});
+
+describe('named corpora: only folders of the root', () => {
+  it('a link in the root to a folder elsewhere is no corpus (the root’s protections would not cover it)', async () => {
+    const elsewhere = join(WORK, 'elsewhere');
+    expect((await runCommand(['corpus', 'create', 'target', '--data', elsewhere])).code).toBe(0);
+    symlinkSync(join(elsewhere, 'target'), join(ROOT, 'linked'));
+    const listed = await runCommand(['corpus', 'list', '--data', ROOT]);
+    expect(listed.stdout).not.toMatch(/linked/);
+    expect((await call('linked', KEYS.admin, 'ping', {})).error).toMatchObject({ code: -32012 });
+  });
+});
+
 describe('named corpora: at most corpora.maxOpen open at once', () => {
   it('the corpus unused longest is closed to make room; with every one in use, -32011 at once', async () => {
     for (const name of ['small-a', 'small-b'])
@@ -295,7 +420,12 @@ describe('named corpora: at most corpora.maxOpen open at once', () => {
         });
         return (await response.json()) as Answer;
       };
-      expect((await ping('small-a')).error).toBeUndefined();
+      // A client gone while its corpus opens leaves it held by nothing: it is closed for room like any other.
+      for (let i = 0; i < 3; i++) {
+        const gone = await holding(small.origin, 'small-b');
+        gone.destroy();
+      }
+      await until(async () => (await ping('small-a')).error === undefined, 'small-a served after hang-ups');
       expect((await ping('small-b')).error).toBeUndefined();
       await untilLogged(small, /"corpus":"small-a","why":"room","msg":"corpus closed"/);
       // A request still sending its body holds its corpus (small-b) open: no place is left for acme.

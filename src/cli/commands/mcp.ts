@@ -7,11 +7,11 @@ import { readRegistry } from '../../gateway/engine-registry.js';
 import { createGateway } from '../../gateway/gateway.js';
 import { serveMcp } from '../../transport/mcp.js';
 import { onSignals } from '../serving.js';
-import { createLogger, loadSettings, openApp, servingCorpus } from '../startup.js';
+import { createLogger, loadSettings, openApp } from '../startup.js';
 
 /** `rcp-server mcp`: the MCP bridge on stdin/stdout over the local corpus or a registry's engines. */
 export async function mcpCommand(command: McpCommand): Promise<number> {
-  const config = servingCorpus(loadSettings(command.configFile, command.overrides), command.corpus);
+  const config = loadSettings(command.configFile, command.overrides);
   const log = createLogger(config);
   const app = await openBridged(command, config, log);
   const bridge = await serveMcp({
@@ -33,7 +33,7 @@ export async function mcpCommand(command: McpCommand): Promise<number> {
 async function openBridged(command: McpCommand, config: Config, log: Logger): Promise<App> {
   if (command.registry !== undefined) return createGateway(config, readRegistry(command.registry), log);
   await prepareDefaultModel(config.models, log);
-  const app = await openApp(config, log, command.configFile);
+  const app = await openApp(config, log, command.configFile, command.corpus);
   await app.models.loaded;
   await app.corpus?.ready;
   return app;

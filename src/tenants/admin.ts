@@ -1,0 +1,72 @@
+import { Type } from '@sinclair/typebox';
+import { RpcErrorCode } from '../protocol/codes.js';
+import { RpcError } from '../protocol/errors.js';
+import { ADMIN_PREFIX } from '../protocol/method-table.js';
+import type { MethodDefinition, MethodRegistry } from '../protocol/registry.js';
+import {
+  CorpusExists,
+  CorpusNameError,
+  CorpusOpenElsewhere,
+  createCorpus,
+  dropCorpus,
+  listCorpora,
+  NoSuchCorpus,
+} from './corpus-dirs.js';
+import { CorpusInUse, type NamedCorpora } from './named-corpora.js';
+
+const Named = Type.Object({ name: Type.String({ maxLength: 64 }), _meta: Type.Optional(Type.Object({})) });
+const Nothing = Type.Object({ _meta: Type.Optional(Type.Object({})) });
+
+/**
+ * The vendor methods (§6.2) that manage the named corpora of a running server (docs/tenants.md), the `admin` scope's
+ * alone (protocol/method-table.ts `ADMIN_PREFIX`): `x-rcp-server/corpora/create {name}`, `…/list {}` and
+ * `…/drop {name}`, as `rcp-server corpus` does from the command line. Drop is refused while a request holds the
+ * corpus (a write in flight among them) or another process has it open, and says what it removed.
+ */
+export function corporaAdminMethods(root: string, corpora: NamedCorpora): (registry: MethodRegistry) => void {
+  const create: MethodDefinition<typeof Named> = {
+    method: `${ADMIN_PREFIX}create`,
+    params: Named,
+    handler: ({ name }) => {
+      wireErrorOf(() => createCorpus(root, name));
+      return { name, created: true };
+    },
+  };
+  const list: MethodDefinition<typeof Nothing> = {
+    method: `${ADMIN_PREFIX}list`,
+    params: Nothing,
+    handler: async () => ({
+      corpora: (await listCorpora(root)).map((name) => ({ name, open: corpora.isOpen(name) })),
+    }),
+  };
+  const drop: MethodDefinition<typeof Named> = {
+    method: `${ADMIN_PREFIX}drop`,
+    params: Named,
+    handler: async ({ name }) => {
+      try {
+        return { name, dropped: true, ...(await corpora.drop(name, () => dropCorpus(root, name))) };
+      } catch (error) {
+        throw wireError(error);
+      }
+    },
+  };
+  return (registry) => registry.register(create, {}).register(list, {}).register(drop, {});
+}
+
+/** What `run` returns; what the corpus folders refuse, as the wire error it is. */
+function wireErrorOf<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    throw wireError(error);
+  }
+}
+
+function wireError(error: unknown): unknown {
+  const detail = (error as Error).message;
+  if (error instanceof CorpusNameError || error instanceof CorpusExists) return RpcError.invalidParams('name', detail);
+  if (error instanceof NoSuchCorpus) return new RpcError(RpcErrorCode.NotFound, 'not found', { detail });
+  if (error instanceof CorpusOpenElsewhere) return RpcError.backendUnavailable(detail, 1000);
+  if (error instanceof CorpusInUse) return RpcError.rateLimited(1000, detail);
+  return error;
+}
