@@ -113,12 +113,20 @@ export class NamedCorpora implements CorpusLanes {
 
   /** Opens corpus `name`, once it exists and a place is free; undefined when there is no such corpus. */
   async #start(name: string): Promise<Open | RpcError | undefined> {
-    await this.#closing.get(name);
-    if (!corpusExists(this.options.root, name)) return undefined;
-    const room = await this.#makeRoom();
-    if (room !== undefined) return room;
-    const started = this.#held(this.#open.get(name));
-    if (started !== undefined) return started;
+    for (;;) {
+      await this.#closing.get(name);
+      if (!corpusExists(this.options.root, name)) return undefined;
+      const room = await this.#makeRoom();
+      if (room !== undefined) return room;
+      const started = this.#held(this.#open.get(name));
+      if (started !== undefined) return started;
+      // Checked in the turn the corpus takes its place: two corpora opening at once never both pass the bound.
+      if (this.#inMemory() < this.options.maxOpen && !this.#closing.has(name)) return this.#opening(name);
+    }
+  }
+
+  /** Corpus `name` opening, held by the request that opened it. */
+  #opening(name: string): Open | RpcError {
     let engine: CorpusEngine;
     try {
       engine = this.options.open(name);
@@ -135,9 +143,21 @@ export class NamedCorpora implements CorpusLanes {
     return entry;
   }
 
-  /** A place among the open corpora: the one unused longest is closed when they are at the bound. */
+  /** Corpora holding memory: those open and those still closing. */
+  #inMemory(): number {
+    return this.#open.size + this.#closing.size;
+  }
+
+  /**
+   * A place among the corpora in memory: one still closing is waited for; else the one unused longest is closed when
+   * they are at the bound.
+   */
   async #makeRoom(): Promise<RpcError | undefined> {
-    while (this.#open.size >= this.options.maxOpen) {
+    while (this.#inMemory() >= this.options.maxOpen) {
+      if (this.#closing.size > 0) {
+        await Promise.race(this.#closing.values());
+        continue;
+      }
       const idle = [...this.#open.values()].filter((entry) => entry.holds === 0);
       const victim = idle.sort((a, b) => a.lastUsed - b.lastUsed)[0];
       if (victim === undefined) return RpcError.rateLimited(1000, 'every open corpus is in use; try again');

@@ -405,7 +405,7 @@ describe('named corpora: only folders of the root', () => {
 
 describe('named corpora: at most corpora.maxOpen open at once', () => {
   it('the corpus unused longest is closed to make room; with every one in use, -32011 at once', async () => {
-    for (const name of ['small-a', 'small-b'])
+    for (const name of ['small-a', 'small-b', 'small-c'])
       expect((await runCommand(['corpus', 'create', name, '--data', ROOT])).code).toBe(0);
     const small = await startHttpProcess(
       ['serve', '--http', '127.0.0.1:0', '--data', join(WORK, 'default'), '--corpora', ROOT],
@@ -428,7 +428,6 @@ describe('named corpora: at most corpora.maxOpen open at once', () => {
       await until(async () => (await ping('small-a')).error === undefined, 'small-a served after hang-ups');
       expect((await ping('small-b')).error).toBeUndefined();
       await untilLogged(small, /"corpus":"small-a","why":"room","msg":"corpus closed"/);
-      // A request still sending its body holds its corpus (small-b) open: no place is left for acme.
       // A request still sending its body holds its corpus (small-b) open: no place is left for small-a. One that was
       // itself refused (it arrived while small-a was in use) is sent again.
       let held = await holding(small.origin, 'small-b');
@@ -437,12 +436,28 @@ describe('named corpora: at most corpora.maxOpen open at once', () => {
         held.destroy();
         held = await holding(small.origin, 'small-b');
       };
-      await until(async () => {
-        if (refusedHold()) await holdAgain();
-        return (await ping('small-a')).error?.code === -32011;
-      }, 'small-a refused while small-b is held');
+      let last: unknown;
+      await until(
+        async () => {
+          if (refusedHold()) await holdAgain();
+          last = await ping('small-a');
+          return (last as Answer).error?.code === -32011;
+        },
+        () => `small-a refused while small-b is held: ${JSON.stringify(last)} ${small.stderr().slice(-3000)}`,
+      );
       held.destroy();
       await until(async () => (await ping('small-a')).error === undefined, 'small-a served once small-b is released');
+      // Opened all at once: never more than one in memory (open, or still closing), by the order of the log.
+      await Promise.all(['small-a', 'small-b', 'small-c', 'small-b', 'small-c'].map(ping));
+      let inMemory = 0;
+      let most = 0;
+      for (const [, event] of small
+        .stderr()
+        .matchAll(/"corpus":"small-.","(?:why":"\w+","msg":"corpus (closed)|.*?"msg":"corpus (ready))/g)) {
+        inMemory += event === undefined ? 1 : -1;
+        most = Math.max(most, inMemory);
+      }
+      expect(most).toBe(1);
     } finally {
       await small.stop();
     }
