@@ -68,13 +68,14 @@ async function openAll(work: string): Promise<{ baseline: number; open: number; 
 }
 
 /** The server's RSS once every corpus, touched once, has been closed as idle; then cold retrieve latencies. */
-async function closeAll(work: string): Promise<{ baseline: number; closed: number; cold: number[] }> {
+async function closeAll(work: string): Promise<{ baseline: number; closed: number; cold: number[]; reopened: number }> {
   const server = await start(work, 2);
   try {
     await call(server.origin, 'ping', {});
     const baseline = rssMiB(server);
     for (const name of names) await post(server.origin, name, 'retrieve', { query: 'cell', k: 5 });
-    await until(() => (server.stderr().match(/"msg":"corpus closed"/g) ?? []).length >= CORPORA);
+    const closes = () => (server.stderr().match(/"msg":"corpus closed"/g) ?? []).length;
+    await until(() => closes() >= CORPORA);
     const closed = rssMiB(server);
     const cold: number[] = [];
     for (let i = 0; i < SAMPLED; i++) {
@@ -82,7 +83,8 @@ async function closeAll(work: string): Promise<{ baseline: number; closed: numbe
         await timed(() => post(server.origin, names[i]!, 'retrieve', { query: WORDS[i % 10], k: 5, mode: 'hybrid' })),
       );
     }
-    return { baseline, closed, cold };
+    await until(() => closes() >= CORPORA + SAMPLED);
+    return { baseline, closed, cold, reopened: rssMiB(server) };
   } finally {
     await server.stop();
   }
@@ -121,6 +123,11 @@ export async function benchTenants(): Promise<void> {
       `  RSS: ${opened.baseline.toFixed(0)} MiB with none open; ${opened.open.toFixed(0)} MiB with all open ` +
         `(${perOpen.toFixed(0)} KiB per open corpus); ${closed.closed.toFixed(0)} MiB after all closed as idle ` +
         `against ${closed.baseline.toFixed(0)} MiB at that server's start (${perClosed.toFixed(0)} KiB per closed corpus)`,
+    );
+    const perReopen = ((closed.reopened - closed.closed) / SAMPLED) * 1024;
+    console.log(
+      `  RSS after ${SAMPLED} more opens and closes: ${closed.reopened.toFixed(0)} MiB (${perReopen.toFixed(0)} KiB ` +
+        'kept per open and close: what the allocator holds after a peak is not given back, what grows per cycle is)',
     );
     const line = (label: string, samples: number[]) =>
       `  ${label}: p50 ${quantile(samples, 0.5).toFixed(1)} ms, p95 ${quantile(samples, 0.95).toFixed(1)} ms`;
