@@ -14,7 +14,7 @@ import { embedSparseMethod } from './methods/embed-sparse.js';
 import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
 import { retrieveMethod } from './methods/retrieve.js';
-import type { FieldType, Snapshots } from './corpus/index.js';
+import type { CorpusSettings, FieldType, Snapshots } from './corpus/index.js';
 import { loadTable, tableFor } from './retrieval/confidence.js';
 import { OPERATORS } from './retrieval/filter.js';
 import { Metrics } from './metrics.js';
@@ -493,9 +493,11 @@ function namedCorpora(served: Served, limits: SessionLimits): NamedCorpora | und
   const open = (name: string): CorpusEngine => {
     const own = namedCorpusConfig(config, name, secret);
     const log = logger.child({ corpus: name });
-    const corpus = openCorpus(own, served.models, log) as Corpus;
+    const { maxDocuments, maxBytes } = config.corpora;
+    const corpus = openCorpus(own, served.models, log, { maxDocuments, maxBytes }) as Corpus;
     const registry = corpusRegistry({ ...served, logger: log }, corpus, own);
-    const create = (options: SessionOptions = {}) => new Session(registry, config.server, limits, options);
+    const counting = { ...limits, onAnswered: answeredIn(name) };
+    const create = (options: SessionOptions = {}) => new Session(registry, config.server, counting, options);
     return {
       sessions: new HttpSessionStore(create, httpSessions(config)),
       opened: corpus.ready.then(() => corpus.health().reason),
@@ -505,7 +507,15 @@ function namedCorpora(served: Served, limits: SessionLimits): NamedCorpora | und
   };
   const { root, maxOpen, idleSeconds } = config.corpora;
   const openWaitMs = config.limits.requestTimeoutMs;
-  return new NamedCorpora({ root, maxOpen, idleMs: idleSeconds * 1000, openWaitMs, open, log: logger });
+  const corpora = new NamedCorpora({ root, maxOpen, idleMs: idleSeconds * 1000, openWaitMs, open, log: logger });
+  const counted = served.metrics.corpora(() => corpora.openCount);
+  const answeredIn =
+    (name: string): NonNullable<SessionLimits['onAnswered']> =>
+    (method, code, ms, params) => {
+      limits.onAnswered?.(method, code, ms, params);
+      counted(name);
+    };
+  return corpora;
 }
 
 /**
@@ -641,7 +651,12 @@ function snapshotsOf(config: Config): Snapshots | undefined {
   return versions === 0 ? undefined : { versions, maxAgeMs: maxAgeSeconds * 1000, maxChunks, maxBytes };
 }
 
-function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): Corpus | undefined {
+function openCorpus(
+  config: Config,
+  models: Models,
+  logger: FastifyBaseLogger,
+  quota?: CorpusSettings['quota'],
+): Corpus | undefined {
   const encoder = models.encoder;
   if (encoder === undefined) return undefined;
   const { space, m, efConstruction, efSearch, saveIntervalMs, followMs, maxDocumentBytes, fields, bm25 } = config.index;
@@ -661,6 +676,7 @@ function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger): 
     store: config.store.url === '' ? undefined : config.store,
     chunkCacheBytes: config.index.chunkCacheBytes,
     snapshots: snapshotsOf(config),
+    quota,
   };
   return new Corpus(settings, encoder, logger);
 }

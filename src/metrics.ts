@@ -5,6 +5,9 @@ import { METHODS } from './protocol/method-table.js';
 
 /** §7.16 feedback fields counted by name; anything else is `other`. */
 const FEEDBACK_FIELDS = new Set(['used', 'cited', 'helpful', 'reward', 'poisonSuspected', 'injectionSuspected']);
+/** Corpora with a label of their own in `rcp_corpus_requests_total`; the rest are `other`. */
+const CORPUS_LABELS = 20;
+
 /** Pipeline stage names (§9 progress stages); anything else is `other`, so the label set stays closed. */
 const STAGES = new Set(['recall', 'fuse', 'rerank', 'pack', 'embed', 'index']);
 
@@ -162,6 +165,37 @@ export class Metrics {
   }
 
   /** A gateway's engines (src/gateway/fail-fast.ts): which are marked down now, and how often each has been. */
+  /**
+   * Named corpora (docs/tenants.md): answered requests by corpus, and the corpora open. The label set is bounded: the
+   * first CORPUS_LABELS corpora to be asked for have a label each, every later one counts as `other`.
+   */
+  corpora(openCount: () => number): (corpus: string) => void {
+    const answered = new Counter({
+      name: 'rcp_corpus_requests_total',
+      help: `Answered requests by corpus (the first ${CORPUS_LABELS} corpora asked for by name, the rest as other).`,
+      labelNames: ['corpus'],
+      registers: [this.registry],
+    });
+    new Gauge({
+      name: 'rcp_corpora_open',
+      help: 'Named corpora open in this process (docs/tenants.md).',
+      registers: [this.registry],
+      collect() {
+        this.set(openCount());
+      },
+    });
+    const labelled = new Map<string, { inc(): void }>();
+    const other = answered.labels('other');
+    return (corpus) => {
+      let counter = labelled.get(corpus);
+      if (counter === undefined && labelled.size < CORPUS_LABELS) {
+        counter = answered.labels(corpus);
+        labelled.set(corpus, counter);
+      }
+      (counter ?? other).inc();
+    };
+  }
+
   downstream(read: () => readonly { engine: string; down: boolean; markedDown: number }[]): void {
     new Gauge({
       name: 'rcp_gateway_engine_down',

@@ -46,6 +46,15 @@ export class ChunkPlaces {
     return this.#size;
   }
 
+  /** Documents held. */
+  get documents(): number {
+    return this.#numbers.size;
+  }
+
+  hasDocument(id: string): boolean {
+    return this.#numbers.has(id);
+  }
+
   set(label: number, docId: string, ordinal: number): void {
     // The document is counted before the label's old place goes: a chunk placed again (a start places the chunks
     // written after the saved indexes twice) must not free its document, metadata and origin with it.

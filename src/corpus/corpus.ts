@@ -242,6 +242,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     if (previous !== undefined) return previous;
     const prepared = await prepareDocuments(documents, options, this.encoder, this.settings);
     return this.#order.serialized(async () => {
+      this.#withinQuota(prepared);
       pointOfNoReturn(options);
       const ids = prepared.map((document) => document.id);
       const chunks = prepared.reduce((sum, document) => sum + document.chunks.length, 0);
@@ -249,6 +250,28 @@ export class Corpus implements CorpusWriter, CorpusReader {
       await this.#order.applyOwn(write);
       return (write.repeated as AddResult | undefined) ?? { ids, chunks, indexVersion: String(write.seq) };
     });
+  }
+
+  /**
+   * A named corpus's quota (docs/tenants.md): a write that would take it past its documents, or one made while its
+   * store is past its bytes, is refused whole, -32013 (a server limit: the same write cannot succeed until documents
+   * are deleted). Replacing documents it holds is within the documents' quota.
+   */
+  #withinQuota(documents: readonly { readonly id: string }[]): void {
+    const quota = this.settings.quota;
+    if (quota === undefined) return;
+    const held = this.#indexes.documents;
+    if (quota.maxDocuments > 0) {
+      const adding = new Set(documents.map((document) => document.id).filter((id) => !held.hasDocument(id))).size;
+      if (held.documents + adding > quota.maxDocuments) {
+        throw RpcError.payloadTooLarge(
+          `the corpus holds ${held.documents} documents of its quota of ${quota.maxDocuments}, and this write adds ${adding}`,
+        );
+      }
+    }
+    if (quota.maxBytes > 0 && this.store.bytesOnDisk > quota.maxBytes) {
+      throw RpcError.payloadTooLarge(`the corpus's store is past its quota of ${quota.maxBytes} bytes`);
+    }
   }
 
   /**

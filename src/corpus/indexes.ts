@@ -517,6 +517,11 @@ export class DerivedIndexes {
     return this.#chunkPlace.metaOf(documentId);
   }
 
+  /** The documents the indexes hold, and whether they hold `id`. */
+  get documents(): Pick<ChunkPlaces, 'documents' | 'hasDocument'> {
+    return this.#chunkPlace;
+  }
+
   async counts(): Promise<{ dense: number; lexical: number }> {
     return { dense: await this.#dense.count(), lexical: this.#lexical.size };
   }

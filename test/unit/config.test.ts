@@ -218,7 +218,7 @@ describe('command line', () => {
   });
 
   it('named corpora need SQLite stores: corpora.root beside store.url is refused at start', () => {
-    const config = { ...defaultConfig(), corpora: { root: '/r', maxOpen: 1, idleSeconds: 1 } };
+    const config = { ...defaultConfig(), corpora: { ...defaultConfig().corpora, root: '/r' } };
     expect(() => validateConfig({ ...config, store: { url: 'postgres://h/db', pollMs: 1000 } })).toThrow(
       /corpora.root: named corpora are served from SQLite stores/,
     );

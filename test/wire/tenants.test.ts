@@ -355,6 +355,14 @@ describe('named corpora through the server: x-rcp-server/corpora/* (the admin sc
     expect((await call('delta', KEYS.admin, 'retrieve', { ...params, cursor })).error).toMatchObject({ code: -32602 });
   });
 
+  it('metrics count answered requests by corpus and the corpora open, for the operator', async () => {
+    await texts('acme', KEYS.acme);
+    const response = await fetch(`${server.origin}/metrics`, { headers: { authorization: `Bearer ${KEYS.admin}` } });
+    const text = await response.text();
+    expect(Number(/rcp_corpus_requests_total\{corpus="acme"\} (\d+)/.exec(text)?.[1])).toBeGreaterThan(0);
+    expect(text).toMatch(/rcp_corpora_open \d+/);
+  });
+
   it('§15.6 initialize and info tell no key how many corpora there are', async () => {
     const info = await call('acme', KEYS.acme, 'info', {});
     expect((info.result!.capabilities as { catalog: object }).catalog).toEqual({});
@@ -460,6 +468,39 @@ describe('named corpora: at most corpora.maxOpen open at once', () => {
       expect(most).toBe(1);
     } finally {
       await small.stop();
+    }
+  });
+});
+
+describe('named corpora: quotas', () => {
+  it('corpora.maxDocuments refuses a write past it whole (-32013); replacing and deleting stay allowed', async () => {
+    expect((await runCommand(['corpus', 'create', 'quota', '--data', ROOT])).code).toBe(0);
+    const limited = await startHttpProcess(
+      ['serve', '--http', '127.0.0.1:0', '--data', join(WORK, 'default'), '--corpora', ROOT],
+      { RCP_CORPORA_MAX_DOCUMENTS: '3' },
+    );
+    try {
+      const write = async (method: string, params: object) => {
+        const response = await fetch(`${limited.origin}/rcp/corpora/quota/${method}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+        });
+        return (await response.json()) as Answer;
+      };
+      const docs = (...ids: string[]) => ({ documents: ids.map((id) => ({ id, text: `quota note ${id}` })) });
+      expect((await write('index/add', docs('q1', 'q2'))).error).toBeUndefined();
+      const past = await write('index/add', docs('q2', 'q3', 'q4'));
+      expect(past.error).toMatchObject({ code: -32013 });
+      expect(JSON.stringify(past.error)).toMatch(/holds 2 documents of its quota of 3, and this write adds 2/);
+      // Nothing of the refused write was applied: q3 is not there.
+      const found = await write('retrieve', { query: 'quota note', k: 10, mode: 'sparse' });
+      expect((found.result!.hits as { id: string }[]).map((hit) => hit.id).sort()).toEqual(['q1#0', 'q2#0']);
+      expect((await write('index/add', docs('q1', 'q2', 'q3'))).error).toBeUndefined();
+      expect((await write('index/delete', { ids: ['q1'] })).error).toBeUndefined();
+      expect((await write('index/add', docs('q4'))).error).toBeUndefined();
+    } finally {
+      await limited.stop();
     }
   });
 });
