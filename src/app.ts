@@ -444,6 +444,7 @@ function catalogOf(config: Config, keys: ApiKeys): ((registry: MethodRegistry) =
       capabilities: () => {
         const capabilities = registry.capabilities();
         delete capabilities.catalog;
+        delete capabilities['x-rcp-server'];
         return capabilities;
       },
       mayUse: (callerId) => {

@@ -40,6 +40,8 @@ interface Open {
   /** Requests holding it now: it is never closed under one. */
   holds: number;
   lastUsed: number;
+  /** Whether its folder was found still marked once it had opened. */
+  seen?: boolean;
 }
 
 /**
@@ -80,9 +82,13 @@ export class NamedCorpora implements CorpusLanes {
       return RpcError.backendUnavailable('the corpus is opening; try again', 1000);
     }
     const failed = opened ?? (this.#open.get(name) === entry ? undefined : 'it was closed');
-    // Dropped by another process in the moment it was opened: its folder no longer marked as a corpus.
-    const gone = failed === undefined && !corpusExists(this.options.root, name);
-    if (failed === undefined && !gone) return { sessions: entry.engine.sessions, release };
+    // Dropped by another process in the moment it was opened: its folder no longer marked as a corpus (looked at once,
+    // by the first request served after the open: a process holding the corpus open keeps any other from dropping it).
+    const gone = failed === undefined && !entry.seen && !corpusExists(this.options.root, name);
+    if (failed === undefined && !gone) {
+      entry.seen = true;
+      return { sessions: entry.engine.sessions, release };
+    }
     release();
     void this.#close(entry, gone ? 'dropped' : 'failed');
     if (gone) return undefined;
