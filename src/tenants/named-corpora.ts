@@ -40,6 +40,8 @@ interface Open {
   /** Requests holding it now: it is never closed under one. */
   holds: number;
   lastUsed: number;
+  /** Who last used it (a key's id, else a client's address): room is made among a caller's own first. */
+  lastCaller: string;
   /** Whether its folder was found still marked once it had opened. */
   seen?: boolean;
 }
@@ -68,9 +70,9 @@ export class NamedCorpora implements CorpusLanes {
     return this.#open.size;
   }
 
-  async hold(name: string): Promise<HeldLane | RpcError | undefined> {
+  async hold(name: string, caller: string): Promise<HeldLane | RpcError | undefined> {
     if (this.#closed || name === DEFAULT_CORPUS || this.#dropping.has(name)) return undefined;
-    const entry = this.#held(this.#open.get(name)) ?? (await this.#start(name));
+    const entry = this.#held(this.#open.get(name), caller) ?? (await this.#start(name, caller));
     if (entry === undefined || entry instanceof RpcError) return entry;
     const release = () => {
       entry.holds -= 1;
@@ -110,29 +112,30 @@ export class NamedCorpora implements CorpusLanes {
   }
 
   /** `entry` held by one more request (taken in the same turn as it was found, so it cannot close in between). */
-  #held(entry: Open | undefined): Open | undefined {
+  #held(entry: Open | undefined, caller: string): Open | undefined {
     if (entry === undefined) return undefined;
     entry.holds += 1;
     entry.lastUsed = Date.now();
+    entry.lastCaller = caller;
     return entry;
   }
 
   /** Opens corpus `name`, once it exists and a place is free; undefined when there is no such corpus. */
-  async #start(name: string): Promise<Open | RpcError | undefined> {
+  async #start(name: string, caller: string): Promise<Open | RpcError | undefined> {
     for (;;) {
       await this.#closing.get(name);
       if (!corpusExists(this.options.root, name)) return undefined;
-      const room = await this.#makeRoom();
+      const room = await this.#makeRoom(caller);
       if (room !== undefined) return room;
-      const started = this.#held(this.#open.get(name));
+      const started = this.#held(this.#open.get(name), caller);
       if (started !== undefined) return started;
       // Checked in the turn the corpus takes its place: two corpora opening at once never both pass the bound.
-      if (this.#inMemory() < this.options.maxOpen && !this.#closing.has(name)) return this.#opening(name);
+      if (this.#inMemory() < this.options.maxOpen && !this.#closing.has(name)) return this.#opening(name, caller);
     }
   }
 
   /** Corpus `name` opening, held by the request that opened it. */
-  #opening(name: string): Open | RpcError {
+  #opening(name: string, caller: string): Open | RpcError {
     let engine: CorpusEngine;
     try {
       engine = this.options.open(name);
@@ -140,7 +143,7 @@ export class NamedCorpora implements CorpusLanes {
       this.options.log.error({ corpus: name, err: error }, 'corpus failed to open');
       return UNAVAILABLE;
     }
-    const entry: Open = { name, engine, holds: 1, lastUsed: Date.now() };
+    const entry: Open = { name, engine, holds: 1, lastUsed: Date.now(), lastCaller: caller };
     this.#open.set(name, entry);
     void entry.engine.damaged.then((reason) => {
       this.options.log.error({ corpus: name, reason }, 'corpus store damaged; closed');
@@ -155,17 +158,19 @@ export class NamedCorpora implements CorpusLanes {
   }
 
   /**
-   * A place among the corpora in memory: one still closing is waited for; else the one unused longest is closed when
-   * they are at the bound.
+   * A place among the corpora in memory for `caller`: one still closing is waited for; else, at the bound, an idle
+   * corpus is closed: the one `caller` used longest ago, if it last used one (a caller going through many corpora
+   * makes room among its own), else the one unused longest.
    */
-  async #makeRoom(): Promise<RpcError | undefined> {
+  async #makeRoom(caller: string): Promise<RpcError | undefined> {
     while (this.#inMemory() >= this.options.maxOpen) {
       if (this.#closing.size > 0) {
         await Promise.race(this.#closing.values());
         continue;
       }
       const idle = [...this.#open.values()].filter((entry) => entry.holds === 0);
-      const victim = idle.sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      const oldest = (entries: Open[]) => entries.sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      const victim = oldest(idle.filter((entry) => entry.lastCaller === caller)) ?? oldest(idle);
       if (victim === undefined) return RpcError.rateLimited(1000, 'every open corpus is in use; try again');
       await this.#close(victim, 'room');
     }

@@ -8,10 +8,11 @@ import type { HttpSessionStore } from './http-sessions.js';
  */
 export interface CorpusLanes {
   /**
-   * The sessions of corpus `name`, held until `release`; undefined when no corpus of that name is served; an RpcError
-   * when it exists but cannot be had now (-32011 while every open corpus is in use, -32010 when it fails to open).
+   * The sessions of corpus `name`, held for `caller` until `release`; undefined when no corpus of that name is
+   * served; an RpcError when it exists but cannot be had now (-32011 while every open corpus is in use, -32010 when it
+   * fails to open).
    */
-  hold(name: string): Promise<HeldLane | RpcError | undefined>;
+  hold(name: string, caller: string): Promise<HeldLane | RpcError | undefined>;
 }
 
 export interface HeldLane {

@@ -93,9 +93,9 @@ export async function serveRcp(
   if (typed instanceof Refused) return typed.send();
   const scoped = screenPathScope(response, route.method, caller);
   if (scoped instanceof Refused) return scoped.send();
-  const lane = await holdCorpus(response, route.corpus, caller, listener);
-  if (lane instanceof Refused) return lane.send();
   const callerId = caller?.id ?? listener.addressOf(request);
+  const lane = await holdCorpus(response, route.corpus, { caller, callerId }, listener);
+  if (lane instanceof Refused) return lane.send();
   try {
     await serveInLane({ request, response, route, caller, callerId, sessions: lane.sessions }, listener);
   } finally {
@@ -186,14 +186,14 @@ const DEFAULT_LANE: Omit<HeldLane, 'sessions'> = { release: () => undefined };
 async function holdCorpus(
   response: ServerResponse,
   name: string | undefined,
-  caller: Caller | undefined,
+  { caller, callerId }: { caller: Caller | undefined; callerId: string },
   listener: RcpListener,
 ): Promise<HeldLane | Refused> {
   const corpus = name ?? DEFAULT_CORPUS;
   const refused = refusedWith(response, NO_SUCH_CORPUS, { connection: 'close' });
   if (!isCorpusName(corpus) || (caller !== undefined && !caller.mayUse(corpus))) return refused;
   if (corpus === DEFAULT_CORPUS) return { ...DEFAULT_LANE, sessions: listener.sessions };
-  const held = await listener.corpora?.hold(corpus);
+  const held = await listener.corpora?.hold(corpus, callerId);
   if (held === undefined) return refused;
   return held instanceof RpcError ? refusedWith(response, held, { connection: 'close' }) : held;
 }

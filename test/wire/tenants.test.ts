@@ -504,3 +504,38 @@ describe('named corpora: quotas', () => {
     }
   });
 });
+
+describe('named corpora: room is made among the asking caller’s own corpora first', () => {
+  it('a tenant going through its corpora closes its own for room, not another tenant’s', async () => {
+    for (const name of ['fair-a', 'fair-b', 'fair-c'])
+      expect((await runCommand(['corpus', 'create', name, '--data', ROOT])).code).toBe(0);
+    const keys = JSON.stringify([
+      { key: 'ops-key-0123456789', scopes: ['monitor'] },
+      { key: 'one-key-0123456789', scopes: ['read'], corpora: ['fair-a'] },
+      { key: 'two-key-0123456789', scopes: ['read'], corpora: ['fair-b', 'fair-c'] },
+    ]);
+    const fair = await startHttpProcess(
+      ['serve', '--http', '127.0.0.1:0', '--data', join(WORK, 'default'), '--corpora', ROOT],
+      { RCP_CORPORA_MAX_OPEN: '2', RCP_API_KEYS: keys },
+      { monitorKey: 'ops-key-0123456789' },
+    );
+    try {
+      const ping = async (corpus: string, key: string) => {
+        const response = await fetch(`${fair.origin}/rcp/corpora/${corpus}/ping`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: {} }),
+        });
+        return (await response.json()) as Answer;
+      };
+      expect((await ping('fair-a', 'one-key-0123456789')).error).toBeUndefined();
+      expect((await ping('fair-b', 'two-key-0123456789')).error).toBeUndefined();
+      // fair-a is the one unused longest, but fair-b is the asking tenant's own.
+      expect((await ping('fair-c', 'two-key-0123456789')).error).toBeUndefined();
+      await untilLogged(fair, /"corpus":"fair-b","why":"room","msg":"corpus closed"/);
+      expect(fair.stderr()).not.toMatch(/"corpus":"fair-a","why":"room"/);
+    } finally {
+      await fair.stop();
+    }
+  });
+});
