@@ -14,7 +14,7 @@ import { embedSparseMethod } from './methods/embed-sparse.js';
 import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
 import { retrieveMethod } from './methods/retrieve.js';
-import type { CorpusSettings, FieldType, Snapshots } from './corpus/index.js';
+import type { FieldType, Snapshots } from './corpus/index.js';
 import { loadTable, tableFor } from './retrieval/confidence.js';
 import { OPERATORS } from './retrieval/filter.js';
 import { Metrics } from './metrics.js';
@@ -125,13 +125,13 @@ function contentFetcher(config: Config, configFile: string | undefined): PolicyU
 export function createApp(settings: Config, options: AppOptions = {}): App {
   // The fetcher protects the whole root of the named corpora, also when the app serves one of them alone.
   const content = new ContentReader(contentFetcher(settings, options.configFile));
-  const config = options.corpus === undefined ? settings : oneNamedCorpus(settings, options.corpus);
-  if (config.corpora.root !== '') checkRoot(config.corpora.root);
+  const config = servedSettings(settings, options.corpus);
   const logger = options.logger ?? pino({ level: 'silent' });
   const models = openModels(config.models, logger);
   let corpus: Corpus | undefined;
   try {
-    corpus = models.encoder === undefined ? undefined : openCorpus(config, models, logger);
+    const quota = quotaAlone(config, options.corpus);
+    corpus = models.encoder === undefined ? undefined : openCorpus(config, models, logger, quota);
   } catch (error) {
     throw new AppStartError(error as Error, models.close());
   }
@@ -153,7 +153,7 @@ export function createApp(settings: Config, options: AppOptions = {}): App {
     new Session(registry, config.server, limits, sessionOptions);
   const corpora = namedCorpora(served, limits);
   // Creating and dropping corpora through the server: the admin scope's vendor methods (docs/tenants.md).
-  if (corpora !== undefined) corporaAdminMethods(config.corpora.root, corpora)(registry);
+  if (corpora !== undefined) corporaAdminMethods(config.corpora.root, corpora, mayUseOf(keys))(registry);
   // Large frames are parsed and serialised in a worker thread (docs/architecture.md §10).
   const codec = new WorkerCodec();
   const shared = corpus?.replica?.sessions;
@@ -447,13 +447,18 @@ function catalogOf(config: Config, keys: ApiKeys): ((registry: MethodRegistry) =
         delete capabilities['x-rcp-server'];
         return capabilities;
       },
-      mayUse: (callerId) => {
-        const caller = keys.callerOf(callerId);
-        return caller === undefined ? () => true : (name) => caller.mayUse(name);
-      },
+      mayUse: mayUseOf(keys),
     });
     // §15.6: no count of the corpora here; a caller learns only of those it may use, from catalog/list.
     registry.register(method, {});
+  };
+}
+
+/** Which corpora the caller `callerId` may use: its key's (§15.6); a caller of no key (stdio, HTTP without keys), all. */
+function mayUseOf(keys: ApiKeys): (callerId: string) => (name: string) => boolean {
+  return (callerId) => {
+    const caller = keys.callerOf(callerId);
+    return caller === undefined ? () => true : (name) => caller.mayUse(name);
   };
 }
 
@@ -466,6 +471,18 @@ function namedCorpusConfig(config: Config, name: string, secret: string): Config
   // The corpus's identity (its mark), not only its name: one dropped and made again is another corpus.
   const cursorSecret = secret === '' ? '' : `${secret}\0corpus:${name}:${corpusIdentity(root, name)}`;
   return { ...config, dataDir: corpusDir(root, name), retrieve: { ...config.retrieve, cursorSecret } };
+}
+
+/** The settings the app serves: the process's, or those of the one named corpus it serves alone (`--corpus`). */
+function servedSettings(settings: Config, corpus: string | undefined): Config {
+  const config = corpus === undefined ? settings : oneNamedCorpus(settings, corpus);
+  if (config.corpora.root !== '') checkRoot(config.corpora.root);
+  return config;
+}
+
+/** A named corpus served alone (`--corpus`, docs/tenants.md) keeps its quota; the default corpus has none. */
+function quotaAlone(config: Config, corpus: string | undefined): number {
+  return corpus === undefined || corpus === DEFAULT_CORPUS ? 0 : config.corpora.maxDocuments;
 }
 
 /**
@@ -494,10 +511,13 @@ function namedCorpora(served: Served, limits: SessionLimits): NamedCorpora | und
   const open = (name: string): CorpusEngine => {
     const own = namedCorpusConfig(config, name, secret);
     const log = logger.child({ corpus: name });
-    const { maxDocuments, maxBytes } = config.corpora;
-    const corpus = openCorpus(own, served.models, log, { maxDocuments, maxBytes }) as Corpus;
+    const corpus = openCorpus(own, served.models, log, config.corpora.maxDocuments) as Corpus;
     const registry = corpusRegistry({ ...served, logger: log }, corpus, own);
-    const counting = { ...limits, onAnswered: answeredIn(name) };
+    const counting: SessionLimits = {
+      ...limits,
+      onAnswered: answeredIn(name),
+      onInternalError: (error, method) => log.error({ err: error, method }, 'method failed'),
+    };
     const create = (options: SessionOptions = {}) => new Session(registry, config.server, counting, options);
     return {
       sessions: new HttpSessionStore(create, httpSessions(config)),
@@ -652,12 +672,8 @@ function snapshotsOf(config: Config): Snapshots | undefined {
   return versions === 0 ? undefined : { versions, maxAgeMs: maxAgeSeconds * 1000, maxChunks, maxBytes };
 }
 
-function openCorpus(
-  config: Config,
-  models: Models,
-  logger: FastifyBaseLogger,
-  quota?: CorpusSettings['quota'],
-): Corpus | undefined {
+/** The corpus `config` names; `maxDocuments`, a named corpus's quota (docs/tenants.md). */
+function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger, maxDocuments = 0): Corpus | undefined {
   const encoder = models.encoder;
   if (encoder === undefined) return undefined;
   const { space, m, efConstruction, efSearch, saveIntervalMs, followMs, maxDocumentBytes, fields, bm25 } = config.index;
@@ -677,7 +693,7 @@ function openCorpus(
     store: config.store.url === '' ? undefined : config.store,
     chunkCacheBytes: config.index.chunkCacheBytes,
     snapshots: snapshotsOf(config),
-    quota,
+    maxDocuments,
   };
   return new Corpus(settings, encoder, logger);
 }

@@ -393,11 +393,7 @@ export const ConfigSchema = Section({
         default: 0,
         description: 'Documents each named corpus may hold; a write past it is refused whole (-32013). 0: no quota.',
       }),
-      maxBytes: Type.Integer({
-        minimum: 0,
-        default: 0,
-        description: "Bytes of each named corpus's store on disk past which writes are refused (-32013). 0: no quota.",
-      }),
+
     },
     { description: 'Many corpora in one process, each an engine of its own (§7.13), each tenant confined (§15.6).' },
   ),

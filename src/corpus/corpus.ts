@@ -253,24 +253,19 @@ export class Corpus implements CorpusWriter, CorpusReader {
   }
 
   /**
-   * A named corpus's quota (docs/tenants.md): a write that would take it past its documents, or one made while its
-   * store is past its bytes, is refused whole, -32013 (a server limit: the same write cannot succeed until documents
-   * are deleted). Replacing documents it holds is within the documents' quota.
+   * A named corpus's quota of documents (docs/tenants.md): a write that adds documents past it is refused whole, -32013
+   * (a server limit: the same write cannot succeed until documents are deleted). A write that adds none (it replaces
+   * documents the corpus holds) is within it. Counted by the indexes of this process, in the order of its writes.
    */
   #withinQuota(documents: readonly { readonly id: string }[]): void {
-    const quota = this.settings.quota;
-    if (quota === undefined) return;
+    const max = this.settings.maxDocuments ?? 0;
+    if (max === 0) return;
     const held = this.#indexes.documents;
-    if (quota.maxDocuments > 0) {
-      const adding = new Set(documents.map((document) => document.id).filter((id) => !held.hasDocument(id))).size;
-      if (held.documents + adding > quota.maxDocuments) {
-        throw RpcError.payloadTooLarge(
-          `the corpus holds ${held.documents} documents of its quota of ${quota.maxDocuments}, and this write adds ${adding}`,
-        );
-      }
-    }
-    if (quota.maxBytes > 0 && this.store.bytesOnDisk > quota.maxBytes) {
-      throw RpcError.payloadTooLarge(`the corpus's store is past its quota of ${quota.maxBytes} bytes`);
+    const adding = new Set(documents.map((document) => document.id).filter((id) => !held.hasDocument(id))).size;
+    if (adding > 0 && held.documents + adding > max) {
+      throw RpcError.payloadTooLarge(
+        `the corpus holds ${held.documents} documents of its quota of ${max}, and this write adds ${adding}`,
+      );
     }
   }
 

@@ -32,8 +32,8 @@ export interface CorpusSettings {
   readonly chunkCacheBytes?: number | undefined;
   /** `index.snapshots`: the window of recent versions a retrieve may pin (§7.7.1); absent: only the current one. */
   readonly snapshots?: Snapshots | undefined;
-  /** A named corpus's quota (`corpora.maxDocuments`, `corpora.maxBytes`, docs/tenants.md); 0: none. */
-  readonly quota?: { readonly maxDocuments: number; readonly maxBytes: number } | undefined;
+  /** A named corpus's quota of documents (`corpora.maxDocuments`, docs/tenants.md); 0 or absent: none. */
+  readonly maxDocuments?: number | undefined;
 }
 
 /** §7.7.1 the window of versions kept: in the store (retired.ts) and in memory (snapshots/history.ts). */

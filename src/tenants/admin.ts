@@ -23,11 +23,20 @@ const Nothing = Type.Object({ _meta: Type.Optional(Type.Object({})) });
  * `…/drop {name}`, as `rcp-server corpus` does from the command line. Drop is refused while a request holds the
  * corpus (a write in flight among them) or another process has it open, and says what it removed.
  */
-export function corporaAdminMethods(root: string, corpora: NamedCorpora): (registry: MethodRegistry) => void {
+export function corporaAdminMethods(
+  root: string,
+  corpora: NamedCorpora,
+  mayUse: (callerId: string) => (name: string) => boolean,
+): (registry: MethodRegistry) => void {
+  // §15.6: an administrator manages the corpora its key may use; any other name is answered as one that is not.
+  const granted = (caller: string, name: string) => {
+    if (!mayUse(caller)(name)) throw NOT_YOURS;
+  };
   const create: MethodDefinition<typeof Named> = {
     method: `${ADMIN_PREFIX}create`,
     params: Named,
-    handler: ({ name }) => {
+    handler: ({ name }, ctx) => {
+      granted(ctx.caller, name);
       wireErrorOf(() => createCorpus(root, name));
       return { name, created: true };
     },
@@ -35,14 +44,17 @@ export function corporaAdminMethods(root: string, corpora: NamedCorpora): (regis
   const list: MethodDefinition<typeof Nothing> = {
     method: `${ADMIN_PREFIX}list`,
     params: Nothing,
-    handler: async () => ({
-      corpora: (await listCorpora(root)).map((name) => ({ name, open: corpora.isOpen(name) })),
+    handler: async (_params, ctx) => ({
+      corpora: (await listCorpora(root))
+        .filter(mayUse(ctx.caller))
+        .map((name) => ({ name, open: corpora.isOpen(name) })),
     }),
   };
   const drop: MethodDefinition<typeof Named> = {
     method: `${ADMIN_PREFIX}drop`,
     params: Named,
-    handler: async ({ name }) => {
+    handler: async ({ name }, ctx) => {
+      granted(ctx.caller, name);
       try {
         return { name, dropped: true, ...(await corpora.drop(name, () => dropCorpus(root, name))) };
       } catch (error) {
@@ -52,6 +64,10 @@ export function corporaAdminMethods(root: string, corpora: NamedCorpora): (regis
   };
   return (registry) => registry.register(create, {}).register(list, {}).register(drop, {});
 }
+
+const NOT_YOURS = new RpcError(RpcErrorCode.Unauthorized, 'unauthorized', {
+  detail: 'no corpus of that name is open to this caller',
+});
 
 /** What `run` returns; what the corpus folders refuse, as the wire error it is. */
 function wireErrorOf<T>(run: () => T): T {

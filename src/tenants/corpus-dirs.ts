@@ -90,6 +90,14 @@ export function corpusIdentity(root: string, name: string): string {
   }
 }
 
+function isLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The names of the corpora under `root`, sorted; none when it does not exist. Read without blocking the event loop
  * (a root may hold thousands).
@@ -113,10 +121,17 @@ export function createCorpus(root: string, name: string): string {
   const dir = corpusDir(root, name);
   mkdirSync(root, { recursive: true });
   if (corpusExists(root, name)) throw new CorpusExists(`corpus '${name}' already exists`);
-  // A folder of that name without the mark (a create cut short) is taken as the corpus.
+  // A folder of that name without the mark (a create cut short) is taken as the corpus; a link is not followed.
+  if (isLink(dir)) throw new CorpusExists(`'${name}' in the root is a link, not a corpus`);
   mkdirSync(dir, { recursive: true });
   const mark = { name, id: randomUUID(), created: new Date().toISOString() };
-  writeFileSync(join(dir, MARK), `${JSON.stringify(mark)}\n`);
+  try {
+    // Made once: of two creates at once, one is told the corpus exists.
+    writeFileSync(join(dir, MARK), `${JSON.stringify(mark)}\n`, { flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new CorpusExists(`corpus '${name}' already exists`);
+    throw error;
+  }
   return dir;
 }
 
@@ -133,7 +148,8 @@ export function dropCorpus(root: string, name: string): { files: number; bytes: 
   try {
     if (!lock.alone) {
       throw new CorpusOpenElsewhere(
-        `corpus '${name}' is open in a running process; it is closed there after corpora.idleSeconds unused`,
+        `corpus '${name}' is open in another process (a server closes it after corpora.idleSeconds unused; ` +
+          'a stdio or MCP process holds it while it runs)',
       );
     }
     unlinkSync(join(dir, MARK));

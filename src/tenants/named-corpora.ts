@@ -92,7 +92,9 @@ export class NamedCorpora implements CorpusLanes {
       return { sessions: entry.engine.sessions, release };
     }
     release();
-    void this.#close(entry, gone ? 'dropped' : 'failed');
+    // Never closed under another request that holds it (a write in flight may be one): the last one out, or the idle
+    // sweep, closes it.
+    if (entry.holds === 0) void this.#close(entry, gone ? 'dropped' : 'failed');
     if (gone) return undefined;
     this.options.log.error({ corpus: name, reason: failed }, 'corpus cannot serve');
     return UNAVAILABLE;
@@ -129,7 +131,9 @@ export class NamedCorpora implements CorpusLanes {
       if (room !== undefined) return room;
       const started = this.#held(this.#open.get(name), caller);
       if (started !== undefined) return started;
-      // Checked in the turn the corpus takes its place: two corpora opening at once never both pass the bound.
+      // Checked in the turn the corpus takes its place: two corpora opening at once never both pass the bound, and a
+      // corpus dropped during the waits is not made again by opening its store.
+      if (this.#dropping.has(name) || !corpusExists(this.options.root, name)) return undefined;
       if (this.#inMemory() < this.options.maxOpen && !this.#closing.has(name)) return this.#opening(name, caller);
     }
   }
@@ -195,6 +199,11 @@ export class NamedCorpora implements CorpusLanes {
       .finally(() => this.#closing.delete(entry.name));
     this.#closing.set(entry.name, closing);
     return closing;
+  }
+
+  exists(name: string): boolean {
+    if (this.#closed || this.#dropping.has(name)) return false;
+    return this.#open.has(name) || corpusExists(this.options.root, name);
   }
 
   /** Whether corpus `name` is open in this process. */

@@ -55,8 +55,8 @@ interface Exchange {
   readonly caller: Caller | undefined;
   /** Who rate limits, session ownership and turns count against: the key's id, else the client's address. */
   readonly callerId: string;
-  /** The sessions of the corpus the path names. */
-  readonly sessions: HttpSessionStore;
+  /** The corpus the path names (screened: one the caller may use, and that exists). */
+  readonly corpus: string;
 }
 
 /** A frame on its way through the screens: what is left of it, and the answers of the members refused so far. */
@@ -93,19 +93,15 @@ export async function serveRcp(
   if (typed instanceof Refused) return typed.send();
   const scoped = screenPathScope(response, route.method, caller);
   if (scoped instanceof Refused) return scoped.send();
+  const corpus = screenCorpus(response, route.corpus, caller, listener);
+  if (corpus instanceof Refused) return corpus.send();
   const callerId = caller?.id ?? listener.addressOf(request);
-  const lane = await holdCorpus(response, route.corpus, { caller, callerId }, listener);
-  if (lane instanceof Refused) return lane.send();
-  try {
-    await serveInLane({ request, response, route, caller, callerId, sessions: lane.sessions }, listener);
-  } finally {
-    lane.release();
-  }
+  return serveFrame({ request, response, route, caller, callerId, corpus }, listener);
 }
 
-/** The request's steps once its corpus is held: its body read, parsed, screened, admitted and handled. */
-async function serveInLane(exchange: Exchange, listener: RcpListener): Promise<void> {
-  const { request, response, route, caller } = exchange;
+/** The request's steps past its headers: its body read, parsed, screened, admitted, then handled in its corpus. */
+async function serveFrame(exchange: Exchange, listener: RcpListener): Promise<void> {
+  const { route, caller } = exchange;
   const spent = screenSpentShare(exchange, listener);
   if (spent instanceof Refused) return spent.send();
   const body = await readBody(exchange, listener);
@@ -116,17 +112,34 @@ async function serveInLane(exchange: Exchange, listener: RcpListener): Promise<v
   const byScope = await checkScopes(byPath, caller);
   const { members, place } = await admit(byScope, exchange.callerId, listener.admission);
   try {
-    const session = await resolveSession(exchange, members, listener);
-    if (session instanceof Refused) return await session.send();
-    const hangUp = hangUpSignal(response, members.accepted);
-    const sse = wantsStream(request, members.accepted, session);
-    if (sse) return await stream(response, exchange.callerId, listener, { session, frame: members.accepted, hangUp });
-    const replies = await dispatch(session, members, hangUp);
-    await exchange.sessions.share(session);
-    await sendReplies(response, replies, exchange.callerId, listener);
+    const lane = await holdCorpus(exchange, members, listener);
+    if (lane instanceof Refused) return await lane.send();
+    try {
+      await serveInLane(exchange, lane.sessions, members, listener);
+    } finally {
+      lane.release();
+    }
   } finally {
     place?.release();
   }
+}
+
+/** The frame handled in a session of its corpus (held open meanwhile), and answered. */
+async function serveInLane(
+  exchange: Exchange,
+  sessions: HttpSessionStore,
+  members: Members,
+  listener: RcpListener,
+): Promise<void> {
+  const { request, response } = exchange;
+  const session = await resolveSession(exchange, sessions, members, listener);
+  if (session instanceof Refused) return session.send();
+  const hangUp = hangUpSignal(response, members.accepted);
+  const sse = wantsStream(request, members.accepted, session);
+  if (sse) return stream(response, exchange.callerId, listener, { session, frame: members.accepted, hangUp });
+  const replies = await dispatch(session, members, hangUp);
+  await sessions.share(session);
+  await sendReplies(response, replies, exchange.callerId, listener);
 }
 
 /** §5.2: a browser request from an origin not allowed is refused (403) before it runs, its body unread (cors.ts). */
@@ -176,26 +189,38 @@ function screenPathScope(
   return refusal === undefined ? undefined : refusedWith(response, refusal, { connection: 'close' });
 }
 
+/**
+ * §15.6 before the body: the corpus the path names (docs/tenants.md), when the caller may use it and it exists. One
+ * that does not exist and one the key may not use get the same answer, -32012 from the path alone, so a key never
+ * learns that another tenant's corpus exists.
+ */
+function screenCorpus(
+  response: ServerResponse,
+  name: string | undefined,
+  caller: Caller | undefined,
+  listener: RcpListener,
+): string | Refused {
+  const corpus = name ?? DEFAULT_CORPUS;
+  const usable = isCorpusName(corpus) && (caller === undefined || caller.mayUse(corpus));
+  const exists = corpus === DEFAULT_CORPUS || listener.corpora?.exists(corpus) === true;
+  return usable && exists ? corpus : refusedWith(response, NO_SUCH_CORPUS, { connection: 'close' });
+}
+
 const DEFAULT_LANE: Omit<HeldLane, 'sessions'> = { release: () => undefined };
 
 /**
- * §15.6 before the body: the corpus the path names (docs/tenants.md), held open for the request, when the caller may
- * use it. A corpus that does not exist and one the key may not use get the same answer, -32012 from the path alone,
- * so a key never learns that another tenant's corpus exists.
+ * The corpus, held open for the request once its body is in (a client still sending holds none; docs/tenants.md):
+ * one that cannot be had now answers each member with why (-32011 while every open corpus is in use, -32010 while it
+ * opens or when it fails to), one dropped meanwhile as one that does not exist.
  */
-async function holdCorpus(
-  response: ServerResponse,
-  name: string | undefined,
-  { caller, callerId }: { caller: Caller | undefined; callerId: string },
-  listener: RcpListener,
-): Promise<HeldLane | Refused> {
-  const corpus = name ?? DEFAULT_CORPUS;
-  const refused = refusedWith(response, NO_SUCH_CORPUS, { connection: 'close' });
-  if (!isCorpusName(corpus) || (caller !== undefined && !caller.mayUse(corpus))) return refused;
-  if (corpus === DEFAULT_CORPUS) return { ...DEFAULT_LANE, sessions: listener.sessions };
-  const held = await listener.corpora?.hold(corpus, callerId);
-  if (held === undefined) return refused;
-  return held instanceof RpcError ? refusedWith(response, held, { connection: 'close' }) : held;
+async function holdCorpus(exchange: Exchange, members: Members, listener: RcpListener): Promise<HeldLane | Refused> {
+  if (exchange.corpus === DEFAULT_CORPUS) return { ...DEFAULT_LANE, sessions: listener.sessions };
+  const { accepted, rejected, batch } = members;
+  if (accepted === undefined) return answered(exchange, mergeReplies(undefined, rejected, batch), listener);
+  const held = await listener.corpora?.hold(exchange.corpus, exchange.callerId);
+  if (held !== undefined && !(held instanceof RpcError)) return held;
+  const error = held ?? NO_SUCH_CORPUS;
+  return answered(exchange, mergeReplies(answerEach(accepted, error), rejected, batch), listener);
 }
 
 const NO_SUCH_CORPUS = new RpcError(RpcErrorCode.Unauthorized, 'unauthorized', {
@@ -327,12 +352,16 @@ function screened(members: Members, { accepted, rejected }: Screened): Members {
  * The session the frame runs in (http-sessions.ts): none named, a fresh stateless one. Members refused above keep
  * their own answers, and only what is left needs a session; one that cannot be had answers each member that is left.
  */
-async function resolveSession(exchange: Exchange, members: Members, listener: RcpListener): Promise<Session | Refused> {
+async function resolveSession(
+  exchange: Exchange,
+  sessions: HttpSessionStore,
+  members: Members,
+  listener: RcpListener,
+): Promise<Session | Refused> {
   const { accepted, rejected, batch } = members;
   if (accepted === undefined) return answered(exchange, mergeReplies(undefined, rejected, batch), listener);
   const ref = sessionRef(exchange);
-  const session =
-    ref instanceof RpcError ? ref : await exchange.sessions.find(ref, exchange.callerId, isInitialize(accepted));
+  const session = ref instanceof RpcError ? ref : await sessions.find(ref, exchange.callerId, isInitialize(accepted));
   if (!(session instanceof RpcError)) return session;
   return answered(exchange, mergeReplies(answerEach(accepted, session), rejected, batch), listener);
 }

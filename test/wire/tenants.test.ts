@@ -7,6 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Socket } from 'node:net';
 import { runCommand, until, untilLogged } from '../helpers/children.js';
+import { readFrames, spawnStdio } from '../helpers/wire.js';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 
 /**
@@ -17,11 +18,17 @@ import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
  */
 const WORK = mkdtempSync(join(tmpdir(), 'rcp-tenants-'));
 const ROOT = join(WORK, 'corpora');
-const KEYS = { acme: 'acme-key-0123456789', beta: 'beta-key-0123456789', admin: 'admin-key-0123456789' };
+const KEYS = {
+  acme: 'acme-key-0123456789',
+  beta: 'beta-key-0123456789',
+  admin: 'admin-key-0123456789',
+  operator: 'operator-key-0123456789',
+};
 const API_KEYS = JSON.stringify([
   { key: KEYS.acme, scopes: ['read', 'write'], corpora: ['acme'] },
   { key: KEYS.beta, scopes: ['read', 'write'], corpora: ['beta*'] },
   { key: KEYS.admin, scopes: ['admin'], corpora: ['*'] },
+  { key: KEYS.operator, scopes: ['admin'] },
 ]);
 let server: ServerProcess;
 
@@ -81,18 +88,27 @@ function logFromNow() {
 const closedIdle = (name: string) => new RegExp(`"corpus":"${name}","why":"idle","msg":"corpus closed"`);
 
 /**
- * A request to `corpus` that has sent its headers and part of its body, on a socket of its own: it holds the corpus
- * open until the socket is destroyed.
+ * A request to `corpus` on a socket of its own: an index/add of 300 documents, which holds the corpus open while they
+ * are embedded (a request holds its corpus from the end of its body until it is answered). `done` once answered.
  */
-async function holding(origin: string, corpus: string, key?: string): Promise<Socket> {
+async function busy(origin: string, corpus: string, key?: string): Promise<{ socket: Socket; done: () => boolean }> {
   const socket = connect(Number(new URL(origin).port), '127.0.0.1');
   await new Promise((resolve) => socket.once('connect', resolve));
+  const words = ['kinase', 'protein', 'membrane', 'signal', 'neuron', 'enzyme', 'tumour', 'virus'];
+  const documents = Array.from({ length: 300 }, (_, i) => ({
+    id: `busy-${i}`,
+    text: Array.from({ length: 40 }, (_, w) => `${words[(i + w) % 8]}${(i * w) % 97}`).join(' '),
+  }));
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'index/add', params: { documents } });
   const auth = key === undefined ? '' : `Authorization: Bearer ${key}\r\n`;
+  let answered = false;
+  socket.on('data', () => (answered = true));
+  socket.on('error', () => undefined);
   socket.write(
-    `POST /rcp/corpora/${corpus}/ping HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${auth}` +
-      'Content-Length: 60\r\n\r\n{"jsonrpc":"2.0",',
+    `POST /rcp/corpora/${corpus}/index/add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${auth}` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
-  return socket;
+  return { socket, done: () => answered || socket.destroyed };
 }
 
 async function texts(corpus: string, key: string, query = 'kinase'): Promise<string[]> {
@@ -281,13 +297,18 @@ describe('named corpora: opened on demand, closed when idle, dropped from the CL
 
   it('drop is refused while a process has the corpus open, then removes it; the server then knows it not', async () => {
     const log = logFromNow();
-    // A request still sending its body holds its corpus open for as long as it takes.
-    const held = await holding(server.origin, 'beta', KEYS.beta);
-    await texts('beta', KEYS.beta);
+    // A stdio process serving beta holds it open for as long as it runs.
+    const argv = ['bin/rcp-server.js', 'serve', '--stdio', '--corpora', ROOT, '--corpus', 'beta'];
+    const stdio = spawnStdio({ config: { 'models.encoder': 'use-lite' } }, argv);
+    const answered = new Promise((resolve) => readFrames(stdio.child, resolve));
+    stdio.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' })}\n`);
+    await answered;
     const refused = await runCommand(['corpus', 'drop', 'beta', '--data', ROOT]);
-    held.destroy();
+    stdio.child.stdin.end();
+    await stdio.exited;
+    await texts('beta', KEYS.beta);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(/open in a running process/);
+    expect(refused.stderr).toMatch(/open in another process/);
     expect(existsSync(join(ROOT, 'beta'))).toBe(true);
     await untilLogged(log, closedIdle('beta'));
     const dropped = await runCommand(['corpus', 'drop', 'beta', '--data', ROOT]);
@@ -319,19 +340,20 @@ describe('named corpora through the server: x-rcp-server/corpora/* (the admin sc
     await add('gamma', KEYS.admin, [{ id: 'g1', text: 'gamma kinase' }]);
     const listed = (await admin('list', {})).result!.corpora as { name: string; open: boolean }[];
     expect(listed).toContainEqual({ name: 'gamma', open: true });
+    // An admin key manages the corpora it may use: one without `corpora`, the default one alone (§15.6).
+    expect((await admin('list', {}, KEYS.operator)).result).toEqual({ corpora: [] });
+    expect((await admin('create', { name: 'zeta' }, KEYS.operator)).error).toMatchObject({ code: -32012 });
+    expect((await admin('drop', { name: 'gamma' }, KEYS.operator)).error).toMatchObject({ code: -32012 });
     // Refused while a request holds it (a write in flight would be one), removed once it is answered.
-    let held = await holding(server.origin, 'gamma', KEYS.admin);
+    let held = await busy(server.origin, 'gamma', KEYS.admin);
     await until(async () => {
       const answer = await admin('drop', { name: 'gamma' });
-      if (answer.error === undefined) {
-        // The drop was read before the holding request was: make gamma again, and hold it anew.
-        await admin('create', { name: 'gamma' });
-        held.destroy();
-        held = await holding(server.origin, 'gamma', KEYS.admin);
-      }
+      if (answer.error === undefined) await admin('create', { name: 'gamma' }); // it came before the write held gamma
+      if (answer.error?.code !== -32011 && held.done()) held = await busy(server.origin, 'gamma', KEYS.admin);
       return answer.error?.code === -32011;
-    }, 'drop refused while a request holds gamma');
-    held.destroy();
+    }, 'drop refused while a write holds gamma');
+    await until(() => held.done(), 'the write answered');
+    held.socket.destroy();
     let dropped: Answer | undefined;
     await until(async () => {
       dropped = await admin('drop', { name: 'gamma' });
@@ -408,6 +430,9 @@ describe('named corpora: only folders of the root', () => {
     const listed = await runCommand(['corpus', 'list', '--data', ROOT]);
     expect(listed.stdout).not.toMatch(/linked/);
     expect((await call('linked', KEYS.admin, 'ping', {})).error).toMatchObject({ code: -32012 });
+    // Nor is one made through it: the link is not followed, the folder it points to keeps its own mark.
+    const made = await call('default', KEYS.admin, 'x-rcp-server/corpora/create', { name: 'linked' });
+    expect(made.error).toMatchObject({ code: -32602 });
   });
 });
 
@@ -428,32 +453,20 @@ describe('named corpora: at most corpora.maxOpen open at once', () => {
         });
         return (await response.json()) as Answer;
       };
-      // A client gone while its corpus opens leaves it held by nothing: it is closed for room like any other.
-      for (let i = 0; i < 3; i++) {
-        const gone = await holding(small.origin, 'small-b');
-        gone.destroy();
-      }
+      // A client gone while its corpus opens, or while its write runs, leaves it held by nothing.
+      for (let i = 0; i < 3; i++) (await busy(small.origin, 'small-b')).socket.destroy();
       await until(async () => (await ping('small-a')).error === undefined, 'small-a served after hang-ups');
       expect((await ping('small-b')).error).toBeUndefined();
       await untilLogged(small, /"corpus":"small-a","why":"room","msg":"corpus closed"/);
-      // A request still sending its body holds its corpus (small-b) open: no place is left for small-a. One that was
-      // itself refused (it arrived while small-a was in use) is sent again.
-      let held = await holding(small.origin, 'small-b');
-      const refusedHold = () => held.readableLength > 0 || held.readableEnded || held.destroyed;
-      const holdAgain = async () => {
-        held.destroy();
-        held = await holding(small.origin, 'small-b');
-      };
-      let last: unknown;
-      await until(
-        async () => {
-          if (refusedHold()) await holdAgain();
-          last = await ping('small-a');
-          return (last as Answer).error?.code === -32011;
-        },
-        () => `small-a refused while small-b is held: ${JSON.stringify(last)} ${small.stderr().slice(-3000)}`,
-      );
-      held.destroy();
+      // A write to small-b holds it while it runs: no place is left for small-a. One that was answered (or refused,
+      // having come while small-a was in use) before small-a was asked for is sent again.
+      let held = await busy(small.origin, 'small-b');
+      await until(async () => {
+        if (held.done()) held = await busy(small.origin, 'small-b');
+        return (await ping('small-a')).error?.code === -32011;
+      }, 'small-a refused while a write holds small-b');
+      await until(() => held.done(), 'the write answered');
+      held.socket.destroy();
       await until(async () => (await ping('small-a')).error === undefined, 'small-a served once small-b is released');
       // Opened all at once: never more than one in memory (open, or still closing), by the order of the log.
       await Promise.all(['small-a', 'small-b', 'small-c', 'small-b', 'small-c'].map(ping));

@@ -396,12 +396,6 @@ export class CorpusStore {
     this.#writerIdle.unref();
   }
 
-  /** The store's bytes on disk: its file and its write-ahead log. */
-  get bytesOnDisk(): number {
-    const size = (file: string) => (existsSync(file) ? statSync(file).size : 0);
-    return size(this.#file) + size(`${this.#file}-wal`);
-  }
-
   #sql(text: string): Database.Statement {
     return this.#db.sql(text);
   }
