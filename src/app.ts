@@ -151,7 +151,7 @@ export function createApp(settings: Config, options: AppOptions = {}): App {
   const limits = sessionLimits(config, logger, metrics);
   const createSession = (sessionOptions: SessionOptions = {}): Session =>
     new Session(registry, config.server, limits, sessionOptions);
-  const corpora = namedCorpora(served, limits);
+  const corpora = namedCorpora(served);
   // Creating and dropping corpora through the server: the admin scope's vendor methods (docs/tenants.md).
   if (corpora !== undefined) corporaAdminMethods(config.corpora.root, corpora, mayUseOf(keys))(registry);
   // Large frames are parsed and serialised in a worker thread (docs/architecture.md §10).
@@ -494,7 +494,7 @@ function oneNamedCorpus(config: Config, name: string): Config {
   if (root === '') throw new StartupError('--corpus NAME needs the root of the named corpora: --corpora ROOT');
   const alone = (own: Config): Config => ({ ...own, corpora: { ...own.corpora, root: '' } });
   if (name === DEFAULT_CORPUS) return alone(config);
-  corpusDir(root, name);
+  corpusDir(root, name); // a malformed name is refused as such, before it is looked for
   if (!corpusExists(root, name)) throw new StartupError(`no corpus '${name}' in ${root} (rcp-server corpus create)`);
   return alone(namedCorpusConfig(config, name, config.retrieve.cursorSecret));
 }
@@ -503,7 +503,7 @@ function oneNamedCorpus(config: Config, name: string): Config {
  * The named corpora of `corpora.root` (docs/tenants.md), each opened on demand as an engine of its own: its corpus
  * in its folder, its methods over the shared models, its HTTP sessions. Cursors are signed for one corpus alone.
  */
-function namedCorpora(served: Served, limits: SessionLimits): NamedCorpora | undefined {
+function namedCorpora(served: Served): NamedCorpora | undefined {
   const { config, logger } = served;
   if (config.corpora.root === '' || served.models.encoder === undefined) return undefined;
   // One key for the process unless the operator set one: a corpus closed while idle keeps its cursors when reopened.
@@ -513,11 +513,9 @@ function namedCorpora(served: Served, limits: SessionLimits): NamedCorpora | und
     const log = logger.child({ corpus: name });
     const corpus = openCorpus(own, served.models, log, config.corpora.maxDocuments) as Corpus;
     const registry = corpusRegistry({ ...served, logger: log }, corpus, own);
-    const counting: SessionLimits = {
-      ...limits,
-      onAnswered: answeredIn(name),
-      onInternalError: (error, method) => log.error({ err: error, method }, 'method failed'),
-    };
+    // The process's limits, its log lines under the corpus's name, and each answer counted for the corpus.
+    const limits = sessionLimits(config, log, served.metrics);
+    const counting: SessionLimits = { ...limits, onAnswered: countedIn(limits, name) };
     const create = (options: SessionOptions = {}) => new Session(registry, config.server, counting, options);
     return {
       sessions: new HttpSessionStore(create, httpSessions(config)),
@@ -530,8 +528,8 @@ function namedCorpora(served: Served, limits: SessionLimits): NamedCorpora | und
   const openWaitMs = config.limits.requestTimeoutMs;
   const corpora = new NamedCorpora({ root, maxOpen, idleMs: idleSeconds * 1000, openWaitMs, open, log: logger });
   const counted = served.metrics.corpora(() => corpora.openCount);
-  const answeredIn =
-    (name: string): NonNullable<SessionLimits['onAnswered']> =>
+  const countedIn =
+    (limits: SessionLimits, name: string): NonNullable<SessionLimits['onAnswered']> =>
     (method, code, ms, params) => {
       limits.onAnswered?.(method, code, ms, params);
       counted(name);

@@ -1,3 +1,6 @@
+import { RpcErrorCode } from './codes.js';
+import { RpcError } from './errors.js';
+
 /**
  * Names of corpora (docs/tenants.md): a corpus is reached at `<base>/corpora/<name>` over HTTP and lives in the folder
  * `<corpora.root>/<name>`, so a name is safe in a URL path and a file name on every filesystem: lowercase letters,
@@ -9,6 +12,14 @@ export const CORPUS_NAME = '[a-z0-9][a-z0-9_-]{0,63}';
 export const DEFAULT_CORPUS = 'default';
 
 const NAME = new RegExp(`^${CORPUS_NAME}$`);
+
+/**
+ * §15.6 the one answer for a corpus a caller may not use, one that does not exist and a malformed name alike, so that a
+ * key never learns that another tenant's corpus exists (the HTTP path and the admin methods give it).
+ */
+export const NO_SUCH_CORPUS = new RpcError(RpcErrorCode.Unauthorized, 'unauthorized', {
+  detail: 'no corpus of that name is open to this caller',
+});
 
 export function isCorpusName(name: string): boolean {
   return NAME.test(name);

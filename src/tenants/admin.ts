@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';
 import { ADMIN_PREFIX } from '../protocol/method-table.js';
+import { NO_SUCH_CORPUS } from '../protocol/corpus-name.js';
 import type { MethodDefinition, MethodRegistry } from '../protocol/registry.js';
 import {
   CorpusExists,
@@ -30,7 +31,7 @@ export function corporaAdminMethods(
 ): (registry: MethodRegistry) => void {
   // §15.6: an administrator manages the corpora its key may use; any other name is answered as one that is not.
   const granted = (caller: string, name: string) => {
-    if (!mayUse(caller)(name)) throw NOT_YOURS;
+    if (!mayUse(caller)(name)) throw NO_SUCH_CORPUS;
   };
   const create: MethodDefinition<typeof Named> = {
     method: `${ADMIN_PREFIX}create`,
@@ -64,10 +65,6 @@ export function corporaAdminMethods(
   };
   return (registry) => registry.register(create, {}).register(list, {}).register(drop, {});
 }
-
-const NOT_YOURS = new RpcError(RpcErrorCode.Unauthorized, 'unauthorized', {
-  detail: 'no corpus of that name is open to this caller',
-});
 
 /** What `run` returns; what the corpus folders refuse, as the wire error it is. */
 function wireErrorOf<T>(run: () => T): T {

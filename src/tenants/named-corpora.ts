@@ -48,9 +48,9 @@ interface Open {
 
 /**
  * The named corpora of `corpora.root` served by one process (docs/tenants.md): each opened on its first request, as
- * an engine of its own over the shared models; at most `maxOpen` at once (past it the one unused longest is closed,
- * or the request is refused -32011 when every one is in use); one unused for `idleMs` is closed, its memory given
- * back, and opened again from its saved files on demand.
+ * an engine of its own over the shared models; at most `maxOpen` in memory at once (past it an idle one is closed,
+ * the asking caller's own first, or the request is refused -32011 when every one is in use); one unused for `idleMs`
+ * is closed, its memory given back, and opened again from its saved files on demand.
  */
 export class NamedCorpora implements CorpusLanes {
   readonly #open = new Map<string, Open>();

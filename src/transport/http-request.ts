@@ -1,6 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { RpcError } from '../protocol/errors.js';
-import { RpcErrorCode } from '../protocol/codes.js';
 import type { FrameCodec } from '../protocol/frame-codec.js';
 import { serialize } from '../protocol/frames.js';
 import { failure, isJsonObject, requestId, type Response } from '../protocol/messages.js';
@@ -19,7 +18,7 @@ import { refuseMediaType, unreadableBody } from './media-type.js';
 import { refuseUnread } from './unread-refusal.js';
 import type { WorkTicket } from './work-gate.js';
 import type { CorpusLanes, HeldLane } from './corpus-lanes.js';
-import { DEFAULT_CORPUS, isCorpusName } from '../protocol/corpus-name.js';
+import { DEFAULT_CORPUS, isCorpusName, NO_SUCH_CORPUS } from '../protocol/corpus-name.js';
 
 /** What the steps of an RCP request need of its listener (transport/http.ts prepares it once). */
 export interface RcpListener extends AnswerOptions {
@@ -112,6 +111,10 @@ async function serveFrame(exchange: Exchange, listener: RcpListener): Promise<vo
   const byScope = await checkScopes(byPath, caller);
   const { members, place } = await admit(byScope, exchange.callerId, listener.admission);
   try {
+    // Members refused above keep their own answers; with none left, nothing needs a corpus or a session.
+    const { rejected, batch } = members;
+    if (members.accepted === undefined)
+      return await answered(exchange, mergeReplies(undefined, rejected, batch), listener).send();
     const lane = await holdCorpus(exchange, members, listener);
     if (lane instanceof Refused) return await lane.send();
     try {
@@ -215,17 +218,10 @@ const DEFAULT_LANE: Omit<HeldLane, 'sessions'> = { release: () => undefined };
  */
 async function holdCorpus(exchange: Exchange, members: Members, listener: RcpListener): Promise<HeldLane | Refused> {
   if (exchange.corpus === DEFAULT_CORPUS) return { ...DEFAULT_LANE, sessions: listener.sessions };
-  const { accepted, rejected, batch } = members;
-  if (accepted === undefined) return answered(exchange, mergeReplies(undefined, rejected, batch), listener);
   const held = await listener.corpora?.hold(exchange.corpus, exchange.callerId);
   if (held !== undefined && !(held instanceof RpcError)) return held;
-  const error = held ?? NO_SUCH_CORPUS;
-  return answered(exchange, mergeReplies(answerEach(accepted, error), rejected, batch), listener);
+  return refusedEach(exchange, members, held ?? NO_SUCH_CORPUS, listener);
 }
-
-const NO_SUCH_CORPUS = new RpcError(RpcErrorCode.Unauthorized, 'unauthorized', {
-  detail: 'no corpus of that name is open to this caller',
-});
 
 /**
  * §15.5: a caller whose share is spent (its own texts waiting at the model past the queue's bound, for `index/add`) is
@@ -349,8 +345,8 @@ function screened(members: Members, { accepted, rejected }: Screened): Members {
 }
 
 /**
- * The session the frame runs in (http-sessions.ts): none named, a fresh stateless one. Members refused above keep
- * their own answers, and only what is left needs a session; one that cannot be had answers each member that is left.
+ * The session the frame's members left (some) run in (http-sessions.ts): none named, a fresh stateless one; one that
+ * cannot be had answers each member that is left.
  */
 async function resolveSession(
   exchange: Exchange,
@@ -358,12 +354,16 @@ async function resolveSession(
   members: Members,
   listener: RcpListener,
 ): Promise<Session | Refused> {
-  const { accepted, rejected, batch } = members;
-  if (accepted === undefined) return answered(exchange, mergeReplies(undefined, rejected, batch), listener);
   const ref = sessionRef(exchange);
-  const session = ref instanceof RpcError ? ref : await sessions.find(ref, exchange.callerId, isInitialize(accepted));
-  if (!(session instanceof RpcError)) return session;
-  return answered(exchange, mergeReplies(answerEach(accepted, session), rejected, batch), listener);
+  const found = ref instanceof RpcError ? ref : sessions.find(ref, exchange.callerId, isInitialize(members.accepted));
+  const session = await found;
+  return session instanceof RpcError ? refusedEach(exchange, members, session, listener) : session;
+}
+
+/** `error` for each member left, with the answers of the members refused before (a batch stays a batch, §11). */
+function refusedEach(exchange: Exchange, members: Members, error: RpcError, listener: RcpListener): Refused {
+  const { accepted, rejected, batch } = members;
+  return answered(exchange, mergeReplies(answerEach(accepted, error), rejected, batch), listener);
 }
 
 /** A session name in the path, else the `RCP-Session` header's token, else none (answered statelessly). */
