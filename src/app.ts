@@ -342,6 +342,7 @@ class HttpServers {
     // Bodies being received, all connections together: those of requests still waiting their turn included.
     const bodies = new BodyBudget(config.limits.maxBufferedBodyBytes);
     const outbox = new Outbox(config.limits.maxUnsentBytes);
+    this.parts.metrics.transfers(bodies, outbox);
     const sessions = new HttpSessionStore(createSession, httpSessions(config), this.parts.shared);
     const auth = this.parts.keys;
     const rcp = rcpHttp({

@@ -164,7 +164,30 @@ export class Metrics {
     });
   }
 
-  /** A gateway's engines (src/gateway/fail-fast.ts): which are marked down now, and how often each has been. */
+  /**
+   * Bytes an HTTP listener holds for its clients (§15.5): of bodies still being received, all connections together
+   * (bounded by limits.maxBufferedBodyBytes), and of answers written but not yet read by their clients (bounded by
+   * limits.maxUnsentBytes). Either near its bound means requests are being refused -32011 for it.
+   */
+  transfers(bodies: { readonly held: number }, answers: { readonly held: number }): void {
+    new Gauge({
+      name: 'rcp_http_body_bytes_receiving',
+      help: 'Bytes of request bodies being received, all connections together (limits.maxBufferedBodyBytes).',
+      registers: [this.registry],
+      collect() {
+        this.set(bodies.held);
+      },
+    });
+    new Gauge({
+      name: 'rcp_http_answer_bytes_unsent',
+      help: 'Bytes of answers written but not yet read by their clients (limits.maxUnsentBytes).',
+      registers: [this.registry],
+      collect() {
+        this.set(answers.held);
+      },
+    });
+  }
+
   /**
    * Named corpora (docs/tenants.md): answered requests by corpus, and the corpora open. The label set is bounded: the
    * first CORPUS_LABELS corpora to be asked for have a label each, every later one counts as `other`.
@@ -196,6 +219,7 @@ export class Metrics {
     };
   }
 
+  /** A gateway's engines (src/gateway/fail-fast.ts): which are marked down now, and how often each has been. */
   downstream(read: () => readonly { engine: string; down: boolean; markedDown: number }[]): void {
     new Gauge({
       name: 'rcp_gateway_engine_down',
