@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startHttpProcess, type ServerProcess } from '../test/helpers/processes.js';
-import { createCorpus } from '../src/tenants/index.js';
+import { FolderShelf } from '../src/tenants/index.js';
 import { call } from './client.js';
 
 const CORPORA = Number(process.env.RCP_BENCH_CORPORA ?? 200);
@@ -113,7 +113,8 @@ async function until(condition: () => boolean): Promise<void> {
 export async function benchTenants(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'rcp-bench-tenants-'));
   try {
-    for (const name of names) createCorpus(join(work, 'root'), name);
+    const shelf = new FolderShelf(join(work, 'root'));
+    for (const name of names) await shelf.create(name);
     const opened = await openAll(work);
     const closed = await closeAll(work);
     const perOpen = ((opened.open - opened.baseline) / CORPORA) * 1024;

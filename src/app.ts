@@ -14,7 +14,7 @@ import { embedSparseMethod } from './methods/embed-sparse.js';
 import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
 import { retrieveMethod } from './methods/retrieve.js';
-import type { FieldType, Snapshots } from './corpus/index.js';
+import type { FieldType, Snapshots, StoreSpace } from './corpus/index.js';
 import { loadTable, tableFor } from './retrieval/confidence.js';
 import { OPERATORS } from './retrieval/filter.js';
 import { Metrics } from './metrics.js';
@@ -40,13 +40,14 @@ import type { Logger } from './protocol/logger.js';
 import { serveStdio, type StdioConnection } from './transport/stdio.js';
 import {
   catalogMethod,
+  checkName,
   checkRoot,
   corporaAdminMethods,
-  corpusDir,
-  corpusExists,
-  corpusIdentity,
+  FolderShelf,
   NamedCorpora,
+  StoreShelf,
   type CorpusEngine,
+  type CorpusShelf,
 } from './tenants/index.js';
 import { DEFAULT_CORPUS } from './protocol/corpus-name.js';
 import { StartupError } from './startup-error.js';
@@ -69,8 +70,14 @@ export interface AppOptions {
   onClose?: () => Promise<void>;
   /** The configuration file the settings came from, if any: `file` content uris never serve it (§15.5). */
   configFile?: string | undefined;
-  /** A named corpus of `corpora.root` served alone, as the app's one corpus (`--corpus`, docs/tenants.md). */
-  corpus?: string | undefined;
+  /** A named corpus served alone, as the app's one corpus (`--corpus`, docs/tenants.md; found by `findCorpus`). */
+  corpus?: NamedCorpus | undefined;
+}
+
+/** A named corpus, and its identity on its shelf (docs/tenants.md). */
+export interface NamedCorpus {
+  readonly name: string;
+  readonly id: string;
 }
 
 export interface App {
@@ -125,20 +132,19 @@ function contentFetcher(config: Config, configFile: string | undefined): PolicyU
 export function createApp(settings: Config, options: AppOptions = {}): App {
   // The fetcher protects the whole root of the named corpora, also when the app serves one of them alone.
   const content = new ContentReader(contentFetcher(settings, options.configFile));
-  const config = servedSettings(settings, options.corpus);
+  const { config, tenancy, shelf } = servedCorpus(settings, options.corpus);
   const logger = options.logger ?? pino({ level: 'silent' });
   const models = openModels(config.models, logger);
   let corpus: Corpus | undefined;
   try {
-    const quota = quotaAlone(config, options.corpus);
-    corpus = models.encoder === undefined ? undefined : openCorpus(config, models, logger, quota);
+    corpus = models.encoder === undefined ? undefined : openCorpus(config, models, logger, tenancy);
   } catch (error) {
     throw new AppStartError(error as Error, models.close());
   }
   const metrics = new Metrics(config.server.version, models, corpus);
   if (options.downstream !== undefined) metrics.downstream(options.downstream);
   const keys = new ApiKeys(config.auth.apiKeys);
-  const served: Served = { config, models, content, metrics, logger, catalog: catalogOf(config, keys) };
+  const served: Served = { config, models, content, metrics, logger, shelf, catalog: catalogOf(config, keys, shelf) };
   const registry = corpusRegistry(served, corpus);
   const health = healthOf(models, corpus, options.health);
   options.methods?.(registry);
@@ -153,7 +159,7 @@ export function createApp(settings: Config, options: AppOptions = {}): App {
     new Session(registry, config.server, limits, sessionOptions);
   const corpora = namedCorpora(served);
   // Creating and dropping corpora through the server: the admin scope's vendor methods (docs/tenants.md).
-  if (corpora !== undefined) corporaAdminMethods(config.corpora.root, corpora, mayUseOf(keys))(registry);
+  if (corpora !== undefined) corporaAdminMethods(shelf!, corpora, mayUseOf(keys))(registry);
   // Large frames are parsed and serialised in a worker thread (docs/architecture.md §10).
   const codec = new WorkerCodec();
   const shared = corpus?.replica?.sessions;
@@ -194,6 +200,7 @@ export function createApp(settings: Config, options: AppOptions = {}): App {
     async close() {
       await http.drain();
       await corpora?.close();
+      await shelf?.close();
       await corpus?.close();
       await codec.close();
       await models.close();
@@ -210,6 +217,8 @@ interface Served {
   readonly content: ContentReader;
   readonly metrics: Metrics;
   readonly logger: FastifyBaseLogger;
+  /** Where the named corpora are kept, when `corpora.root` is set (docs/tenants.md). */
+  readonly shelf: CorpusShelf | undefined;
   /** `catalog/list` over the named corpora, when `corpora.root` is set (docs/tenants.md). */
   readonly catalog: ((registry: MethodRegistry) => void) | undefined;
 }
@@ -434,12 +443,15 @@ function httpSessions(config: Config): HttpSessionConfig {
  * `catalog/list` over the corpora (docs/tenants.md), registered in each corpus's methods when `corpora.root` is set:
  * a key's caller is shown the corpora its key names (§15.6); a caller of no key (stdio, HTTP without keys), all.
  */
-function catalogOf(config: Config, keys: ApiKeys): ((registry: MethodRegistry) => void) | undefined {
-  const { root } = config.corpora;
-  if (root === '') return undefined;
+function catalogOf(
+  config: Config,
+  keys: ApiKeys,
+  shelf: CorpusShelf | undefined,
+): ((registry: MethodRegistry) => void) | undefined {
+  if (shelf === undefined) return undefined;
   return (registry) => {
     const method = catalogMethod({
-      root,
+      shelf,
       base: config.http.base,
       server: { name: config.server.name, version: config.server.version },
       capabilities: () => {
@@ -464,70 +476,111 @@ function mayUseOf(keys: ApiKeys): (callerId: string) => (name: string) => boolea
 }
 
 /**
- * The settings of named corpus `name` served from `dir` (docs/tenants.md): the process's, with the corpus's folder as
- * its data dir and its cursors signed under `secret` for it alone (a cursor of one corpus never verifies in another).
+ * The settings of named corpus `named` where its shelf places it (docs/tenants.md): the process's, with the corpus's
+ * place as its data dir and its cursors signed under `secret` for it alone (a cursor of one corpus never verifies in
+ * another).
  */
-function namedCorpusConfig(config: Config, name: string, secret: string): Config {
+function namedCorpusConfig(config: Config, named: NamedCorpus, dataDir: string, secret: string): Config {
+  // The corpus's identity, not only its name: one dropped and made again is another corpus.
+  const cursorSecret = secret === '' ? '' : `${secret}\0corpus:${named.name}:${named.id}`;
+  return { ...config, dataDir, retrieve: { ...config.retrieve, cursorSecret } };
+}
+
+/** What a named corpus's store adds to its settings: its quota of documents, and its space in a store of record. */
+interface Tenancy {
+  readonly maxDocuments: number;
+  readonly space?: StoreSpace | undefined;
+}
+
+/** Where the named corpora of `config` are kept: a store's catalog when it has one, else the folders of the root. */
+function shelfOf(config: Config): CorpusShelf | undefined {
   const { root } = config.corpora;
-  // The corpus's identity (its mark), not only its name: one dropped and made again is another corpus.
-  const cursorSecret = secret === '' ? '' : `${secret}\0corpus:${name}:${corpusIdentity(root, name)}`;
-  return { ...config, dataDir: corpusDir(root, name), retrieve: { ...config.retrieve, cursorSecret } };
-}
-
-/** The settings the app serves: the process's, or those of the one named corpus it serves alone (`--corpus`). */
-function servedSettings(settings: Config, corpus: string | undefined): Config {
-  const config = corpus === undefined ? settings : oneNamedCorpus(settings, corpus);
-  if (config.corpora.root !== '') checkRoot(config.corpora.root);
-  return config;
-}
-
-/** A named corpus served alone (`--corpus`, docs/tenants.md) keeps its quota; the default corpus has none. */
-function quotaAlone(config: Config, corpus: string | undefined): number {
-  return corpus === undefined || corpus === DEFAULT_CORPUS ? 0 : config.corpora.maxDocuments;
+  if (root === '') return undefined;
+  checkRoot(root);
+  return config.store.url === '' ? new FolderShelf(root) : new StoreShelf(config.store.url, root);
 }
 
 /**
- * `--corpus NAME` (docs/tenants.md): the settings that serve named corpus NAME of `corpora.root` as the app's one
- * corpus, over stdio or MCP; `default` is the process's own (`dataDir`).
+ * The settings the app serves, its corpus's tenancy and the shelf of the named corpora it serves: the process's, or
+ * those of the one named corpus it serves alone (`--corpus`, over stdio or MCP: then no other named corpus is served,
+ * and the corpus keeps its quota).
  */
-function oneNamedCorpus(config: Config, name: string): Config {
-  const { root } = config.corpora;
-  if (root === '') throw new StartupError('--corpus NAME needs the root of the named corpora: --corpora ROOT');
-  const alone = (own: Config): Config => ({ ...own, corpora: { ...own.corpora, root: '' } });
-  if (name === DEFAULT_CORPUS) return alone(config);
-  corpusDir(root, name); // a malformed name is refused as such, before it is looked for
-  if (!corpusExists(root, name)) throw new StartupError(`no corpus '${name}' in ${root} (rcp-server corpus create)`);
-  return alone(namedCorpusConfig(config, name, config.retrieve.cursorSecret));
+function servedCorpus(
+  settings: Config,
+  corpus: NamedCorpus | undefined,
+): { config: Config; tenancy: Tenancy; shelf: CorpusShelf | undefined } {
+  const shelf = shelfOf(settings);
+  if (corpus === undefined) return { config: settings, tenancy: { maxDocuments: 0 }, shelf };
+  const alone = (config: Config): Config => ({ ...config, corpora: { ...config.corpora, root: '' } });
+  if (corpus.name === DEFAULT_CORPUS)
+    return { config: alone(settings), tenancy: { maxDocuments: 0 }, shelf: undefined };
+  // The shelf only places it (a store's shelf opens no connection for that).
+  const place = shelf!.placeOf(corpus.name, corpus.id);
+  return {
+    config: alone(namedCorpusConfig(settings, corpus, place.dataDir, settings.retrieve.cursorSecret)),
+    tenancy: { maxDocuments: settings.corpora.maxDocuments, space: place.space },
+    shelf: undefined,
+  };
 }
 
 /**
- * The named corpora of `corpora.root` (docs/tenants.md), each opened on demand as an engine of its own: its corpus
- * in its folder, its methods over the shared models, its HTTP sessions. Cursors are signed for one corpus alone.
+ * `--corpus NAME` (docs/tenants.md): named corpus NAME on the shelf of `corpora.root` (or of the store of record),
+ * found before the app is made; `default` is the process's own (`dataDir`).
+ */
+export async function findCorpus(config: Config, name: string): Promise<NamedCorpus> {
+  if (config.corpora.root === '') {
+    throw new StartupError('--corpus NAME needs the root of the named corpora: --corpora ROOT');
+  }
+  if (name === DEFAULT_CORPUS) return { name, id: '' };
+  checkName(name); // a malformed name is refused as such, before it is looked for
+  const shelf = shelfOf(config)!;
+  try {
+    const id = await shelf.find(name);
+    if (id === undefined) throw new StartupError(`no corpus '${name}' (rcp-server corpus create)`);
+    return { name, id };
+  } finally {
+    await shelf.close();
+  }
+}
+
+/**
+ * The named corpora of the shelf (docs/tenants.md), each opened on demand as an engine of its own: its corpus where
+ * its shelf places it, its methods over the shared models, its HTTP sessions (shared by the replicas of a store of
+ * record). Cursors are signed for one corpus alone.
  */
 function namedCorpora(served: Served): NamedCorpora | undefined {
-  const { config, logger } = served;
-  if (config.corpora.root === '' || served.models.encoder === undefined) return undefined;
+  const { config, logger, shelf } = served;
+  if (shelf === undefined || served.models.encoder === undefined) return undefined;
   // One key for the process unless the operator set one: a corpus closed while idle keeps its cursors when reopened.
   const secret = config.retrieve.cursorSecret === '' ? randomBytes(32).toString('hex') : config.retrieve.cursorSecret;
-  const open = (name: string): CorpusEngine => {
-    const own = namedCorpusConfig(config, name, secret);
+  const open = (name: string, id: string): CorpusEngine => {
+    const place = shelf.placeOf(name, id);
+    const own = namedCorpusConfig(config, { name, id }, place.dataDir, secret);
     const log = logger.child({ corpus: name });
-    const corpus = openCorpus(own, served.models, log, config.corpora.maxDocuments) as Corpus;
+    const tenancy = { maxDocuments: config.corpora.maxDocuments, space: place.space };
+    const corpus = openCorpus(own, served.models, log, tenancy) as Corpus;
     const registry = corpusRegistry({ ...served, logger: log }, corpus, own);
     // The process's limits, its log lines under the corpus's name, and each answer counted for the corpus.
     const limits = sessionLimits(config, log, served.metrics);
     const counting: SessionLimits = { ...limits, onAnswered: countedIn(limits, name) };
     const create = (options: SessionOptions = {}) => new Session(registry, config.server, counting, options);
     return {
-      sessions: new HttpSessionStore(create, httpSessions(config)),
+      sessions: new HttpSessionStore(create, httpSessions(config), corpus.replica?.sessions),
       opened: corpus.ready.then(() => corpus.health().reason),
       damaged: corpus.damaged,
       close: () => corpus.close(),
     };
   };
-  const { root, maxOpen, idleSeconds } = config.corpora;
+  // The replicas here of store corpora dropped while this process was away.
+  if (shelf instanceof StoreShelf) {
+    shelf.sweep().then(
+      (stale) => stale.length > 0 && logger.info({ removed: stale }, 'replicas of dropped corpora removed'),
+      (error: unknown) => logger.warn({ err: error }, 'replicas of dropped corpora not looked for'),
+    );
+  }
+  const { maxOpen, idleSeconds } = config.corpora;
   const openWaitMs = config.limits.requestTimeoutMs;
-  const corpora = new NamedCorpora({ root, maxOpen, idleMs: idleSeconds * 1000, openWaitMs, open, log: logger });
+  const corpora = new NamedCorpora({ shelf, maxOpen, idleMs: idleSeconds * 1000, openWaitMs, open, log: logger });
   const counted = served.metrics.corpora(() => corpora.openCount);
   const countedIn =
     (limits: SessionLimits, name: string): NonNullable<SessionLimits['onAnswered']> =>
@@ -671,8 +724,13 @@ function snapshotsOf(config: Config): Snapshots | undefined {
   return versions === 0 ? undefined : { versions, maxAgeMs: maxAgeSeconds * 1000, maxChunks, maxBytes };
 }
 
-/** The corpus `config` names; `maxDocuments`, a named corpus's quota (docs/tenants.md). */
-function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger, maxDocuments = 0): Corpus | undefined {
+/** The corpus `config` names; `tenancy`, a named corpus's quota and space in a store of record (docs/tenants.md). */
+function openCorpus(
+  config: Config,
+  models: Models,
+  logger: FastifyBaseLogger,
+  tenancy: Tenancy = { maxDocuments: 0 },
+): Corpus | undefined {
   const encoder = models.encoder;
   if (encoder === undefined) return undefined;
   const { space, m, efConstruction, efSearch, saveIntervalMs, followMs, maxDocumentBytes, fields, bm25 } = config.index;
@@ -689,10 +747,10 @@ function openCorpus(config: Config, models: Models, logger: FastifyBaseLogger, m
     fields,
     bm25,
     writable: config.index.writable,
-    store: config.store.url === '' ? undefined : config.store,
+    store: config.store.url === '' ? undefined : { ...config.store, space: tenancy.space },
     chunkCacheBytes: config.index.chunkCacheBytes,
     snapshots: snapshotsOf(config),
-    maxDocuments,
+    maxDocuments: tenancy.maxDocuments,
   };
   return new Corpus(settings, encoder, logger);
 }

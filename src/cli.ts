@@ -21,6 +21,8 @@ export interface CorpusCommand {
   configFile: string | undefined;
   /** `--data ROOT`: the root of the named corpora (else `corpora.root`). */
   root: string | undefined;
+  /** `--store URL`: the named corpora of a PostgreSQL store of record instead (else `store.url`). */
+  store: string | undefined;
 }
 
 export type ModelsCommand =
@@ -97,8 +99,8 @@ export class UsageError extends StartupError {
 export const USAGE = `usage:
   rcp-server serve [--stdio | --http [HOST:]PORT] [--data DIR] [--store URL] [--config FILE]
                    [--corpora ROOT] [--corpus NAME]
-  rcp-server corpus create|drop NAME [--data ROOT] [--config FILE]
-  rcp-server corpus list [--data ROOT] [--config FILE]
+  rcp-server corpus create|drop NAME [--data ROOT | --store URL] [--config FILE]
+  rcp-server corpus list [--data ROOT | --store URL] [--config FILE]
   rcp-server gateway --registry FILE [--stdio | --http [HOST:]PORT] [--id NAME] [--select primary]
                      [--config FILE]
   rcp-server mcp [--data DIR | --registry FILE] [--corpora ROOT --corpus NAME] [--config FILE]
@@ -116,8 +118,9 @@ export const USAGE = `usage:
 
   serve              run the server; --corpora ROOT also serves the named corpora in ROOT's folders at
                      <base>/corpora/NAME over HTTP; --corpus NAME serves that one named corpus alone over --stdio
-  corpus             create, list or drop the named corpora of ROOT (default corpora.root), also while a
-                     server runs there; drop is refused while a process has the corpus open
+  corpus             create, list or drop the named corpora of ROOT (default corpora.root), or of a
+                     PostgreSQL store (--store URL, default store.url), also while servers run on them;
+                     drop is refused while a process has the corpus open (ROOT) or writes to it (a store)
   gateway            federate the engines of a registry (rcp.json, spec §16.1) behind one RCP server:
                      fan-out retrieve with fusion, catalog/list, routed embed/rerank, sharded writes;
                      --select primary instead sends every call to the highest-priority live engine,
@@ -205,7 +208,7 @@ export function parseCommandLine(
 function parseCorpus(args: readonly string[]): CorpusCommand {
   const { values, positionals } = parseOrUsage({
     args: [...args],
-    options: { data: { type: 'string' }, config: { type: 'string' } },
+    options: { data: { type: 'string' }, store: { type: 'string' }, config: { type: 'string' } },
     strict: true,
     allowPositionals: true,
   });
@@ -215,7 +218,7 @@ function parseCorpus(args: readonly string[]): CorpusCommand {
     throw new UsageError(`corpus expects create NAME, drop NAME or list\n\n${USAGE}`);
   }
   if (!named && action !== 'list') throw new UsageError(`corpus expects create NAME, drop NAME or list\n\n${USAGE}`);
-  return { command: 'corpus', action, name, configFile: values.config, root: values.data };
+  return { command: 'corpus', action, name, configFile: values.config, root: values.data, store: values.store };
 }
 
 function parseGateway(args: readonly string[]): GatewayCommand | HelpCommand {

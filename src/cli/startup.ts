@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino';
-import { AppStartError, createApp, type App } from '../app.js';
+import { AppStartError, createApp, findCorpus, type App } from '../app.js';
 import { prepareDefaultModel } from '../models/index.js';
 import { loadConfig, unknownEnvironment, type Config, type ConfigOverrides } from '../config/index.js';
 import { StartupError } from '../startup-error.js';
@@ -45,8 +45,9 @@ export async function openApp(
   configFile: string | undefined,
   corpus?: string,
 ): Promise<App> {
+  const named = corpus === undefined ? undefined : await findCorpus(config, corpus);
   try {
-    return createApp(config, { logger: log, configFile, corpus });
+    return createApp(config, { logger: log, configFile, corpus: named });
   } catch (thrown) {
     throw thrown instanceof AppStartError ? (await thrown.closed, thrown.cause) : thrown;
   }

@@ -376,7 +376,8 @@ export const ConfigSchema = Section({
         default: '',
         description:
           'A folder of named corpora, one per folder (`<root>/<name>/`), served beside the default one at ' +
-          '`<base>/corpora/<name>` over HTTP (docs/tenants.md). Empty: the default corpus alone.',
+          '`<base>/corpora/<name>` over HTTP (docs/tenants.md). With store.url the corpora are in the store ' +
+          "(one schema each) and the folder holds this process's replicas of them. Empty: the default corpus alone.",
       }),
       maxOpen: Type.Integer({
         minimum: 1,
@@ -393,7 +394,6 @@ export const ConfigSchema = Section({
         default: 0,
         description: 'Documents each named corpus may hold; a write past it is refused whole (-32013). 0: no quota.',
       }),
-
     },
     { description: 'Many corpora in one process, each an engine of its own (§7.13), each tenant confined (§15.6).' },
   ),

@@ -18,7 +18,7 @@ const validate = new Ajv2020({
 
 export function validateConfig(candidate: unknown): Config {
   if (validate(candidate)) {
-    return checkCorpora(checkTimeouts(checkTrustedProxies(checkFileRoots(checkQueueAdmitsLargestRequest(candidate)))));
+    return checkTimeouts(checkTrustedProxies(checkFileRoots(checkQueueAdmitsLargestRequest(candidate))));
   }
   const problems = (validate.errors ?? []).map((e) => {
     const where = e.instancePath.split('/').slice(1).join('.') || '(root)';
@@ -79,17 +79,6 @@ function checkFileRoots(config: Config): Config {
     throw new ConfigError(
       "invalid configuration:\n  content.fetch.schemes lists 'file' but content.fetch.fileRoots is empty: " +
         'list the directories file uris may read from',
-    );
-  }
-  return config;
-}
-
-/** Named corpora live in folders of `corpora.root` (SQLite each): a PostgreSQL store of record holds one corpus. */
-function checkCorpora(config: Config): Config {
-  if (config.corpora.root !== '' && config.store.url !== '') {
-    throw new ConfigError(
-      'invalid configuration:\n  corpora.root: named corpora are served from SQLite stores in their folders; ' +
-        'with store.url set the process serves that one corpus',
     );
   }
   return config;

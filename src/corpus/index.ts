@@ -12,3 +12,5 @@ export { exportDataDir, isExportHead, type ExportHeader } from './backup/export.
 export { MAX_PREPARED_CHUNKS, MAX_PREPARED_CONTEXT, type PreparedDocument } from './prepared.js';
 export type { DocumentOrigin } from './store/corpus-store.js';
 export { DirLock } from './store/dir-lock.js';
+export { PostgresCatalog, type DroppedRecords } from './store/postgres/catalog.js';
+export { spaceOf, type StoreSpace } from './store/postgres/schema.js';

@@ -5,6 +5,7 @@ import { StoreError } from './store/dir-lock.js';
 import { Follower } from './store/postgres/follower.js';
 import { isPassing, unavailable } from './store/postgres/failures.js';
 import { PostgresStore, type Committed } from './store/postgres/postgres-store.js';
+import { PUBLIC_SPACE, type StoreSpace } from './store/postgres/schema.js';
 import type { PostgresSeen, SeenBounds } from './store/postgres/seen.js';
 import { sessionIdOf, type PostgresSessions } from './store/postgres/sessions.js';
 import type { Idempotency, NewDocument } from './store/writes.js';
@@ -21,6 +22,8 @@ export interface ReplicaTarget {
 
 export interface ReplicaOptions {
   readonly url: string;
+  /** The corpus's space in the store (docs/tenants.md): the default corpus's unless named. */
+  readonly space?: StoreSpace | undefined;
   /** The fallback poll of the store's head (a NOTIFY can be lost with its connection). */
   readonly pollMs: number;
   /** The encoder every replica must share (a query embedded by one model cannot search another's vectors). */
@@ -104,6 +107,7 @@ export class Replica {
     if (this.#closed) return;
     this.#follower = new Follower({
       url: this.options.url,
+      space: this.options.space ?? PUBLIC_SPACE,
       pollMs: this.options.pollMs,
       wake: () => void this.catchUp().catch((error: unknown) => this.#report((error as Error).message)),
       onError: (reason) => this.#report(`listen: ${reason}`),
@@ -119,7 +123,7 @@ export class Replica {
   async #connect(): Promise<PostgresStore | undefined> {
     for (let wait = RETRY_MS.first; !this.#closed; wait = Math.min(wait * 2, RETRY_MS.most)) {
       try {
-        this.#store ??= await PostgresStore.open(this.options.url);
+        this.#store ??= await PostgresStore.open(this.options.url, this.options.space);
       } catch (error) {
         this.#away((error as Error).message);
         await sleep(wait);

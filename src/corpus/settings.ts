@@ -7,6 +7,7 @@ import type { FieldType, MetadataLimits } from './metadata.js';
 import { CorpusStore, type StoreOptions } from './store/corpus-store.js';
 import { StoreError } from './store/dir-lock.js';
 import type { Retention } from './store/retired.js';
+import type { StoreSpace } from './store/postgres/schema.js';
 
 export interface CorpusSettings {
   readonly dir: string;
@@ -27,7 +28,8 @@ export interface CorpusSettings {
    * A PostgreSQL store of record shared by replicas (`store.url`): the data dir then holds this replica's snapshot of
    * it, written only by catching up (replica.ts).
    */
-  readonly store?: { readonly url: string; readonly pollMs: number } | undefined;
+  readonly store?:
+    { readonly url: string; readonly pollMs: number; readonly space?: StoreSpace | undefined } | undefined;
   /** `index.chunkCacheBytes`: chunk texts kept in memory for building hits; 0 or absent reads each from the store. */
   readonly chunkCacheBytes?: number | undefined;
   /** `index.snapshots`: the window of recent versions a retrieve may pin (§7.7.1); absent: only the current one. */

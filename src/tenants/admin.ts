@@ -4,16 +4,9 @@ import { RpcError } from '../protocol/errors.js';
 import { ADMIN_PREFIX } from '../protocol/method-table.js';
 import { NO_SUCH_CORPUS } from '../protocol/corpus-name.js';
 import type { MethodDefinition, MethodRegistry } from '../protocol/registry.js';
-import {
-  CorpusExists,
-  CorpusNameError,
-  CorpusOpenElsewhere,
-  createCorpus,
-  dropCorpus,
-  listCorpora,
-  NoSuchCorpus,
-} from './corpus-dirs.js';
+import { CorpusExists, CorpusNameError, CorpusOpenElsewhere, NoSuchCorpus } from './corpus-dirs.js';
 import { CorpusInUse, type NamedCorpora } from './named-corpora.js';
+import type { CorpusShelf } from './shelf.js';
 
 const Named = Type.Object({ name: Type.String({ maxLength: 64 }), _meta: Type.Optional(Type.Object({})) });
 const Nothing = Type.Object({ _meta: Type.Optional(Type.Object({})) });
@@ -22,10 +15,11 @@ const Nothing = Type.Object({ _meta: Type.Optional(Type.Object({})) });
  * The vendor methods (§6.2) that manage the named corpora of a running server (docs/tenants.md), the `admin` scope's
  * alone (protocol/method-table.ts `ADMIN_PREFIX`): `x-rcp-server/corpora/create {name}`, `…/list {}` and
  * `…/drop {name}`, as `rcp-server corpus` does from the command line. Drop is refused while a request holds the
- * corpus (a write in flight among them) or another process has it open, and says what it removed.
+ * corpus (a write in flight among them) or another process has it open (a folder) or writes to it (a store), and says
+ * what it removed.
  */
 export function corporaAdminMethods(
-  root: string,
+  shelf: CorpusShelf,
   corpora: NamedCorpora,
   mayUse: (callerId: string) => (name: string) => boolean,
 ): (registry: MethodRegistry) => void {
@@ -36,9 +30,9 @@ export function corporaAdminMethods(
   const create: MethodDefinition<typeof Named> = {
     method: `${ADMIN_PREFIX}create`,
     params: Named,
-    handler: ({ name }, ctx) => {
+    handler: async ({ name }, ctx) => {
       granted(ctx.caller, name);
-      wireErrorOf(() => createCorpus(root, name));
+      await wireErrorOf(() => shelf.create(name));
       return { name, created: true };
     },
   };
@@ -46,9 +40,7 @@ export function corporaAdminMethods(
     method: `${ADMIN_PREFIX}list`,
     params: Nothing,
     handler: async (_params, ctx) => ({
-      corpora: (await listCorpora(root))
-        .filter(mayUse(ctx.caller))
-        .map((name) => ({ name, open: corpora.isOpen(name) })),
+      corpora: (await shelf.list()).filter(mayUse(ctx.caller)).map((name) => ({ name, open: corpora.isOpen(name) })),
     }),
   };
   const drop: MethodDefinition<typeof Named> = {
@@ -56,20 +48,16 @@ export function corporaAdminMethods(
     params: Named,
     handler: async ({ name }, ctx) => {
       granted(ctx.caller, name);
-      try {
-        return { name, dropped: true, ...(await corpora.drop(name, () => dropCorpus(root, name))) };
-      } catch (error) {
-        throw wireError(error);
-      }
+      return { name, dropped: true, ...(await wireErrorOf(() => corpora.drop(name))) };
     },
   };
   return (registry) => registry.register(create, {}).register(list, {}).register(drop, {});
 }
 
-/** What `run` returns; what the corpus folders refuse, as the wire error it is. */
-function wireErrorOf<T>(run: () => T): T {
+/** What `run` resolves to; what the shelf refuses, as the wire error it is. */
+async function wireErrorOf<T>(run: () => Promise<T>): Promise<T> {
   try {
-    return run();
+    return await run();
   } catch (error) {
     throw wireError(error);
   }

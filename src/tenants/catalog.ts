@@ -2,11 +2,11 @@ import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 import { CatalogListParams } from '../protocol/schemas/params.js';
 import { DEFAULT_CORPUS } from '../protocol/corpus-name.js';
-import { listCorpora } from './corpus-dirs.js';
+import type { CorpusShelf } from './shelf.js';
 
 export interface CatalogOptions {
-  /** `corpora.root`. */
-  readonly root: string;
+  /** Where the named corpora are kept. */
+  readonly shelf: CorpusShelf;
   /** The RCP base path (`http.base`): each corpus's endpoint is under it. */
   readonly base: string;
   readonly server: { readonly name: string; readonly version: string };
@@ -24,7 +24,7 @@ export interface CatalogOptions {
  */
 export function catalogMethod(options: CatalogOptions): MethodDefinition<typeof CatalogListParams> {
   const base = options.base.replace(/\/+$/, '');
-  const listing = recentListing(options.root);
+  const listing = recentListing(options.shelf);
   return {
     method: 'catalog/list',
     params: CatalogListParams,
@@ -44,15 +44,15 @@ export function catalogMethod(options: CatalogOptions): MethodDefinition<typeof 
   };
 }
 
-/** How long a listing of the root serves catalog/list calls: a flood of them reads the root once in that time. */
+/** How long a listing of the corpora serves catalog/list calls: a flood of them reads the root once in that time. */
 const LISTING_MS = 2000;
 
-/** The corpora of `root` as listed at most LISTING_MS ago (calls meanwhile share one listing). */
-function recentListing(root: string): () => Promise<string[]> {
+/** The corpora of `shelf` as listed at most LISTING_MS ago (calls meanwhile share one listing). */
+function recentListing(shelf: CorpusShelf): () => Promise<string[]> {
   let last: { at: number; names: Promise<string[]> } | undefined;
   return () => {
     if (last === undefined || Date.now() - last.at > LISTING_MS) {
-      const names = listCorpora(root);
+      const names = shelf.list();
       last = { at: Date.now(), names };
       names.catch(() => (last = undefined));
     }

@@ -53,14 +53,19 @@ export function checkRoot(root: string): void {
   if (!isFolder) throw new StartupError(`corpora.root ${root} is not a folder`);
 }
 
-/** The folder of corpus `name` under `root`; a name that is not one (docs/tenants.md) is refused. */
-export function corpusDir(root: string, name: string): string {
+/** Refuses a name that is not one of a named corpus (docs/tenants.md). */
+export function checkName(name: string): void {
   if (!isCorpusName(name)) {
     throw new CorpusNameError(
       `'${name}' is not a corpus name: 1 to 64 of a-z 0-9 - _, starting with a letter or digit`,
     );
   }
   if (name === DEFAULT_CORPUS) throw new CorpusNameError(`'${DEFAULT_CORPUS}' is the process's own corpus (dataDir)`);
+}
+
+/** The folder of corpus `name` under `root`; a name that is not one (docs/tenants.md) is refused. */
+export function corpusDir(root: string, name: string): string {
+  checkName(name);
   return join(root, name);
 }
 

@@ -5,4 +5,6 @@
 export { NamedCorpora, type CorpusEngine } from './named-corpora.js';
 export { catalogMethod } from './catalog.js';
 export { corporaAdminMethods } from './admin.js';
-export { checkRoot, corpusDir, corpusExists, corpusIdentity, createCorpus, dropCorpus, listCorpora } from './corpus-dirs.js';
+export { checkName, checkRoot } from './corpus-dirs.js';
+export { FolderShelf, type CorpusShelf } from './shelf.js';
+export { StoreShelf } from './store-shelf.js';

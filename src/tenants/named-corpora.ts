@@ -4,7 +4,7 @@ import { DEFAULT_CORPUS } from '../protocol/corpus-name.js';
 import type { Logger } from '../protocol/logger.js';
 import type { CorpusLanes, HeldLane } from '../transport/corpus-lanes.js';
 import type { HttpSessionStore } from '../transport/http-sessions.js';
-import { corpusExists } from './corpus-dirs.js';
+import type { CorpusShelf } from './shelf.js';
 
 /** A named corpus opened as an engine of its own (app.ts builds it): its sessions, readiness and close. */
 export interface CorpusEngine {
@@ -17,15 +17,16 @@ export interface CorpusEngine {
 }
 
 export interface NamedCorporaOptions {
-  readonly root: string;
+  /** Where the corpora are kept: the folders of a root, or a store's catalog. */
+  readonly shelf: CorpusShelf;
   /** Corpora open at once. */
   readonly maxOpen: number;
   /** A corpus unused this long is closed. */
   readonly idleMs: number;
   /** How long a request waits for its corpus to open; past it, -32010 with retryAfterMs while it goes on opening. */
   readonly openWaitMs: number;
-  /** Opens corpus `name` (in its folder of the root). */
-  readonly open: (name: string) => CorpusEngine;
+  /** Opens corpus `name` of identity `id` (where its shelf places it). */
+  readonly open: (name: string, id: string) => CorpusEngine;
   readonly log: Logger;
 }
 
@@ -36,14 +37,16 @@ type Closing = 'idle' | 'room' | 'damaged' | 'failed' | 'dropped' | 'stopping';
 
 interface Open {
   readonly name: string;
+  /** Its identity when it was opened: a corpus dropped and made again under its name is another. */
+  readonly id: string;
   readonly engine: CorpusEngine;
   /** Requests holding it now: it is never closed under one. */
   holds: number;
   lastUsed: number;
   /** Who last used it (a key's id, else a client's address): room is made among a caller's own first. */
   lastCaller: string;
-  /** Whether its folder was found still marked once it had opened. */
-  seen?: boolean;
+  /** When it was last found still on its shelf, with its identity (0: not since it was opened). */
+  foundAt: number;
 }
 
 /**
@@ -84,13 +87,9 @@ export class NamedCorpora implements CorpusLanes {
       return RpcError.backendUnavailable('the corpus is opening; try again', 1000);
     }
     const failed = opened ?? (this.#open.get(name) === entry ? undefined : 'it was closed');
-    // Dropped by another process in the moment it was opened: its folder no longer marked as a corpus (looked at once,
-    // by the first request served after the open: a process holding the corpus open keeps any other from dropping it).
-    const gone = failed === undefined && !entry.seen && !corpusExists(this.options.root, name);
-    if (failed === undefined && !gone) {
-      entry.seen = true;
-      return { sessions: entry.engine.sessions, release };
-    }
+    // Dropped by another process in the moment it was opened, or (in a store) since it was last looked for.
+    const gone = failed === undefined && !(await this.#stillThere(entry));
+    if (failed === undefined && !gone) return { sessions: entry.engine.sessions, release };
     release();
     // Never closed under another request that holds it (a write in flight may be one): the last one out, or the idle
     // sweep, closes it.
@@ -113,6 +112,15 @@ export class NamedCorpora implements CorpusLanes {
     }
   }
 
+  /** Whether `entry` is still on its shelf as the corpus that was opened, looked for once in `recheckMs`. */
+  async #stillThere(entry: Open): Promise<boolean> {
+    const now = Date.now();
+    if (now - entry.foundAt < this.options.shelf.recheckMs) return true;
+    if ((await this.options.shelf.find(entry.name)) !== entry.id) return false;
+    entry.foundAt = now;
+    return true;
+  }
+
   /** `entry` held by one more request (taken in the same turn as it was found, so it cannot close in between). */
   #held(entry: Open | undefined, caller: string): Open | undefined {
     if (entry === undefined) return undefined;
@@ -124,30 +132,33 @@ export class NamedCorpora implements CorpusLanes {
 
   /** Opens corpus `name`, once it exists and a place is free; undefined when there is no such corpus. */
   async #start(name: string, caller: string): Promise<Open | RpcError | undefined> {
+    const { shelf, maxOpen } = this.options;
     for (;;) {
       await this.#closing.get(name);
-      if (!corpusExists(this.options.root, name)) return undefined;
+      // Looked for before room is made: a name that is no corpus closes nobody's.
+      if ((await shelf.find(name)) === undefined) return undefined;
       const room = await this.#makeRoom(caller);
       if (room !== undefined) return room;
+      const id = await shelf.find(name);
+      // From here in one turn: two corpora opening at once never both pass the bound, and a corpus dropped during the
+      // waits is not made again by opening its store.
       const started = this.#held(this.#open.get(name), caller);
       if (started !== undefined) return started;
-      // Checked in the turn the corpus takes its place: two corpora opening at once never both pass the bound, and a
-      // corpus dropped during the waits is not made again by opening its store.
-      if (this.#dropping.has(name) || !corpusExists(this.options.root, name)) return undefined;
-      if (this.#inMemory() < this.options.maxOpen && !this.#closing.has(name)) return this.#opening(name, caller);
+      if (this.#dropping.has(name) || id === undefined) return undefined;
+      if (this.#inMemory() < maxOpen && !this.#closing.has(name)) return this.#opening(name, id, caller);
     }
   }
 
   /** Corpus `name` opening, held by the request that opened it. */
-  #opening(name: string, caller: string): Open | RpcError {
+  #opening(name: string, id: string, caller: string): Open | RpcError {
     let engine: CorpusEngine;
     try {
-      engine = this.options.open(name);
+      engine = this.options.open(name, id);
     } catch (error) {
       this.options.log.error({ corpus: name, err: error }, 'corpus failed to open');
       return UNAVAILABLE;
     }
-    const entry: Open = { name, engine, holds: 1, lastUsed: Date.now(), lastCaller: caller };
+    const entry: Open = { name, id, engine, holds: 1, lastUsed: Date.now(), lastCaller: caller, foundAt: 0 };
     this.#open.set(name, entry);
     void entry.engine.damaged.then((reason) => {
       this.options.log.error({ corpus: name, reason }, 'corpus store damaged; closed');
@@ -201,9 +212,9 @@ export class NamedCorpora implements CorpusLanes {
     return closing;
   }
 
-  exists(name: string): boolean {
+  async exists(name: string): Promise<boolean> {
     if (this.#closed || this.#dropping.has(name)) return false;
-    return this.#open.has(name) || corpusExists(this.options.root, name);
+    return this.#open.has(name) || (await this.options.shelf.find(name)) !== undefined;
   }
 
   /** Whether corpus `name` is open in this process. */
@@ -213,17 +224,17 @@ export class NamedCorpora implements CorpusLanes {
 
   /**
    * Drops corpus `name` (docs/tenants.md): refused while a request holds it (a write in flight among them), else
-   * closed here and removed by `drop`, which refuses when another process has it open. Requests for it meanwhile are
-   * answered as for a corpus that does not exist.
+   * closed here and removed by its shelf, which refuses when another process has it open (a folder) or writes to it (a
+   * store). Requests for it meanwhile are answered as for a corpus that does not exist.
    */
-  async drop<T>(name: string, drop: () => T): Promise<T> {
+  async drop(name: string): Promise<Readonly<Record<string, number>>> {
     const entry = this.#open.get(name);
     if ((entry?.holds ?? 0) > 0) throw new CorpusInUse(name);
     this.#dropping.add(name);
     try {
       if (entry !== undefined) await this.#close(entry, 'dropped');
       await this.#closing.get(name);
-      return drop();
+      return await this.options.shelf.drop(name);
     } finally {
       this.#dropping.delete(name);
     }

@@ -8,7 +8,7 @@ import type { HttpSessionStore } from './http-sessions.js';
  */
 export interface CorpusLanes {
   /** Whether a corpus of that name is served (checked before a request's body is read). */
-  exists(name: string): boolean;
+  exists(name: string): Promise<boolean>;
   /**
    * The sessions of corpus `name`, held for `caller` until `release`; undefined when no corpus of that name is
    * served; an RpcError when it exists but cannot be had now (-32011 while every open corpus is in use, -32010 when it

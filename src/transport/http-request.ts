@@ -92,7 +92,7 @@ export async function serveRcp(
   if (typed instanceof Refused) return typed.send();
   const scoped = screenPathScope(response, route.method, caller);
   if (scoped instanceof Refused) return scoped.send();
-  const corpus = screenCorpus(response, route.corpus, caller, listener);
+  const corpus = await screenCorpus(response, route.corpus, caller, listener);
   if (corpus instanceof Refused) return corpus.send();
   const callerId = caller?.id ?? listener.addressOf(request);
   return serveFrame({ request, response, route, caller, callerId, corpus }, listener);
@@ -197,16 +197,17 @@ function screenPathScope(
  * that does not exist and one the key may not use get the same answer, -32012 from the path alone, so a key never
  * learns that another tenant's corpus exists.
  */
-function screenCorpus(
+async function screenCorpus(
   response: ServerResponse,
   name: string | undefined,
   caller: Caller | undefined,
   listener: RcpListener,
-): string | Refused {
+): Promise<string | Refused> {
   const corpus = name ?? DEFAULT_CORPUS;
   const usable = isCorpusName(corpus) && (caller === undefined || caller.mayUse(corpus));
-  const exists = corpus === DEFAULT_CORPUS || listener.corpora?.exists(corpus) === true;
-  return usable && exists ? corpus : refusedWith(response, NO_SUCH_CORPUS, { connection: 'close' });
+  // The default corpus is the process's own: only a named one is looked for.
+  const exists = usable && (corpus === DEFAULT_CORPUS || (await listener.corpora?.exists(corpus)) === true);
+  return exists ? corpus : refusedWith(response, NO_SUCH_CORPUS, { connection: 'close' });
 }
 
 const DEFAULT_LANE: Omit<HeldLane, 'sessions'> = { release: () => undefined };

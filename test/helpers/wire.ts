@@ -52,6 +52,22 @@ export function request(id: Id, method: string, params: object = {}): Frame {
 export const INITIALIZE = (id: Id = 'init'): Frame =>
   request(id, 'initialize', { protocolVersion: 1, client: { name: 'wire-test', version: '1' }, capabilities: {} });
 
+/** The stdin of a stdio session that initializes, then retrieves `query` lexically; and the texts of its hits. */
+export const STDIO_RETRIEVE = {
+  input: (query: string): string =>
+    [INITIALIZE(1), request(2, 'retrieve', { query, k: 10, mode: 'sparse' })]
+      .map((frame) => JSON.stringify(frame))
+      .join('\n') + '\n',
+  texts(stdout: string): string[] {
+    const answers = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Frame);
+    const result = answers.find((answer) => answer.id === 2)?.result as { hits: { text: string }[] } | undefined;
+    return (result?.hits ?? []).map((hit) => hit.text);
+  },
+};
+
 /**
  * Protocol scenarios need no model: servers start without one unless a test configures it. Each server gets its
  * own fresh data directory, so no test ever writes into the repository's indexes/.

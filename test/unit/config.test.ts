@@ -201,6 +201,9 @@ describe('command line', () => {
       root: '/r',
     });
     expect(parseCommandLine(['corpus', 'list'])).toMatchObject({ action: 'list', name: undefined, root: undefined });
+    expect(parseCommandLine(['corpus', 'list', '--store', 'postgres://h/db'])).toMatchObject({
+      store: 'postgres://h/db',
+    });
     for (const bad of [['corpus'], ['corpus', 'create'], ['corpus', 'list', 'x'], ['corpus', 'rename', 'a']]) {
       expect(() => parseCommandLine(bad)).toThrow(/corpus expects create NAME, drop NAME or list/);
     }
@@ -217,12 +220,11 @@ describe('command line', () => {
     expect(parseCommandLine(['serve', '--stdio', '--corpora', '/r', '--corpus', 'a'])).toMatchObject({ corpus: 'a' });
   });
 
-  it('named corpora need SQLite stores: corpora.root beside store.url is refused at start', () => {
+  it('named corpora over a store of record: corpora.root beside store.url is accepted (the root holds replicas)', () => {
     const config = { ...defaultConfig(), corpora: { ...defaultConfig().corpora, root: '/r' } };
-    expect(() => validateConfig({ ...config, store: { url: 'postgres://h/db', pollMs: 1000 } })).toThrow(
-      /corpora.root: named corpora are served from SQLite stores/,
-    );
-    expect(validateConfig(config).corpora.root).toBe('/r');
+    const both = validateConfig({ ...config, store: { url: 'postgres://h/db', pollMs: 1000 } });
+    expect(both.corpora.root).toBe('/r');
+    expect(both.store.url).toBe('postgres://h/db');
   });
 
   it('an API key names the corpora it may use: names, prefixes ending in *, or *', () => {

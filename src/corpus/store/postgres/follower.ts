@@ -1,9 +1,10 @@
 import pg from 'pg';
-import { WRITES_CHANNEL } from './postgres-store.js';
-import { SESSIONS_CHANNEL } from './sessions.js';
+import type { StoreSpace } from './schema.js';
 
 export interface FollowerOptions {
   readonly url: string;
+  /** The corpus's space in the store: the channels listened on. */
+  readonly space: StoreSpace;
   /** Called when another replica may have committed a write: at each NOTIFY, each poll and each reconnect. */
   readonly wake: () => void;
   /** A poll however quiet the channel: a NOTIFY lost with a dropped connection is found within this. */
@@ -46,12 +47,13 @@ export class Follower {
     client.on('error', (error) => this.#lost(client, error));
     client.on('end', () => this.#lost(client, new Error('connection ended')));
     client.on('notification', ({ channel, payload }) => {
-      if (channel === SESSIONS_CHANNEL) this.options.sessionEnded(payload ?? '');
+      if (channel === this.options.space.sessionsChannel) this.options.sessionEnded(payload ?? '');
       else this.options.wake();
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${WRITES_CHANNEL}; LISTEN ${SESSIONS_CHANNEL}`);
+      const { writesChannel, sessionsChannel } = this.options.space;
+      await client.query(`LISTEN ${writesChannel}; LISTEN ${sessionsChannel}`);
     } catch (error) {
       this.#lost(client, error as Error);
       return;

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Changes, ChangedDocument } from '../changes.js';
 import { IDEMPOTENCY_KEPT, type DocumentOrigin, type Idempotency, type NewDocument } from '../writes.js';
-import { LOCKS, migrate, text, utf8 } from './schema.js';
+import { migrate, PUBLIC_SPACE, text, utf8, type StoreSpace } from './schema.js';
 import { abandoned, unavailable, untilAborted } from './failures.js';
 import { PostgresSeen, type SeenBounds } from './seen.js';
 import { PostgresSessions } from './sessions.js';
@@ -12,8 +12,6 @@ const WINDOW_CHUNKS = 2_000;
 /** How long removals stay in the log, and how often the log is pruned (in writes). */
 const LOG_RETAINED_DAYS = 7;
 const PRUNE_EVERY = 256;
-/** The channel a committed write notifies, with its seq as payload (replicas LISTEN on it to wake). */
-export const WRITES_CHANNEL = 'rcp_writes';
 
 const blob = (vector: Float32Array) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
 
@@ -36,13 +34,26 @@ export class PostgresStore {
   readonly #pool: pg.Pool;
   #sessions: PostgresSessions | undefined;
 
-  private constructor(pool: pg.Pool) {
+  private constructor(
+    pool: pg.Pool,
+    readonly space: StoreSpace,
+  ) {
     this.#pool = pool;
   }
 
-  /** Connects and migrates the schema; rejects (with the driver's error) when the database cannot be reached. */
-  static async open(url: string): Promise<PostgresStore> {
-    const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 5_000, keepAlive: true });
+  /**
+   * Connects and migrates the schema of `space` (the default corpus's unless named); rejects (with the driver's error)
+   * when the database cannot be reached, or the space's schema does not exist (a named corpus dropped).
+   */
+  static async open(url: string, space: StoreSpace = PUBLIC_SPACE): Promise<PostgresStore> {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: 4,
+      connectionTimeoutMillis: 5_000,
+      keepAlive: true,
+      // The space's schema alone: unqualified names are its tables, and nothing is made elsewhere.
+      ...(space === PUBLIC_SPACE ? {} : { options: `-c search_path=${space.schema}` }),
+    });
     // A client whose server went away emits 'error' — on the pool while idle, on itself while checked out (between
     // a transaction's statements): unheard, either kills the process. The failure reaches the caller as the
     // rejection of its next query.
@@ -59,12 +70,12 @@ export class PostgresStore {
       await pool.end();
       throw error;
     }
-    return new PostgresStore(pool);
+    return new PostgresStore(pool, space);
   }
 
   /** HTTP sessions shared by the replicas of this store. */
   get sessions(): PostgresSessions {
-    return (this.#sessions ??= new PostgresSessions(this.#pool));
+    return (this.#sessions ??= new PostgresSessions(this.#pool, this.space.sessionsChannel));
   }
 
   /** §7.7.3 retrieve sessions shared by the replicas of this store. */
@@ -116,7 +127,7 @@ export class PostgresStore {
       await putDocuments(client, latest, seq);
       await putChunks(client, latest, seq);
       if (idempotency !== undefined) await remember(client, idempotency, seq);
-      return { seq: await finishWrite(client, seq) };
+      return { seq: await finishWrite(client, seq, this.space) };
     });
   }
 
@@ -136,7 +147,7 @@ export class PostgresStore {
          ON CONFLICT (id) DO UPDATE SET seq = excluded.seq`,
         [present, seq],
       );
-      return { seq: await finishWrite(client, seq), deletedIds: present.map(text) };
+      return { seq: await finishWrite(client, seq, this.space), deletedIds: present.map(text) };
     });
   }
 
@@ -193,7 +204,7 @@ export class PostgresStore {
     const maybe = 'the write may have been applied (retry with the same idempotencyKey)';
     const run = (async () => {
       await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock($1)', [LOCKS.writeOrder]);
+      await client.query('SELECT pg_advisory_xact_lock($1)', [this.space.writeOrder]);
       const result = await body(client);
       committing = true;
       await client.query('COMMIT');
@@ -238,10 +249,10 @@ async function nextSeq(client: pg.PoolClient): Promise<number> {
 }
 
 /** Records the write as committed at `seq` and wakes the replicas (NOTIFY is delivered at commit, never before). */
-async function finishWrite(client: pg.PoolClient, seq: number): Promise<number> {
+async function finishWrite(client: pg.PoolClient, seq: number, space: StoreSpace): Promise<number> {
   await client.query("UPDATE rcp_meta SET value = $1 WHERE key = 'seq'", [String(seq)]);
   await client.query('INSERT INTO rcp_writes (seq) VALUES ($1)', [seq]);
-  await client.query('SELECT pg_notify($1, $2)', [WRITES_CHANNEL, String(seq)]);
+  await client.query('SELECT pg_notify($1, $2)', [space.writesChannel, String(seq)]);
   if (seq % PRUNE_EVERY === 0) await pruneLog(client);
   return seq;
 }

@@ -65,6 +65,42 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 export const LOCKS = { migrate: 0x7263_7000, writeOrder: 0x7263_7001 } as const;
 
 /**
+ * Where one corpus lives in a database (docs/tenants.md): its schema (the tables above, found by `search_path`), the
+ * channels its writes and ended sessions are notified on, and the advisory lock that orders its writes. The default
+ * corpus is `public` with the names every earlier release used; a named corpus is schema `rcp_c_<id>`, its channels
+ * and lock its own, so that corpora of one database neither wait on nor wake each other.
+ */
+export interface StoreSpace {
+  readonly schema: string;
+  readonly writesChannel: string;
+  readonly sessionsChannel: string;
+  readonly writeOrder: string;
+}
+
+export const PUBLIC_SPACE: StoreSpace = {
+  schema: 'public',
+  writesChannel: 'rcp_writes',
+  sessionsChannel: 'rcp_sessions_ended',
+  writeOrder: String(LOCKS.writeOrder),
+};
+
+/** A named corpus's identity in the catalog: 24 hex digits (PostgresCatalog makes them). */
+export const SPACE_ID = /^[0-9a-f]{24}$/;
+
+/** The space of the named corpus whose catalog identity is `id`. */
+export function spaceOf(id: string): StoreSpace {
+  if (!SPACE_ID.test(id)) throw new Error(`'${id}' is not a corpus identity of the store`);
+  return {
+    schema: `rcp_c_${id}`,
+    writesChannel: `rcp_writes_${id}`,
+    sessionsChannel: `rcp_sessions_ended_${id}`,
+    // 48 bits of the identity, above the 32-bit keys of LOCKS: a key no other space's nor LOCKS' (bar a collision of
+    // identities, which would only make two corpora's writes wait on each other).
+    writeOrder: String(2 ** 52 + parseInt(id.slice(0, 12), 16)),
+  };
+}
+
+/**
  * Brings the schema to SCHEMA_VERSION. Throws when the database is ahead of this build (a newer server migrated it):
  * an older build must not write a schema it does not know.
  */

@@ -2,9 +2,6 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { text, utf8 } from './schema.js';
 
-/** The channel a session's end is notified on, with `sessionIdOf(key)` as payload (every replica LISTENs on it). */
-export const SESSIONS_CHANNEL = 'rcp_sessions_ended';
-
 /**
  * How a session is named in what the store tells the replicas: a digest of its key, so a notification is short
  * whatever the key's length and does not carry the caller's identity.
@@ -24,7 +21,11 @@ export interface NegotiatedState {
  * and pruned at the next save; each caller keeps at most its per-caller count, its least recently used going first.
  */
 export class PostgresSessions {
-  constructor(private readonly pool: pg.Pool) {}
+  /** `channel`: where a session's end is notified, with `sessionIdOf(key)` as payload (every replica LISTENs on it). */
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly channel: string,
+  ) {}
 
   async load(key: string, idleMs: number): Promise<NegotiatedState | undefined> {
     const found = await this.pool.query<{ state: Buffer }>(
@@ -65,7 +66,7 @@ export class PostgresSessions {
   async forget(key: string): Promise<void> {
     await this.pool.query('WITH gone AS (DELETE FROM rcp_sessions WHERE key = $1) SELECT pg_notify($2, $3)', [
       utf8(key),
-      SESSIONS_CHANNEL,
+      this.channel,
       sessionIdOf(key),
     ]);
   }

@@ -1,0 +1,63 @@
+import type { StoreSpace } from '../corpus/index.js';
+import { corpusDir, corpusExists, corpusIdentity, createCorpus, dropCorpus, listCorpora } from './corpus-dirs.js';
+
+/**
+ * Where the named corpora of a process are kept (docs/tenants.md): the folders of `corpora.root` (FolderShelf), or
+ * the catalog of a PostgreSQL store of record (StoreShelf). Everything that creates, finds, lists and drops corpora
+ * asks its shelf, so that serving them is the same whichever keeps them.
+ */
+export interface CorpusShelf {
+  /**
+   * How long a corpus found open here stays trusted to exist without looking again: for ever in a folder (a process
+   * holding it open keeps any other from dropping it), briefly in a store (any process may drop it).
+   */
+  readonly recheckMs: number;
+  /** The identity of corpus `name` if it exists ('' for a folder whose mark holds none); undefined if it does not. */
+  find(name: string): Promise<string | undefined>;
+  /** The names of every corpus, sorted. */
+  list(): Promise<string[]>;
+  /** Makes corpus `name`; says where. Throws CorpusNameError, CorpusExists. */
+  create(name: string): Promise<string>;
+  /** Removes corpus `name`; says what was removed. Throws CorpusNameError, NoSuchCorpus, CorpusOpenElsewhere. */
+  drop(name: string): Promise<Readonly<Record<string, number>>>;
+  /** Where corpus `name` of identity `id` is opened: its data dir, and its space in a store of record. */
+  placeOf(name: string, id: string): CorpusPlace;
+  close(): Promise<void>;
+}
+
+export interface CorpusPlace {
+  readonly dataDir: string;
+  readonly space?: StoreSpace;
+}
+
+/** The named corpora in the folders of a root (corpus-dirs.ts), each its own SQLite store. */
+export class FolderShelf implements CorpusShelf {
+  readonly recheckMs = Infinity;
+
+  constructor(readonly root: string) {}
+
+  find(name: string): Promise<string | undefined> {
+    const found = corpusExists(this.root, name) ? corpusIdentity(this.root, name) : undefined;
+    return Promise.resolve(found);
+  }
+
+  list(): Promise<string[]> {
+    return listCorpora(this.root);
+  }
+
+  create(name: string): Promise<string> {
+    return Promise.resolve(createCorpus(this.root, name));
+  }
+
+  async drop(name: string): Promise<Readonly<Record<string, number>>> {
+    return Promise.resolve(dropCorpus(this.root, name));
+  }
+
+  placeOf(name: string): CorpusPlace {
+    return { dataDir: corpusDir(this.root, name) };
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,92 @@
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PostgresCatalog, spaceOf } from '../corpus/index.js';
+import { checkName, CorpusExists, CorpusOpenElsewhere, NoSuchCorpus } from './corpus-dirs.js';
+import type { CorpusPlace, CorpusShelf } from './shelf.js';
+
+/** How long one read of the catalog answers `find` (a flood of requests for corpora reads it once in that time). */
+const LISTING_MS = 1000;
+/** The local folders of store corpora under the root: `rcp_c_<identity>`, as their schemas. */
+const LOCAL_DIR = /^rcp_c_[0-9a-f]{24}$/;
+
+/**
+ * The named corpora of a PostgreSQL store of record (docs/tenants.md): its catalog lists them, each corpus's records
+ * are in a schema of its own, and each process keeps its replica of an open corpus (snapshot and saved indexes) in a
+ * folder of `root` named as that schema. Any process of the store may create or drop a corpus: another sees it within
+ * LISTING_MS (a corpus open here is looked for again after as long, and closed once it is gone).
+ */
+export class StoreShelf implements CorpusShelf {
+  readonly recheckMs = LISTING_MS;
+  readonly #catalog: PostgresCatalog;
+  #listing: { at: number; corpora: Promise<Map<string, string>> } | undefined;
+
+  constructor(
+    url: string,
+    readonly root: string,
+  ) {
+    this.#catalog = new PostgresCatalog(url);
+  }
+
+  async find(name: string): Promise<string | undefined> {
+    return (await this.#recent()).get(name);
+  }
+
+  async list(): Promise<string[]> {
+    this.#listing = undefined;
+    return [...(await this.#recent()).keys()].sort();
+  }
+
+  async create(name: string): Promise<string> {
+    checkName(name);
+    const made = await this.#catalog.create(name);
+    this.#listing = undefined;
+    if (made === 'exists') throw new CorpusExists(`corpus '${name}' already exists`);
+    return `schema ${spaceOf(made.id).schema} of the store`;
+  }
+
+  async drop(name: string): Promise<Readonly<Record<string, number>>> {
+    checkName(name);
+    const id = (await this.#catalog.list()).get(name);
+    const dropped = await this.#catalog.drop(name);
+    this.#listing = undefined;
+    if (dropped === 'absent') throw new NoSuchCorpus(`no corpus '${name}' in the store`);
+    if (dropped === 'writing') {
+      throw new CorpusOpenElsewhere(`a write to corpus '${name}' is in flight; drop it once it is answered`);
+    }
+    // This process's replica of it (closed before the drop); other processes remove theirs at their next start.
+    if (id !== undefined && this.root !== '')
+      await rm(this.placeOf(name, id).dataDir, { recursive: true, force: true });
+    return { ...dropped };
+  }
+
+  placeOf(_name: string, id: string): CorpusPlace {
+    const space = spaceOf(id);
+    return { dataDir: join(this.root, space.schema), space };
+  }
+
+  /**
+   * Removes the local replicas of corpora dropped while this process was not running. The folders are listed before
+   * the catalog is read: a folder made after the listing is not looked at, and an identity absent from the catalog
+   * read after it was dropped (identities are never used again).
+   */
+  async sweep(): Promise<string[]> {
+    const folders = (await readdir(this.root).catch(() => [] as string[])).filter((name) => LOCAL_DIR.test(name));
+    const live = new Set([...(await this.#catalog.list()).values()].map((id) => spaceOf(id).schema));
+    const stale = folders.filter((folder) => !live.has(folder));
+    await Promise.all(stale.map((folder) => rm(join(this.root, folder), { recursive: true, force: true })));
+    return stale;
+  }
+
+  close(): Promise<void> {
+    return this.#catalog.close();
+  }
+
+  #recent(): Promise<Map<string, string>> {
+    if (this.#listing === undefined || Date.now() - this.#listing.at > LISTING_MS) {
+      const corpora = this.#catalog.list();
+      this.#listing = { at: Date.now(), corpora };
+      corpora.catch(() => (this.#listing = undefined));
+    }
+    return this.#listing.corpora;
+  }
+}
