@@ -571,13 +571,11 @@ function namedCorpora(served: Served): NamedCorpora | undefined {
       close: () => corpus.close(),
     };
   };
-  // The replicas here of store corpora dropped while this process was away.
-  if (shelf instanceof StoreShelf) {
-    shelf.sweep().then(
-      (stale) => stale.length > 0 && logger.info({ removed: stale }, 'replicas of dropped corpora removed'),
-      (error: unknown) => logger.warn({ err: error }, 'replicas of dropped corpora not looked for'),
-    );
-  }
+  // What this process kept of corpora dropped while it was away (a store's: its replicas of them); none is open yet.
+  shelf.sweep().then(
+    (stale) => stale.length > 0 && logger.info({ removed: stale }, 'replicas of dropped corpora removed'),
+    (error: unknown) => logger.warn({ err: error }, 'replicas of dropped corpora not looked for'),
+  );
   const { maxOpen, idleSeconds } = config.corpora;
   const openWaitMs = config.limits.requestTimeoutMs;
   const corpora = new NamedCorpora({ shelf, maxOpen, idleMs: idleSeconds * 1000, openWaitMs, open, log: logger });

@@ -224,17 +224,25 @@ export class NamedCorpora implements CorpusLanes {
 
   /**
    * Drops corpus `name` (docs/tenants.md): refused while a request holds it (a write in flight among them), else
-   * closed here and removed by its shelf, which refuses when another process has it open (a folder) or writes to it (a
-   * store). Requests for it meanwhile are answered as for a corpus that does not exist.
+   * removed by its shelf, which refuses when another process has it open (a folder) or writes to it (a store), and
+   * closed here. A folder is closed here first (this process's own hold on it would refuse the drop), so a refused
+   * drop of a folder has closed it (it opens again at its next request); a store's corpus is closed once dropped.
+   * Requests for it meanwhile are answered as for a corpus that does not exist.
    */
   async drop(name: string): Promise<Readonly<Record<string, number>>> {
     const entry = this.#open.get(name);
     if ((entry?.holds ?? 0) > 0) throw new CorpusInUse(name);
+    const { shelf } = this.options;
     this.#dropping.add(name);
     try {
+      const id = entry?.id ?? (await shelf.find(name));
+      if (!shelf.dropsOpen && entry !== undefined) await this.#close(entry, 'dropped');
+      await this.#closing.get(name);
+      const dropped = await shelf.drop(name);
       if (entry !== undefined) await this.#close(entry, 'dropped');
       await this.#closing.get(name);
-      return await this.options.shelf.drop(name);
+      if (id !== undefined) await shelf.forget(id);
+      return dropped;
     } finally {
       this.#dropping.delete(name);
     }

@@ -12,6 +12,8 @@ export interface CorpusShelf {
    * holding it open keeps any other from dropping it), briefly in a store (any process may drop it).
    */
   readonly recheckMs: number;
+  /** Whether a corpus open in this process can be dropped (a store's) or must be closed first (a folder's). */
+  readonly dropsOpen: boolean;
   /** The identity of corpus `name` if it exists ('' for a folder whose mark holds none); undefined if it does not. */
   find(name: string): Promise<string | undefined>;
   /** The names of every corpus, sorted. */
@@ -20,6 +22,10 @@ export interface CorpusShelf {
   create(name: string): Promise<string>;
   /** Removes corpus `name`; says what was removed. Throws CorpusNameError, NoSuchCorpus, CorpusOpenElsewhere. */
   drop(name: string): Promise<Readonly<Record<string, number>>>;
+  /** Removes what this process kept of dropped corpora, when none is open here (at start): the folders removed. */
+  sweep(): Promise<string[]>;
+  /** Removes what this process kept of corpus identity `id`, dropped and closed here. */
+  forget(id: string): Promise<void>;
   /** Where corpus `name` of identity `id` is opened: its data dir, and its space in a store of record. */
   placeOf(name: string, id: string): CorpusPlace;
   close(): Promise<void>;
@@ -33,6 +39,7 @@ export interface CorpusPlace {
 /** The named corpora in the folders of a root (corpus-dirs.ts), each its own SQLite store. */
 export class FolderShelf implements CorpusShelf {
   readonly recheckMs = Infinity;
+  readonly dropsOpen = false;
 
   constructor(readonly root: string) {}
 
@@ -51,6 +58,15 @@ export class FolderShelf implements CorpusShelf {
 
   async drop(name: string): Promise<Readonly<Record<string, number>>> {
     return Promise.resolve(dropCorpus(this.root, name));
+  }
+
+  /** A folder corpus is removed whole by its drop: nothing is left behind. */
+  sweep(): Promise<string[]> {
+    return Promise.resolve([]);
+  }
+
+  forget(): Promise<void> {
+    return Promise.resolve();
   }
 
   placeOf(name: string): CorpusPlace {

@@ -17,6 +17,7 @@ const LOCAL_DIR = /^rcp_c_[0-9a-f]{24}$/;
  */
 export class StoreShelf implements CorpusShelf {
   readonly recheckMs = LISTING_MS;
+  readonly dropsOpen = true;
   readonly #catalog: PostgresCatalog;
   #listing: { at: number; corpora: Promise<Map<string, string>> } | undefined;
 
@@ -46,17 +47,17 @@ export class StoreShelf implements CorpusShelf {
 
   async drop(name: string): Promise<Readonly<Record<string, number>>> {
     checkName(name);
-    const id = (await this.#catalog.list()).get(name);
     const dropped = await this.#catalog.drop(name);
     this.#listing = undefined;
     if (dropped === 'absent') throw new NoSuchCorpus(`no corpus '${name}' in the store`);
     if (dropped === 'writing') {
       throw new CorpusOpenElsewhere(`a write to corpus '${name}' is in flight; drop it once it is answered`);
     }
-    // This process's replica of it (closed before the drop); other processes remove theirs at their next start.
-    if (id !== undefined && this.root !== '')
-      await rm(this.placeOf(name, id).dataDir, { recursive: true, force: true });
     return { ...dropped };
+  }
+
+  async forget(id: string): Promise<void> {
+    if (this.root !== '') await rm(join(this.root, spaceOf(id).schema), { recursive: true, force: true });
   }
 
   placeOf(_name: string, id: string): CorpusPlace {
@@ -65,11 +66,12 @@ export class StoreShelf implements CorpusShelf {
   }
 
   /**
-   * Removes the local replicas of corpora dropped while this process was not running. The folders are listed before
+   * Removes the local replicas of corpora dropped while this process was away. The folders are listed before
    * the catalog is read: a folder made after the listing is not looked at, and an identity absent from the catalog
    * read after it was dropped (identities are never used again).
    */
   async sweep(): Promise<string[]> {
+    if (this.root === '') return [];
     const folders = (await readdir(this.root).catch(() => [] as string[])).filter((name) => LOCAL_DIR.test(name));
     const live = new Set([...(await this.#catalog.list()).values()].map((id) => spaceOf(id).schema));
     const stale = folders.filter((folder) => !live.has(folder));

@@ -179,12 +179,16 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('named corpora in
     await db.connect();
     try {
       const id = (await db.query<{ id: string }>("SELECT id FROM rcp_corpora WHERE name = 'beta'")).rows[0]!.id;
+      expect(await texts(0, 'beta', KEYS.beta)).toEqual(['beta kinase note one']);
       // A write in flight holds its corpus's write-order lock to its commit: this one is held here.
       await db.query('BEGIN');
       await db.query('SELECT pg_advisory_xact_lock($1)', [spaceOf(id).writeOrder]);
       const refused = await call(0, 'default', KEYS.admin, 'x-rcp-server/corpora/drop', { name: 'beta' });
       expect(refused.error?.code).toBe(-32010);
       expect(JSON.stringify(refused.error)).toMatch(/a write to corpus 'beta' is in flight/);
+      // Refused, it stays open on the replica that was asked (its HTTP sessions with it).
+      const listed = await call(0, 'default', KEYS.admin, 'x-rcp-server/corpora/list', {});
+      expect(listed.result!.corpora).toContainEqual({ name: 'beta', open: true });
       await db.query('ROLLBACK');
       expect(await texts(1, 'beta', KEYS.beta)).toEqual(['beta kinase note one']);
 
