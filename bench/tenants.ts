@@ -5,12 +5,16 @@
  * 1. RSS of the server with no named corpus open (the baseline), with every corpus open (each written and read once),
  *    and after every corpus has been closed as idle: memory per open and per closed corpus.
  * 2. Retrieve latency (p50, p95) to a corpus that is open against one that was closed (it reopens from its files).
+ *
+ * With RCP_BENCH_TENANTS_STORE=postgres the corpora are in a PostgreSQL store of record (a cluster started here, from
+ * Debian's postgresql) and the server is a replica of it: the same figures for a store's corpora.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startHttpProcess, type ServerProcess } from '../test/helpers/processes.js';
-import { FolderShelf } from '../src/tenants/index.js';
+import { FolderShelf, StoreShelf, type CorpusShelf } from '../src/tenants/index.js';
+import { PostgresCluster } from '../test/helpers/postgres.js';
 import { call } from './client.js';
 
 const CORPORA = Number(process.env.RCP_BENCH_CORPORA ?? 200);
@@ -25,9 +29,16 @@ function rssMiB(server: ServerProcess): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024;
 }
 
+/** The store of record's url when the corpora are in PostgreSQL ('' in folders). */
+let storeUrl = '';
+
 function start(work: string, idleSeconds: number): Promise<ServerProcess> {
   const args = ['serve', '--http', '127.0.0.1:0', '--data', join(work, 'default'), '--corpora', join(work, 'root')];
-  const env = { RCP_CORPORA_MAX_OPEN: String(CORPORA + 1), RCP_CORPORA_IDLE_SECONDS: String(idleSeconds) };
+  const env = {
+    RCP_CORPORA_MAX_OPEN: String(CORPORA + 1),
+    RCP_CORPORA_IDLE_SECONDS: String(idleSeconds),
+    ...(storeUrl === '' ? {} : { RCP_STORE_URL: storeUrl, RCP_STORE_POLL_MS: '1000' }),
+  };
   return startHttpProcess(args, env);
 }
 
@@ -112,14 +123,23 @@ async function until(condition: () => boolean): Promise<void> {
 
 export async function benchTenants(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'rcp-bench-tenants-'));
+  // Every corpus open at once: each holds its pooled connections for a while after its last use.
+  const cluster =
+    process.env.RCP_BENCH_TENANTS_STORE === 'postgres'
+      ? await PostgresCluster.create([`max_connections = ${3 * CORPORA + 20}`])
+      : undefined;
+  storeUrl = cluster?.url ?? '';
   try {
-    const shelf = new FolderShelf(join(work, 'root'));
+    const shelf: CorpusShelf =
+      cluster === undefined ? new FolderShelf(join(work, 'root')) : new StoreShelf(storeUrl, '');
     for (const name of names) await shelf.create(name);
+    await shelf.close();
     const opened = await openAll(work);
     const closed = await closeAll(work);
     const perOpen = ((opened.open - opened.baseline) / CORPORA) * 1024;
     const perClosed = ((closed.closed - closed.baseline) / CORPORA) * 1024;
-    console.log(`tenants: ${CORPORA} corpora of ${DOCUMENTS} documents, one process`);
+    const kept = cluster === undefined ? 'in folders' : 'in a PostgreSQL store (the server a replica)';
+    console.log(`tenants: ${CORPORA} corpora of ${DOCUMENTS} documents ${kept}, one process`);
     console.log(
       `  RSS: ${opened.baseline.toFixed(0)} MiB with none open; ${opened.open.toFixed(0)} MiB with all open ` +
         `(${perOpen.toFixed(0)} KiB per open corpus); ${closed.closed.toFixed(0)} MiB after all closed as idle ` +
@@ -138,6 +158,7 @@ export async function benchTenants(): Promise<void> {
       `  reopen cost: p95 ratio ${(quantile(closed.cold, 0.95) / quantile(opened.warm, 0.95)).toFixed(1)}× an open one`,
     );
   } finally {
+    cluster?.destroy();
     rmSync(work, { recursive: true, force: true });
   }
 }

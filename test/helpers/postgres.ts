@@ -43,18 +43,19 @@ export class PostgresCluster {
     return `postgres://rcp@127.0.0.1:${this.port}/postgres`;
   }
 
-  /** initdb and start a fresh cluster. */
-  static async create(): Promise<PostgresCluster> {
+  /** initdb and start a fresh cluster; `settings`, lines of postgresql.conf beside the defaults here. */
+  static async create(settings: readonly string[] = []): Promise<PostgresCluster> {
     const dir = join(ownedDir('rcp-pg-'), 'data');
     tool('initdb', ['-D', dir, '-U', 'rcp', '-A', 'trust', '--no-sync', '-E', 'UTF8']);
     const cluster = new PostgresCluster(dir, await freePort());
-    cluster.#configure();
+    cluster.#configure(settings);
     cluster.#startOrDestroy();
     return cluster;
   }
 
-  #configure(): void {
+  #configure(extra: readonly string[] = []): void {
     const settings = [
+      ...extra,
       `port = ${this.port}`,
       "listen_addresses = '127.0.0.1'",
       `unix_socket_directories = '${this.dir}'`,

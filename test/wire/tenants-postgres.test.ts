@@ -107,6 +107,20 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('named corpora in
     for (const i of [0, 1]) expect(readdirSync(rootOf(i)).filter((name) => name.startsWith('rcp_c_'))).toHaveLength(2);
   });
 
+  it('a replica listens for the writes of all its corpora on one connection (connections bounded per process)', async () => {
+    const db = new pg.Client({ connectionString: cluster.url });
+    await db.connect();
+    try {
+      // Each replica has the default corpus, acme and beta open: one listening connection each, not three.
+      const listening = await db.query<{ n: string }>(
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()",
+      );
+      expect(Number(listening.rows[0]!.n)).toBe(2);
+    } finally {
+      await db.end();
+    }
+  });
+
   it('an HTTP session of a corpus opened on one replica continues on the other, and in no other corpus (§5.2)', async () => {
     const inSession = async (
       at: number,

@@ -48,7 +48,8 @@ export class PostgresStore {
   static async open(url: string, space: StoreSpace = PUBLIC_SPACE): Promise<PostgresStore> {
     const pool = new pg.Pool({
       connectionString: url,
-      max: 4,
+      // A named corpus's pool is smaller: a process may hold many of them open (docs/tenants.md, connections).
+      max: space === PUBLIC_SPACE ? 4 : 2,
       connectionTimeoutMillis: 5_000,
       keepAlive: true,
       // The space's schema alone: unqualified names are its tables, and nothing is made elsewhere.
