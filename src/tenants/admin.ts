@@ -7,6 +7,7 @@ import type { MethodDefinition, MethodRegistry } from '../protocol/registry.js';
 import { CorpusExists, CorpusNameError, CorpusOpenElsewhere, NoSuchCorpus } from './corpus-dirs.js';
 import { CorpusInUse, type NamedCorpora } from './named-corpora.js';
 import type { CorpusShelf } from './shelf.js';
+import { ShelfUnreachable } from './store-shelf.js';
 
 const Named = Type.Object({ name: Type.String({ maxLength: 64 }), _meta: Type.Optional(Type.Object({})) });
 const Nothing = Type.Object({ _meta: Type.Optional(Type.Object({})) });
@@ -40,7 +41,9 @@ export function corporaAdminMethods(
     method: `${ADMIN_PREFIX}list`,
     params: Nothing,
     handler: async (_params, ctx) => ({
-      corpora: (await shelf.list()).filter(mayUse(ctx.caller)).map((name) => ({ name, open: corpora.isOpen(name) })),
+      corpora: (await wireErrorOf(() => shelf.list()))
+        .filter(mayUse(ctx.caller))
+        .map((name) => ({ name, open: corpora.isOpen(name) })),
     }),
   };
   const drop: MethodDefinition<typeof Named> = {
@@ -67,7 +70,9 @@ function wireError(error: unknown): unknown {
   const detail = (error as Error).message;
   if (error instanceof CorpusNameError || error instanceof CorpusExists) return RpcError.invalidParams('name', detail);
   if (error instanceof NoSuchCorpus) return new RpcError(RpcErrorCode.NotFound, 'not found', { detail });
-  if (error instanceof CorpusOpenElsewhere) return RpcError.backendUnavailable(detail, 1000);
+  if (error instanceof CorpusOpenElsewhere || error instanceof ShelfUnreachable) {
+    return RpcError.backendUnavailable(detail, 1000);
+  }
   if (error instanceof CorpusInUse) return RpcError.rateLimited(1000, detail);
   return error;
 }

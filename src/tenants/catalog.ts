@@ -1,3 +1,4 @@
+import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 import { CatalogListParams } from '../protocol/schemas/params.js';
@@ -30,7 +31,10 @@ export function catalogMethod(options: CatalogOptions): MethodDefinition<typeof 
     params: CatalogListParams,
     handler: async (_params, ctx) => {
       const mayUse = options.mayUse(ctx.caller);
-      const names = [DEFAULT_CORPUS, ...(await listing())].filter(mayUse);
+      const named = await listing().catch(() => {
+        throw RpcError.backendUnavailable('the store of the corpora cannot be reached; try again', 1000);
+      });
+      const names = [DEFAULT_CORPUS, ...named].filter(mayUse);
       const capabilities = options.capabilities();
       return {
         engines: names.map((name) => ({

@@ -112,13 +112,27 @@ export class NamedCorpora implements CorpusLanes {
     }
   }
 
-  /** Whether `entry` is still on its shelf as the corpus that was opened, looked for once in `recheckMs`. */
+  /**
+   * Whether `entry` is still on its shelf as the corpus that was opened, looked for once in `recheckMs`. A shelf that
+   * cannot be read (a store's database away) says nothing: an open corpus goes on serving what it holds.
+   */
   async #stillThere(entry: Open): Promise<boolean> {
     const now = Date.now();
     if (now - entry.foundAt < this.options.shelf.recheckMs) return true;
-    if ((await this.options.shelf.find(entry.name)) !== entry.id) return false;
+    const found = await this.options.shelf.find(entry.name).catch(() => entry.id);
+    if (found !== entry.id) return false;
     entry.foundAt = now;
     return true;
+  }
+
+  /** Corpus `name`'s identity, undefined if there is none, or -32010 when its shelf cannot be read now. */
+  async #find(name: string): Promise<string | undefined | RpcError> {
+    try {
+      return await this.options.shelf.find(name);
+    } catch (error) {
+      this.options.log.warn({ corpus: name, err: error }, 'corpora cannot be looked up');
+      return SHELF_UNAVAILABLE;
+    }
   }
 
   /** `entry` held by one more request (taken in the same turn as it was found, so it cannot close in between). */
@@ -132,14 +146,16 @@ export class NamedCorpora implements CorpusLanes {
 
   /** Opens corpus `name`, once it exists and a place is free; undefined when there is no such corpus. */
   async #start(name: string, caller: string): Promise<Open | RpcError | undefined> {
-    const { shelf, maxOpen } = this.options;
+    const { maxOpen } = this.options;
     for (;;) {
       await this.#closing.get(name);
       // Looked for before room is made: a name that is no corpus closes nobody's.
-      if ((await shelf.find(name)) === undefined) return undefined;
+      const found = await this.#find(name);
+      if (found === undefined || found instanceof RpcError) return found;
       const room = await this.#makeRoom(caller);
       if (room !== undefined) return room;
-      const id = await shelf.find(name);
+      const id = await this.#find(name);
+      if (id instanceof RpcError) return id;
       // From here in one turn: two corpora opening at once never both pass the bound, and a corpus dropped during the
       // waits is not made again by opening its store.
       const started = this.#held(this.#open.get(name), caller);
@@ -212,9 +228,10 @@ export class NamedCorpora implements CorpusLanes {
     return closing;
   }
 
+  /** Whether corpus `name` is served; when its shelf cannot be read now, true: its request is then answered -32010. */
   async exists(name: string): Promise<boolean> {
     if (this.#closed || this.#dropping.has(name)) return false;
-    return this.#open.has(name) || (await this.options.shelf.find(name)) !== undefined;
+    return this.#open.has(name) || (await this.options.shelf.find(name).catch(() => name)) !== undefined;
   }
 
   /** Whether corpus `name` is open in this process. */
@@ -265,6 +282,12 @@ const UNAVAILABLE = new RpcError(RpcErrorCode.BackendUnavailable, 'corpus unavai
   detail: "the corpus cannot be opened now; the operator's log says why",
   retryable: true,
 });
+
+/**
+ * -32010: where the corpora are kept cannot be read now (a store's database away). Every name gets it alike, one that
+ * exists or not, so it tells a caller nothing of other tenants.
+ */
+const SHELF_UNAVAILABLE = RpcError.backendUnavailable('the store of the corpora cannot be reached; try again', 1000);
 
 /** A corpus a request holds now (a write in flight among them): it is not dropped under it. */
 export class CorpusInUse extends Error {

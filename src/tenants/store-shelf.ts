@@ -3,11 +3,26 @@ import { join } from 'node:path';
 import { PostgresCatalog, spaceOf } from '../corpus/index.js';
 import { checkName, CorpusExists, CorpusOpenElsewhere, NoSuchCorpus } from './corpus-dirs.js';
 import type { CorpusPlace, CorpusShelf } from './shelf.js';
+import { StartupError } from '../startup-error.js';
 
 /** How long one read of the catalog answers `find` (a flood of requests for corpora reads it once in that time). */
 const LISTING_MS = 1000;
 /** The local folders of store corpora under the root: `rcp_c_<identity>`, as their schemas. */
 const LOCAL_DIR = /^rcp_c_[0-9a-f]{24}$/;
+
+/** The store's catalog cannot be read or written now (its database away): the CLI's exit 2, the wire's -32010. */
+export class ShelfUnreachable extends StartupError {
+  override name = 'ShelfUnreachable';
+}
+
+/** What `run` resolves to; a failure of the database itself, as ShelfUnreachable. */
+async function reaching<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw new ShelfUnreachable(`the store of the corpora cannot be reached: ${(error as Error).message}`);
+  }
+}
 
 /**
  * The named corpora of a PostgreSQL store of record (docs/tenants.md): its catalog lists them, each corpus's records
@@ -39,7 +54,7 @@ export class StoreShelf implements CorpusShelf {
 
   async create(name: string): Promise<string> {
     checkName(name);
-    const made = await this.#catalog.create(name);
+    const made = await reaching(() => this.#catalog.create(name));
     this.#listing = undefined;
     if (made === 'exists') throw new CorpusExists(`corpus '${name}' already exists`);
     return `schema ${spaceOf(made.id).schema} of the store`;
@@ -47,7 +62,7 @@ export class StoreShelf implements CorpusShelf {
 
   async drop(name: string): Promise<Readonly<Record<string, number>>> {
     checkName(name);
-    const dropped = await this.#catalog.drop(name);
+    const dropped = await reaching(() => this.#catalog.drop(name));
     this.#listing = undefined;
     if (dropped === 'absent') throw new NoSuchCorpus(`no corpus '${name}' in the store`);
     if (dropped === 'writing') {
@@ -73,7 +88,7 @@ export class StoreShelf implements CorpusShelf {
   async sweep(): Promise<string[]> {
     if (this.root === '') return [];
     const folders = (await readdir(this.root).catch(() => [] as string[])).filter((name) => LOCAL_DIR.test(name));
-    const live = new Set([...(await this.#catalog.list()).values()].map((id) => spaceOf(id).schema));
+    const live = new Set([...(await reaching(() => this.#catalog.list())).values()].map((id) => spaceOf(id).schema));
     const stale = folders.filter((folder) => !live.has(folder));
     await Promise.all(stale.map((folder) => rm(join(this.root, folder), { recursive: true, force: true })));
     return stale;
@@ -85,7 +100,7 @@ export class StoreShelf implements CorpusShelf {
 
   #recent(): Promise<Map<string, string>> {
     if (this.#listing === undefined || Date.now() - this.#listing.at > LISTING_MS) {
-      const corpora = this.#catalog.list();
+      const corpora = reaching(() => this.#catalog.list());
       this.#listing = { at: Date.now(), corpora };
       corpora.catch(() => (this.#listing = undefined));
     }

@@ -225,6 +225,28 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('named corpora in
     }
   });
 
+  it('while the database is away, an open corpus goes on serving; any other name is -32010 alike, existing or not', async () => {
+    expect(await texts(0, 'acme', KEYS.acme)).toEqual(['acme kinase secret one']);
+    cluster.stop();
+    try {
+      const code = async (corpus: string) =>
+        (await call(0, corpus, KEYS.admin, 'retrieve', { query: 'kinase', k: 5 })).error?.code;
+      // Once the last reading of the catalog is out of date, a name not open here cannot be looked up.
+      await until(async () => (await code('zeta')) === -32010, 'an unknown corpus answered -32010 with the store away');
+      expect(await code('acme')).toBeUndefined();
+      expect((await call(0, 'acme', KEYS.acme, 'catalog/list', {})).error?.code).toBe(-32010);
+      const listed = await call(0, 'default', KEYS.admin, 'x-rcp-server/corpora/list', {});
+      expect(listed.error?.code).toBe(-32010);
+    } finally {
+      cluster.start();
+    }
+    await until(
+      async () => (await call(0, 'zeta', KEYS.admin, 'retrieve', { query: 'kinase', k: 5 })).error?.code === -32012,
+      'an unknown corpus answered -32012 once the store is back',
+      { timeoutMs: CONVERGE_MS },
+    );
+  });
+
   it('a corpus dropped while a replica was away is removed from its root at its next start', async () => {
     const created = await cli(['corpus', 'create', 'gamma']);
     expect(created.code, created.stderr).toBe(0);
