@@ -93,7 +93,7 @@ async function listen(app: App, log: Logger): Promise<void> {
 }
 
 /** Resolves with the reason if the corpus finds its store damaged, while loading or serving; otherwise never. */
-function damagedStore(app: App): Promise<string> {
+export function damagedStore(app: App): Promise<string> {
   return app.corpus?.damaged ?? new Promise<never>(() => undefined);
 }
 

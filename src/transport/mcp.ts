@@ -50,10 +50,15 @@ export async function serveMcp(options: McpBridgeOptions): Promise<{ closed: Pro
   const transport = new McpStdioTransport(options);
   const closed = new Promise<void>((resolve) => {
     transport.onclose = () => resolve();
-    options.input.once('end', () => {
+    let ended = false;
+    // Its end (EOF), or its close: a signal destroys stdin, which closes it without an end.
+    const end = () => {
+      if (ended) return;
+      ended = true;
       transport.end();
       void mcp.close().then(resolve, resolve);
-    });
+    };
+    options.input.once('end', end).once('close', end);
   });
   await mcp.connect(transport);
   return { closed };

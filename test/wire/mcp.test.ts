@@ -41,6 +41,22 @@ describe('rcp-server mcp over a local corpus', () => {
   });
   afterAll(() => client.close());
 
+  it('stops on SIGTERM while its client keeps stdin open (a host stopping it)', async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['bin/rcp-server.js', 'mcp', '--data', mkdtempSync(join(tmpdir(), 'rcp-mcp-'))],
+      cwd: ROOT,
+      env: { ...(process.env as Record<string, string>), RCP_LOG_LEVEL: 'warn' },
+      stderr: 'pipe',
+    });
+    const other = new Client({ name: 'mcp-signal-test', version: '1.0.0' });
+    await other.connect(transport);
+    const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
+    process.kill(transport.pid!, 'SIGTERM');
+    await closed;
+    expect(() => process.kill(transport.pid!, 0)).toThrow();
+  });
+
   it('lists retrieve and index_add with their JSON Schemas', async () => {
     const { tools } = (await client.listTools()) as { tools: Tool[] };
     expect(tools.map((tool) => tool.name).sort()).toEqual(['index_add', 'retrieve']);

@@ -6,7 +6,8 @@ import type { Config } from '../../config/index.js';
 import { readRegistry } from '../../gateway/engine-registry.js';
 import { createGateway } from '../../gateway/gateway.js';
 import { serveMcp } from '../../transport/mcp.js';
-import { onSignals } from '../serving.js';
+import { damagedStore, onSignals } from '../serving.js';
+import { StartupError } from '../../startup-error.js';
 import { createLogger, loadSettings, openApp } from '../startup.js';
 
 /** `rcp-server mcp`: the MCP bridge on stdin/stdout over the local corpus or a registry's engines. */
@@ -24,8 +25,15 @@ export async function mcpCommand(command: McpCommand): Promise<number> {
     log,
   });
   onSignals(log, () => process.stdin.destroy());
+  // A store found damaged (or a named corpus dropped from its store) ends the bridge as it ends a stdio session.
+  let damage: string | undefined;
+  void damagedStore(app).then((reason) => {
+    damage = reason;
+    process.stdin.destroy();
+  });
   await bridge.closed;
   await app.close();
+  if (damage !== undefined) throw new StartupError(damage);
   return 0;
 }
 
