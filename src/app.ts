@@ -571,6 +571,7 @@ function namedCorpora(served: Served): NamedCorpora | undefined {
       close: () => corpus.close(),
     };
   };
+  shelf.watch();
   // What this process kept of corpora dropped while it was away (a store's: its replicas of them); none is open yet.
   shelf.sweep().then(
     (stale) => stale.length > 0 && logger.info({ removed: stale }, 'replicas of dropped corpora removed'),

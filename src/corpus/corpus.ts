@@ -80,31 +80,35 @@ export class Corpus implements CorpusWriter, CorpusReader {
     this.store = openCorpusStore(settings, encoder);
     this.#chunks = settings.chunkCacheBytes ? new ChunkCache(settings.chunkCacheBytes) : undefined;
     this.#order = new WriteOrder(this.store, () => this.#derived(), log);
+    const gone = (reason: string) => this.#foundDamage(reason, 'corpus dropped from its store of record');
     this.replica =
-      settings.store && new Replica({ ...settings.store, encoder: encoder.info.identity }, this.#target(), log);
-    this.#ready = this.#open().then(
-      async () => {
-        await this.replica?.start();
-        this.#state = { status: 'ready' };
-        // Closed while loading: no timers to start (they would outlive the store).
-        if (this.#closing) return;
-        if (this.replica === undefined) this.#order.followOthers(settings.followMs);
-        if (!writesLocally(settings)) return;
-        // A failed periodic save is logged (the next one retries); it never becomes an unhandled rejection.
-        this.#timer = setInterval(
-          () => void this.save().catch((error: unknown) => this.#saveFailed(error)),
-          settings.saveIntervalMs,
-        );
-        this.#timer.unref();
-      },
-      (error: unknown) => {
-        const reason = (error as Error).message;
-        // A damaged store is no passing fault: the process should stop rather than serve (see `fatal`).
-        if (isDamage(error)) return this.#foundDamage(reason);
-        this.#state = { status: 'failed', reason, fatal: false };
-        log.error({ dir: settings.dir, reason }, 'corpus failed to open; index calls answer -32010');
-      },
-    );
+      settings.store && new Replica({ ...settings.store, encoder: encoder.info.identity, gone }, this.#target(), log);
+    // A replica that cannot start (its store's schema gone or newer than this build) fails the corpus as the open does.
+    this.#ready = this.#open()
+      .then(() => this.replica?.start())
+      .then(
+        () => {
+          this.#state = { status: 'ready' };
+          // Closed while loading: no timers to start (they would outlive the store).
+          if (this.#closing) return;
+          if (this.replica === undefined) this.#order.followOthers(settings.followMs);
+          if (!writesLocally(settings)) return;
+          // A failed periodic save is logged (the next one retries); it never becomes an unhandled rejection.
+          this.#timer = setInterval(
+            () => void this.save().catch((error: unknown) => this.#saveFailed(error)),
+            settings.saveIntervalMs,
+          );
+          this.#timer.unref();
+        },
+        (error: unknown) => {
+          const reason = (error as Error).message;
+          if (this.fatal !== undefined) return; // found damaged or gone already, and said so
+          // A damaged store is no passing fault: the process should stop rather than serve (see `fatal`).
+          if (isDamage(error)) return this.#foundDamage(reason);
+          this.#state = { status: 'failed', reason, fatal: false };
+          log.error({ dir: settings.dir, reason }, 'corpus failed to open; index calls answer -32010');
+        },
+      );
     this.#damaged = new Promise((resolve) => (this.#found = resolve));
     this.#checked = this.#ready.then(() => this.#scrub());
   }
@@ -127,12 +131,15 @@ export class Corpus implements CorpusWriter, CorpusReader {
     }
   }
 
-  /** The store is damaged: nothing more is served from it (index calls answer -32010) and `damaged` says why. */
-  #foundDamage(reason: string): void {
+  /**
+   * The store is damaged, or (a replica) gone from its store of record: nothing more is served from it (index calls
+   * answer -32010) and `damaged` says why.
+   */
+  #foundDamage(reason: string, what = 'store found damaged'): void {
     if (this.fatal !== undefined) return;
     this.#state = { status: 'failed', reason, fatal: true };
     clearInterval(this.#timer);
-    this.log.error({ dir: this.settings.dir, reason }, 'store found damaged; index calls answer -32010');
+    this.log.error({ dir: this.settings.dir, reason }, `${what}; index calls answer -32010`);
     this.#found(reason);
   }
 

@@ -12,5 +12,6 @@ export { exportDataDir, isExportHead, type ExportHeader } from './backup/export.
 export { MAX_PREPARED_CHUNKS, MAX_PREPARED_CONTEXT, type PreparedDocument } from './prepared.js';
 export type { DocumentOrigin } from './store/corpus-store.js';
 export { DirLock } from './store/dir-lock.js';
-export { PostgresCatalog, type DroppedRecords } from './store/postgres/catalog.js';
+export { CATALOG_CHANNEL, PostgresCatalog, type DroppedRecords } from './store/postgres/catalog.js';
+export { listenTo } from './store/postgres/follower.js';
 export { spaceOf, type StoreSpace } from './store/postgres/schema.js';

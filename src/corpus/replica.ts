@@ -5,7 +5,7 @@ import { StoreError } from './store/dir-lock.js';
 import { Follower } from './store/postgres/follower.js';
 import { isPassing, unavailable } from './store/postgres/failures.js';
 import { PostgresStore, type Committed } from './store/postgres/postgres-store.js';
-import { PUBLIC_SPACE, type StoreSpace } from './store/postgres/schema.js';
+import { isSpaceGone, PUBLIC_SPACE, type StoreSpace } from './store/postgres/schema.js';
 import type { PostgresSeen, SeenBounds } from './store/postgres/seen.js';
 import { sessionIdOf, type PostgresSessions } from './store/postgres/sessions.js';
 import type { Idempotency, NewDocument } from './store/writes.js';
@@ -28,6 +28,8 @@ export interface ReplicaOptions {
   readonly pollMs: number;
   /** The encoder every replica must share (a query embedded by one model cannot search another's vectors). */
   readonly encoder: string;
+  /** Called once if the corpus's tables are found gone (a named corpus dropped from its store): nothing is served. */
+  readonly gone?: (reason: string) => void;
 }
 
 /** Who hears of HTTP sessions ended on any replica (transport/http-sessions.ts, structurally). */
@@ -68,6 +70,8 @@ export class Replica {
   /** Failures reported and not yet recovered from (each logged once). */
   readonly #failing = new Set<string>();
   #closed = false;
+  /** Whether the corpus's tables were found gone (told once). */
+  #gone = false;
   /** Whether start() has ended; why it cannot reach the store while it cannot; who waits to hear that. */
   #started = false;
   #unreachable: string | undefined;
@@ -109,7 +113,7 @@ export class Replica {
       url: this.options.url,
       space: this.options.space ?? PUBLIC_SPACE,
       pollMs: this.options.pollMs,
-      wake: () => void this.catchUp().catch((error: unknown) => this.#report((error as Error).message)),
+      wake: () => void this.catchUp().catch((error: unknown) => this.#failed(error)),
       onError: (reason) => this.#report(`listen: ${reason}`),
       sessionEnded: (id) => this.#sessionWatchers.forEach((watcher) => watcher.ended(id)),
       listening: () => this.#sessionWatchers.forEach((watcher) => watcher.unheard()),
@@ -125,6 +129,8 @@ export class Replica {
       try {
         this.#store ??= await PostgresStore.open(this.options.url, this.options.space);
       } catch (error) {
+        // Only a database away is waited for: a schema gone or newer than this build is no passing fault.
+        if (!isPassing(error)) throw this.#goneOr(error);
         this.#away((error as Error).message);
         await sleep(wait);
         continue;
@@ -258,11 +264,38 @@ export class Replica {
 
   /** `signal`: the caller's, which abandons a write the database does not answer in time (§13.1). */
   upsert(documents: readonly NewDocument[], idempotency?: Idempotency, signal?: AbortSignal): Promise<Committed> {
-    return this.#connected().upsert(documents, idempotency, signal);
+    return this.#connected()
+      .upsert(documents, idempotency, signal)
+      .catch((error: unknown) => {
+        throw this.#goneOr(error);
+      });
   }
 
   delete(ids: readonly string[], signal?: AbortSignal): Promise<Committed & { deletedIds: string[] }> {
-    return this.#connected().delete(ids, signal);
+    return this.#connected()
+      .delete(ids, signal)
+      .catch((error: unknown) => {
+        throw this.#goneOr(error);
+      });
+  }
+
+  /** A catch-up that failed: the corpus gone, or (logged once) the store away. */
+  #failed(error: unknown): void {
+    if (this.#goneOr(error) === error) this.#report((error as Error).message);
+  }
+
+  /**
+   * `error`, unless it says the corpus's tables are gone (a named corpus dropped): then `gone` is told once, and what
+   * the caller sees is -32010 saying so (nothing was applied: the tables the write needed are not there).
+   */
+  #goneOr(error: unknown): unknown {
+    if (!isSpaceGone(this.options.space ?? PUBLIC_SPACE, error)) return error;
+    const reason = `the corpus is no longer in its store of record (dropped): ${(error as Error).message}`;
+    if (!this.#gone) {
+      this.#gone = true;
+      this.options.gone?.(reason);
+    }
+    return RpcError.backendUnavailable(`${reason}; nothing was applied`, 1000);
   }
 
   /**

@@ -31,6 +31,8 @@ export interface NamedCorporaOptions {
 }
 
 const OPENING = Symbol('opening');
+/** How long a request to an open corpus waits for its shelf to say it is still there. */
+const RECHECK_WAIT_MS = 250;
 
 /** Why a corpus was closed: unused too long, its place needed, its store damaged, failed or dropped, the end. */
 type Closing = 'idle' | 'room' | 'damaged' | 'failed' | 'dropped' | 'stopping';
@@ -45,8 +47,9 @@ interface Open {
   lastUsed: number;
   /** Who last used it (a key's id, else a client's address): room is made among a caller's own first. */
   lastCaller: string;
-  /** When it was last found still on its shelf, with its identity (0: not since it was opened). */
+  /** When it was last found still on its shelf, with its identity (0: not since it was opened), and its changes then. */
   foundAt: number;
+  foundChanges: number;
 }
 
 /**
@@ -117,11 +120,19 @@ export class NamedCorpora implements CorpusLanes {
    * cannot be read (a store's database away) says nothing: an open corpus goes on serving what it holds.
    */
   async #stillThere(entry: Open): Promise<boolean> {
+    const { shelf } = this.options;
     const now = Date.now();
-    if (now - entry.foundAt < this.options.shelf.recheckMs) return true;
-    const found = await this.options.shelf.find(entry.name).catch(() => entry.id);
+    const changes = shelf.changes;
+    if (now - entry.foundAt < shelf.recheckMs && entry.foundChanges === changes) return true;
+    // Not waited for long: an open corpus serves on while its shelf is slow to answer (a database that hangs).
+    let timer: NodeJS.Timeout | undefined;
+    const slow = new Promise<string>((resolve) => (timer = setTimeout(() => resolve(entry.id), RECHECK_WAIT_MS)));
+    const found = await Promise.race([shelf.find(entry.name).catch(() => entry.id), slow]).finally(() =>
+      clearTimeout(timer),
+    );
     if (found !== entry.id) return false;
     entry.foundAt = now;
+    entry.foundChanges = changes;
     return true;
   }
 
@@ -174,7 +185,16 @@ export class NamedCorpora implements CorpusLanes {
       this.options.log.error({ corpus: name, err: error }, 'corpus failed to open');
       return UNAVAILABLE;
     }
-    const entry: Open = { name, id, engine, holds: 1, lastUsed: Date.now(), lastCaller: caller, foundAt: 0 };
+    const entry: Open = {
+      name,
+      id,
+      engine,
+      holds: 1,
+      lastUsed: Date.now(),
+      lastCaller: caller,
+      foundAt: 0,
+      foundChanges: 0,
+    };
     this.#open.set(name, entry);
     void entry.engine.damaged.then((reason) => {
       this.options.log.error({ corpus: name, reason }, 'corpus store damaged; closed');

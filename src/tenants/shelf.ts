@@ -12,6 +12,10 @@ export interface CorpusShelf {
    * holding it open keeps any other from dropping it), briefly in a store (any process may drop it).
    */
   readonly recheckMs: number;
+  /** Changes heard so far (a store's: corpora created or dropped anywhere): an open corpus is looked for again at each. */
+  readonly changes: number;
+  /** Starts hearing of changes made by other processes (a serving process; not the CLI). */
+  watch(): void;
   /** Whether a corpus open in this process can be dropped (a store's) or must be closed first (a folder's). */
   readonly dropsOpen: boolean;
   /** The identity of corpus `name` if it exists ('' for a folder whose mark holds none); undefined if it does not. */
@@ -40,6 +44,10 @@ export interface CorpusPlace {
 export class FolderShelf implements CorpusShelf {
   readonly recheckMs = Infinity;
   readonly dropsOpen = false;
+  readonly changes = 0;
+
+  /** Nothing to hear: a folder corpus open here cannot be dropped by another process. */
+  watch(): void {}
 
   constructor(readonly root: string) {}
 

@@ -1,6 +1,6 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PostgresCatalog, spaceOf } from '../corpus/index.js';
+import { CATALOG_CHANNEL, listenTo, PostgresCatalog, spaceOf } from '../corpus/index.js';
 import { checkName, CorpusExists, CorpusOpenElsewhere, NoSuchCorpus } from './corpus-dirs.js';
 import type { CorpusPlace, CorpusShelf } from './shelf.js';
 import { StartupError } from '../startup-error.js';
@@ -34,13 +34,28 @@ export class StoreShelf implements CorpusShelf {
   readonly recheckMs = LISTING_MS;
   readonly dropsOpen = true;
   readonly #catalog: PostgresCatalog;
-  #listing: { at: number; corpora: Promise<Map<string, string>> } | undefined;
+  #listing: { at: number; corpora: Promise<Map<string, string>>; settled: boolean } | undefined;
+
+  #changes = 0;
+  #unwatch: (() => void) | undefined;
 
   constructor(
-    url: string,
+    private readonly url: string,
     readonly root: string,
   ) {
     this.#catalog = new PostgresCatalog(url);
+  }
+
+  get changes(): number {
+    return this.#changes;
+  }
+
+  /** Hears at once of corpora created and dropped by any process (else within LISTING_MS), until closed. */
+  watch(): void {
+    this.#unwatch ??= listenTo(this.url, CATALOG_CHANNEL, () => {
+      this.#changes += 1;
+      this.#listing = undefined;
+    });
   }
 
   async find(name: string): Promise<string | undefined> {
@@ -95,15 +110,26 @@ export class StoreShelf implements CorpusShelf {
   }
 
   close(): Promise<void> {
+    this.#unwatch?.();
     return this.#catalog.close();
   }
 
+  /**
+   * The catalog as read at most LISTING_MS ago, or the reading under way (one at a time, however many requests wait
+   * on it: a database that hangs is not sent a query per request).
+   */
   #recent(): Promise<Map<string, string>> {
-    if (this.#listing === undefined || Date.now() - this.#listing.at > LISTING_MS) {
+    const last = this.#listing;
+    if (last === undefined || (last.settled && Date.now() - last.at > LISTING_MS)) {
       const corpora = reaching(() => this.#catalog.list());
-      this.#listing = { at: Date.now(), corpora };
-      corpora.catch(() => (this.#listing = undefined));
+      const listing = { at: Date.now(), corpora, settled: false };
+      this.#listing = listing;
+      corpora.then(
+        () => (listing.settled = true),
+        () => this.#listing === listing && (this.#listing = undefined),
+      );
+      return corpora;
     }
-    return this.#listing.corpora;
+    return last.corpora;
   }
 }

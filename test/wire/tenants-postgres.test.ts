@@ -10,7 +10,7 @@ import { spaceOf } from '../../src/corpus/index.js';
 import { runCommand, until } from '../helpers/children.js';
 import { HAS_POSTGRES, PostgresCluster } from '../helpers/postgres.js';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
-import { STDIO_RETRIEVE } from '../helpers/wire.js';
+import { readFrames, spawnStdio, STDIO_RETRIEVE } from '../helpers/wire.js';
 
 /**
  * Named corpora in one PostgreSQL store of record (docs/tenants.md): the CLI makes them in the store's catalog, each in
@@ -245,6 +245,46 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('named corpora in
       'an unknown corpus answered -32012 once the store is back',
       { timeoutMs: CONVERGE_MS },
     );
+  });
+
+  it('rows of the catalog not made by a server are no corpora: not listed, and dropped as rows alone', async () => {
+    cluster.sql("INSERT INTO rcp_corpora (name, id) VALUES ('Bad/../Name', 'x'), ('badid', 'XYZ; drop table t')");
+    const listed = await cli(['corpus', 'list']);
+    expect(listed.stdout).not.toMatch(/Bad|badid/);
+    const engines = (await call(0, 'acme', KEYS.admin, 'catalog/list', {})).result!.engines as { id: string }[];
+    expect(engines.map((engine) => engine.id)).not.toContain('badid');
+    const dropped = await cli(['corpus', 'drop', 'badid']);
+    expect(dropped.stdout).toMatch(/dropped corpus 'badid': 0 documents, 0 chunks removed/);
+    cluster.sql("DELETE FROM rcp_corpora WHERE name = 'Bad/../Name'");
+  });
+
+  it('a stdio process serving a corpus ends when the corpus is dropped from the store (exit 2, saying so)', async () => {
+    expect((await cli(['corpus', 'create', 'epsilon'])).code).toBe(0);
+    const argv = ['bin/rcp-server.js', 'serve', '--stdio', '--corpora', join(WORK, 'root-eps'), '--corpus', 'epsilon'];
+    const stdio = spawnStdio(
+      { config: { 'models.encoder': 'use-lite', 'store.url': cluster.url, 'store.pollMs': 200 } },
+      argv,
+    );
+    const exited = new Promise<number | null>((resolve) => stdio.child.once('exit', (code) => resolve(code)));
+    const answered = new Promise((resolve) => readFrames(stdio.child, resolve));
+    stdio.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' })}\n`);
+    await answered;
+    expect((await cli(['corpus', 'drop', 'epsilon'])).code).toBe(0);
+    expect(await exited).toBe(2);
+    expect(stdio.stderr()).toMatch(/no longer in its store of record \(dropped\)/);
+  });
+
+  it('a corpus whose schema is missing (dropped by hand) fails to open at once, not after a wait per request', async () => {
+    expect((await cli(['corpus', 'create', 'delta'])).code).toBe(0);
+    const id = cluster.sql("SELECT id FROM rcp_corpora WHERE name = 'delta'");
+    cluster.sql(`DROP SCHEMA ${spaceOf(id).schema} CASCADE`);
+    await until(
+      async () => (await call(0, 'delta', KEYS.admin, 'retrieve', { query: 'kinase', k: 5 })).error?.code === -32010,
+      'delta answered -32010',
+    );
+    const answer = await call(0, 'delta', KEYS.admin, 'retrieve', { query: 'kinase', k: 5 });
+    expect(answer.error?.message).toBe('corpus unavailable');
+    expect(replicas[0]!.stderr()).toMatch(/"corpus":"delta".*no schema has been selected to create in/);
   });
 
   it('a corpus dropped while a replica was away is removed from its root at its next start', async () => {

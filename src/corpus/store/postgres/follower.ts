@@ -55,6 +55,14 @@ export class Follower {
   }
 }
 
+/**
+ * Calls `changed` at each notification on `channel` of the database at `url`, and at each (re)connect (one may have
+ * gone unheard), on the process's listening connection; until the returned function is called.
+ */
+export function listenTo(url: string, channel: string, changed: () => void): () => void {
+  return ListeningConnection.join(url, { channels: [channel], notified: changed, connected: changed, lost: () => {} });
+}
+
 /** One corpus's part of a listening connection. */
 interface Listener {
   readonly channels: readonly string[];

@@ -71,6 +71,8 @@ export const LOCKS = { migrate: 0x7263_7000, writeOrder: 0x7263_7001 } as const;
  * and lock its own, so that corpora of one database neither wait on nor wake each other.
  */
 export interface StoreSpace {
+  /** The named corpus's identity in the catalog; '' for the default corpus. */
+  readonly id: string;
   readonly schema: string;
   readonly writesChannel: string;
   readonly sessionsChannel: string;
@@ -78,6 +80,7 @@ export interface StoreSpace {
 }
 
 export const PUBLIC_SPACE: StoreSpace = {
+  id: '',
   schema: 'public',
   writesChannel: 'rcp_writes',
   sessionsChannel: 'rcp_sessions_ended',
@@ -91,6 +94,7 @@ export const SPACE_ID = /^[0-9a-f]{24}$/;
 export function spaceOf(id: string): StoreSpace {
   if (!SPACE_ID.test(id)) throw new Error(`'${id}' is not a corpus identity of the store`);
   return {
+    id,
     schema: `rcp_c_${id}`,
     writesChannel: `rcp_writes_${id}`,
     sessionsChannel: `rcp_sessions_ended_${id}`,
@@ -122,4 +126,13 @@ export async function migrate(client: PoolClient): Promise<void> {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   }
+}
+
+/**
+ * Whether `error` says a named corpus's tables are not there (SQLSTATE 42P01 undefined table, 3F000 no such schema):
+ * its schema was dropped with the corpus (or by hand). Nothing brings it back: the corpus is gone, not away.
+ */
+export function isSpaceGone(space: StoreSpace, error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return space.id !== '' && (code === '42P01' || code === '3F000');
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPassing } from '../../../../src/corpus/store/postgres/failures.js';
+import { PostgresCatalog } from '../../../../src/corpus/store/postgres/catalog.js';
 import { PostgresStore } from '../../../../src/corpus/store/postgres/postgres-store.js';
 import type { NewDocument } from '../../../../src/corpus/store/writes.js';
 import { HAS_POSTGRES, PostgresCluster } from '../../../helpers/postgres.js';
@@ -133,4 +134,19 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('PostgresStore (a
     }
     await store.close();
   });
+});
+
+describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('PostgresCatalog on a new database', () => {
+  it('eight creates at once, each by a process of its own making the catalog: all made, none failed', async () => {
+    const cluster = await PostgresCluster.create();
+    const catalogs = Array.from({ length: 8 }, () => new PostgresCatalog(cluster.url));
+    try {
+      const made = await Promise.all(catalogs.map((catalog, i) => catalog.create(`c${i}`)));
+      expect(made.every((result) => result !== 'exists')).toBe(true);
+      expect([...(await catalogs[0]!.list()).keys()].sort()).toEqual(catalogs.map((_, i) => `c${i}`));
+    } finally {
+      await Promise.all(catalogs.map((catalog) => catalog.close()));
+      cluster.destroy();
+    }
+  }, 60_000);
 });
