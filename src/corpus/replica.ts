@@ -41,6 +41,10 @@ export interface SessionWatcher {
 /** How long a write waits to be applied here after its commit before its answer says it is not yet (§7.10). */
 const APPLY_WAIT_MS = 10_000;
 const RETRY_MS = { first: 250, most: 5_000 };
+/** The fallback poll of a named corpus, at least: NOTIFY wakes it at once, and its pool's connection idles out. */
+const NAMED_POLL_MS = 10_000;
+/** How long close() waits for the store to let go. */
+const CLOSE_WAIT_MS = 5_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -112,7 +116,11 @@ export class Replica {
     this.#follower = new Follower({
       url: this.options.url,
       space: this.options.space ?? PUBLIC_SPACE,
-      pollMs: this.options.pollMs,
+      // A named corpus polls less often (docs/tenants.md, connections): its pool's connection is let go between polls.
+      pollMs:
+        (this.options.space ?? PUBLIC_SPACE).id === ''
+          ? this.options.pollMs
+          : Math.max(this.options.pollMs, NAMED_POLL_MS),
       wake: () => void this.catchUp().catch((error: unknown) => this.#failed(error)),
       onError: (reason) => this.#report(`listen: ${reason}`),
       sessionEnded: (id) => this.#sessionWatchers.forEach((watcher) => watcher.ended(id)),
@@ -258,7 +266,7 @@ export class Replica {
     return this.#connected()
       .idempotentResult(key)
       .catch((error: unknown) => {
-        throw unavailable(error, 'nothing was applied');
+        throw unavailable(this.#goneOr(error), 'nothing was applied');
       });
   }
 
@@ -289,7 +297,8 @@ export class Replica {
    * the caller sees is -32010 saying so (nothing was applied: the tables the write needed are not there).
    */
   #goneOr(error: unknown): unknown {
-    if (!isSpaceGone(this.options.space ?? PUBLIC_SPACE, error)) return error;
+    // Once gone, whatever fails says so (a write in flight at the drop fails on a pool ended with the corpus).
+    if (!this.#gone && !isSpaceGone(this.options.space ?? PUBLIC_SPACE, error)) return error;
     const reason = `the corpus is no longer in its store of record (dropped): ${(error as Error).message}`;
     if (!this.#gone) {
       this.#gone = true;
@@ -347,11 +356,21 @@ export class Replica {
     this.log.warn({ reason }, message);
   }
 
+  /**
+   * Stops following and lets go of the store: waiting at most CLOSE_WAIT_MS for a catch-up in flight and for the
+   * connections to end (a database that hangs must not hold a process's shutdown).
+   */
   async close(): Promise<void> {
     this.#closed = true;
     this.#settleWaiters(undefined);
     await this.#follower?.close();
-    await this.#running?.catch(() => undefined);
-    await this.#store?.close();
+    const ending = (async () => {
+      await this.#running?.catch(() => undefined);
+      await this.#store?.close();
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)));
+    await Promise.race([ending, waited]);
+    clearTimeout(timer);
   }
 }

@@ -196,9 +196,11 @@ export class NamedCorpora implements CorpusLanes {
       foundChanges: 0,
     };
     this.#open.set(name, entry);
-    void entry.engine.damaged.then((reason) => {
+    void entry.engine.damaged.then(async (reason) => {
       this.options.log.error({ corpus: name, reason }, 'corpus store damaged; closed');
-      return this.#close(entry, 'damaged');
+      await this.#close(entry, 'damaged');
+      // Gone from its shelf (a store's corpus dropped by another process): what this process kept of it goes too.
+      if ((await this.options.shelf.find(name).catch(() => id)) !== id) await this.#forget(entry);
     });
     return entry;
   }
@@ -242,10 +244,18 @@ export class NamedCorpora implements CorpusLanes {
     const closing = entry.engine
       .close()
       .then(() => this.options.log.info({ corpus: entry.name, why }, 'corpus closed'))
+      .then(() => (why === 'dropped' ? this.#forget(entry) : undefined))
       .catch((error: unknown) => this.options.log.error({ corpus: entry.name, err: error }, 'corpus close failed'))
       .finally(() => this.#closing.delete(entry.name));
     this.#closing.set(entry.name, closing);
     return closing;
+  }
+
+  /** Removes what this process kept of `entry`, dropped and closed (a store's corpus: its replica here). */
+  async #forget(entry: Open): Promise<void> {
+    await this.options.shelf
+      .forget(entry.id)
+      .catch((error: unknown) => this.options.log.warn({ corpus: entry.name, err: error }, 'replica not removed'));
   }
 
   /** Whether corpus `name` is served; when its shelf cannot be read now, true: its request is then answered -32010. */

@@ -7,7 +7,8 @@ import { readFrames, request, spawnStdio, type Frame } from '../helpers/wire.js'
  * and time, never query or document bodies unless `log.bodies` is on, and censors `log.redact` paths even then.
  * The real binary, over a real pipe; stdout stays protocol-only throughout (readFrames fails on anything else).
  */
-const SECRET = 'patient 4242 has condition X';
+/** A secret no log line holds by chance (a bare number did: a timestamp held 4242). */
+const SECRET = 'patient Zq7-4242 has condition X';
 
 /**
  * Runs the real binary over stdio with `config`, sends `requests` one at a time (each answered before the next:
@@ -59,13 +60,13 @@ describe('the request log (§15.6)', () => {
       ['embed', 0],
     ]);
     expect(answered[1]?.ms).toBeGreaterThanOrEqual(0);
-    expect(stderr).not.toContain('4242');
+    expect(stderr).not.toContain('Zq7-4242');
   });
 
   it('logs bodies only when log.bodies is on, and censors log.redact paths even then', async () => {
     expect((await embedSecret({ 'log.bodies': true })).stderr).toContain(SECRET);
     const redacted = await embedSecret({ 'log.bodies': true, 'log.redact': ['params.inputs'] });
-    expect(redacted.stderr).not.toContain('4242');
+    expect(redacted.stderr).not.toContain('Zq7-4242');
     expect(redacted.stderr).toMatch(/"method":"embed".*"params":\{"inputs":"\[Redacted\]"/);
   });
 

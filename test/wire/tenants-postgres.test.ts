@@ -219,6 +219,8 @@ describe.skipIf(!HAS_POSTGRES && process.env.CI === undefined)('named corpora in
         'beta gone on replica 1',
         { timeoutMs: CONVERGE_MS },
       );
+      // …and removes its replica of it.
+      await until(() => !existsSync(join(rootOf(1), spaceOf(id).schema)), "replica 1's copy of beta removed");
       expect(await texts(1, 'acme', KEYS.acme)).toEqual(['acme kinase secret one']);
     } finally {
       await db.end();

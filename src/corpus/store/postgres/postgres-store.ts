@@ -48,8 +48,10 @@ export class PostgresStore {
   static async open(url: string, space: StoreSpace = PUBLIC_SPACE): Promise<PostgresStore> {
     const pool = new pg.Pool({
       connectionString: url,
-      // A named corpus's pool is smaller: a process may hold many of them open (docs/tenants.md, connections).
+      // A named corpus's pool is smaller, a process may hold many of them open (docs/tenants.md, connections)…
       max: space === PUBLIC_SPACE ? 4 : 2,
+      // …and its connections are let go soon after their last use: an idle open corpus holds none.
+      idleTimeoutMillis: space === PUBLIC_SPACE ? 10_000 : 2_000,
       connectionTimeoutMillis: 5_000,
       keepAlive: true,
       // The space's schema alone: unqualified names are its tables, and nothing is made elsewhere.
