@@ -46,10 +46,10 @@ export class FolderShelf implements CorpusShelf {
   readonly dropsOpen = false;
   readonly changes = 0;
 
+  constructor(readonly root: string) {}
+
   /** Nothing to hear: a folder corpus open here cannot be dropped by another process. */
   watch(): void {}
-
-  constructor(readonly root: string) {}
 
   find(name: string): Promise<string | undefined> {
     const found = corpusExists(this.root, name) ? corpusIdentity(this.root, name) : undefined;
@@ -64,7 +64,7 @@ export class FolderShelf implements CorpusShelf {
     return Promise.resolve(createCorpus(this.root, name));
   }
 
-  async drop(name: string): Promise<Readonly<Record<string, number>>> {
+  drop(name: string): Promise<Readonly<Record<string, number>>> {
     return Promise.resolve(dropCorpus(this.root, name));
   }
 

@@ -27,8 +27,9 @@ async function reaching<T>(run: () => Promise<T>): Promise<T> {
 /**
  * The named corpora of a PostgreSQL store of record (docs/tenants.md): its catalog lists them, each corpus's records
  * are in a schema of its own, and each process keeps its replica of an open corpus (snapshot and saved indexes) in a
- * folder of `root` named as that schema. Any process of the store may create or drop a corpus: another sees it within
- * LISTING_MS (a corpus open here is looked for again after as long, and closed once it is gone).
+ * folder of `root` named as that schema. Any process of the store may create or drop a corpus: another hears of it at
+ * its commit (`watch`), or sees it within LISTING_MS if that was missed (a corpus open here is looked for again after
+ * as long, and closed once it is gone).
  */
 export class StoreShelf implements CorpusShelf {
   readonly recheckMs = LISTING_MS;
