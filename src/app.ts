@@ -489,8 +489,12 @@ function namedCorpusConfig(config: Config, named: NamedCorpus, dataDir: string, 
 /** What a named corpus's store adds to its settings: its quota of documents, and its space in a store of record. */
 interface Tenancy {
   readonly maxDocuments: number;
+  readonly maxBytes?: number;
   readonly space?: StoreSpace | undefined;
 }
+
+/** A named corpus's quotas (docs/tenants.md): documents, and bytes of text. */
+const quotasOf = (config: Config) => ({ maxDocuments: config.corpora.maxDocuments, maxBytes: config.corpora.maxBytes });
 
 /** Where the named corpora of `config` are kept: a store's catalog when it has one, else the folders of the root. */
 function shelfOf(config: Config): CorpusShelf | undefined {
@@ -518,7 +522,7 @@ function servedCorpus(
   const place = shelf!.placeOf(corpus.name, corpus.id);
   return {
     config: alone(namedCorpusConfig(settings, corpus, place.dataDir, settings.retrieve.cursorSecret)),
-    tenancy: { maxDocuments: settings.corpora.maxDocuments, space: place.space },
+    tenancy: { ...quotasOf(settings), space: place.space },
     shelf: undefined,
   };
 }
@@ -557,7 +561,7 @@ function namedCorpora(served: Served): NamedCorpora | undefined {
     const place = shelf.placeOf(name, id);
     const own = namedCorpusConfig(config, { name, id }, place.dataDir, secret);
     const log = logger.child({ corpus: name });
-    const tenancy = { maxDocuments: config.corpora.maxDocuments, space: place.space };
+    const tenancy = { ...quotasOf(config), space: place.space };
     const corpus = openCorpus(own, served.models, log, tenancy) as Corpus;
     const registry = corpusRegistry({ ...served, logger: log }, corpus, own);
     // The process's limits, its log lines under the corpus's name, and each answer counted for the corpus.
@@ -750,6 +754,7 @@ function openCorpus(
     chunkCacheBytes: config.index.chunkCacheBytes,
     snapshots: snapshotsOf(config),
     maxDocuments: tenancy.maxDocuments,
+    maxBytes: tenancy.maxBytes,
   };
   return new Corpus(settings, encoder, logger);
 }

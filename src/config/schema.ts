@@ -394,6 +394,13 @@ export const ConfigSchema = Section({
         default: 0,
         description: 'Documents each named corpus may hold; a write past it is refused whole (-32013). 0: no quota.',
       }),
+      maxBytes: Type.Integer({
+        minimum: 0,
+        default: 0,
+        description:
+          'Bytes of document text (UTF-8) each named corpus may hold; a write past it is refused whole (-32013), and ' +
+          'deleting or replacing documents gives bytes back. 0: no quota.',
+      }),
     },
     { description: 'Many corpora in one process, each an engine of its own (§7.13), each tenant confined (§15.6).' },
   ),

@@ -39,6 +39,9 @@ export class ChunkPlaces {
   readonly #numbers = new Map<string, number>();
   #chunksOf = new Int32Array(64);
   #originOf = new Uint8Array(64);
+  /** Each document's text bytes, counted only where a quota in bytes asks for them (else 0), and their sum. */
+  #bytesOf = new Float64Array(64);
+  #textBytes = 0;
   readonly #metaOf: (Record<string, unknown> | undefined)[] = [];
   readonly #free: number[] = [];
 
@@ -53,6 +56,17 @@ export class ChunkPlaces {
 
   hasDocument(id: string): boolean {
     return this.#numbers.has(id);
+  }
+
+  /** Bytes of the texts of the documents held (as counted: see setDocument). */
+  get textBytes(): number {
+    return this.#textBytes;
+  }
+
+  /** Bytes of document `id`'s text; 0 for one not held. */
+  bytesOf(id: string): number {
+    const doc = this.#numbers.get(id);
+    return doc === undefined ? 0 : this.#bytesOf[doc]!;
   }
 
   set(label: number, docId: string, ordinal: number): void {
@@ -105,10 +119,12 @@ export class ChunkPlaces {
    * Sets a document's metadata and origin; it is placed with its chunks (set before or after them, as a start reads
    * the documents first and a write places the chunks first).
    */
-  setDocument(id: string, meta: Record<string, unknown> | undefined, origin: DocumentOrigin): void {
+  setDocument(id: string, meta: Record<string, unknown> | undefined, origin: DocumentOrigin, bytes = 0): void {
     const doc = this.#number(id);
     this.#metaOf[doc] = meta !== undefined && Object.keys(meta).length > 0 ? meta : undefined;
     this.#originOf[doc] = Math.max(0, ORIGINS.indexOf(origin));
+    this.#textBytes += bytes - this.#bytesOf[doc]!;
+    this.#bytesOf[doc] = bytes;
   }
 
   /** A document's metadata; {} for one without, or not held. */
@@ -139,6 +155,8 @@ export class ChunkPlaces {
     this.#numbers.clear();
     this.#chunksOf.fill(0);
     this.#originOf.fill(0);
+    this.#bytesOf.fill(0);
+    this.#textBytes = 0;
     this.#metaOf.length = 0;
     this.#free.length = 0;
     this.#size = 0;
@@ -157,6 +175,9 @@ export class ChunkPlaces {
       const origins = new Uint8Array(chunks.length);
       origins.set(this.#originOf);
       this.#originOf = origins;
+      const bytes = new Float64Array(chunks.length);
+      bytes.set(this.#bytesOf);
+      this.#bytesOf = bytes;
     }
     this.#numbers.set(docId, doc);
     return doc;
@@ -167,6 +188,8 @@ export class ChunkPlaces {
     this.#ids[doc] = '';
     this.#metaOf[doc] = undefined;
     this.#originOf[doc] = 0;
+    this.#textBytes -= this.#bytesOf[doc]!;
+    this.#bytesOf[doc] = 0;
     this.#free.push(doc);
   }
 }

@@ -162,7 +162,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
   #derived(): DerivedIndexes {
     const { space, m, efConstruction, efSearch, bm25, dir, snapshots } = this.settings;
     const writable = writesLocally(this.settings);
-    const options = { dir, space, m, efConstruction, efSearch, dimension: this.dimension, bm25, writable, snapshots };
+    const textBytes = (this.settings.maxBytes ?? 0) > 0;
+    const { dimension } = this;
+    const options = { dir, space, m, efConstruction, efSearch, dimension, bm25, writable, snapshots, textBytes };
     return new DerivedIndexes(this.store, options, this.#chunks, this.log);
   }
 
@@ -264,14 +266,23 @@ export class Corpus implements CorpusWriter, CorpusReader {
    * (a server limit: the same write cannot succeed until documents are deleted). A write that adds none (it replaces
    * documents the corpus holds) is within it. Counted by the indexes of this process, in the order of its writes.
    */
-  #withinQuota(documents: readonly { readonly id: string }[]): void {
-    const max = this.settings.maxDocuments ?? 0;
-    if (max === 0) return;
+  #withinQuota(documents: readonly { readonly id: string; readonly text: string }[]): void {
     const held = this.#indexes.documents;
+    const max = this.settings.maxDocuments ?? 0;
     const adding = new Set(documents.map((document) => document.id).filter((id) => !held.hasDocument(id))).size;
-    if (adding > 0 && held.documents + adding > max) {
+    if (max > 0 && adding > 0 && held.documents + adding > max) {
       throw RpcError.payloadTooLarge(
         `the corpus holds ${held.documents} documents of its quota of ${max}, and this write adds ${adding}`,
+      );
+    }
+    const maxBytes = this.settings.maxBytes ?? 0;
+    if (maxBytes === 0) return;
+    // The last of a document given twice is the one kept; a replaced document gives back what it held.
+    const latest = new Map(documents.map((document) => [document.id, Buffer.byteLength(document.text)]));
+    const growth = [...latest].reduce((sum, [id, bytes]) => sum + bytes - held.bytesOf(id), 0);
+    if (growth > 0 && held.textBytes + growth > maxBytes) {
+      throw RpcError.payloadTooLarge(
+        `the corpus holds ${held.textBytes} bytes of text of its quota of ${maxBytes}, and this write adds ${growth}`,
       );
     }
   }

@@ -32,6 +32,8 @@ export interface IndexSettings {
   readonly writable: boolean;
   /** §7.7.1 how many recent versions stay queryable (`index.snapshots`); absent: only the current one, not pinned. */
   readonly snapshots?: Pick<Retention, 'versions' | 'maxChunks' | 'maxBytes'> | undefined;
+  /** Whether each document's text bytes are counted (a quota in bytes): read at start only then. */
+  readonly textBytes?: boolean | undefined;
 }
 
 /**
@@ -140,8 +142,8 @@ export class DerivedIndexes {
   }
 
   async #loadDocuments(slice: TimeSlice): Promise<void> {
-    for (const { id, meta, origin } of this.store.documentMetas()) {
-      this.#chunkPlace.setDocument(id, meta, origin);
+    for (const { id, meta, origin, bytes } of this.store.documentMetas(this.settings.textBytes === true)) {
+      this.#chunkPlace.setDocument(id, meta, origin, bytes);
       if (slice.spent()) await slice.due();
     }
   }
@@ -308,7 +310,7 @@ export class DerivedIndexes {
       this.chunks?.delete(label);
     }
     // A deleted document went with its last chunk.
-    for (const { id, meta, origin } of write.written) this.#chunkPlace.setDocument(id, meta, origin);
+    for (const { id, meta, origin, bytes } of write.written) this.#chunkPlace.setDocument(id, meta, origin, bytes);
     this.#appliedSeq = Math.max(this.#appliedSeq, write.seq);
   }
 
@@ -517,8 +519,8 @@ export class DerivedIndexes {
     return this.#chunkPlace.metaOf(documentId);
   }
 
-  /** The documents the indexes hold, and whether they hold `id`. */
-  get documents(): Pick<ChunkPlaces, 'documents' | 'hasDocument'> {
+  /** The documents the indexes hold, whether they hold `id`, and the bytes of their texts (where counted). */
+  get documents(): Pick<ChunkPlaces, 'documents' | 'hasDocument' | 'textBytes' | 'bytesOf'> {
     return this.#chunkPlace;
   }
 

@@ -36,6 +36,8 @@ export interface CorpusSettings {
   readonly snapshots?: Snapshots | undefined;
   /** A named corpus's quota of documents (`corpora.maxDocuments`, docs/tenants.md); 0 or absent: none. */
   readonly maxDocuments?: number | undefined;
+  /** A named corpus's quota of text bytes (`corpora.maxBytes`, docs/tenants.md); 0 or absent: none. */
+  readonly maxBytes?: number | undefined;
 }
 
 /** §7.7.1 the window of versions kept: in the store (retired.ts) and in memory (snapshots/history.ts). */

@@ -506,6 +506,43 @@ describe('named corpora: quotas', () => {
   });
 });
 
+describe('named corpora: a quota in bytes of text', () => {
+  it('corpora.maxBytes refuses a write past it whole (-32013); deleting and replacing give bytes back, also after a restart', async () => {
+    expect((await runCommand(['corpus', 'create', 'qbytes', '--data', ROOT])).code).toBe(0);
+    const args = ['serve', '--http', '127.0.0.1:0', '--data', join(WORK, 'default'), '--corpora', ROOT];
+    let limited = await startHttpProcess(args, { RCP_CORPORA_MAX_BYTES: '100' });
+    const write = async (method: string, params: object) => {
+      const response = await fetch(`${limited.origin}/rcp/corpora/qbytes/${method}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      });
+      return (await response.json()) as Answer;
+    };
+    // Texts of `bytes` UTF-8 bytes: 'é' is two.
+    const doc = (id: string, bytes: number) => ({ documents: [{ id, text: `${'é'.repeat(bytes / 2)}` }] });
+    try {
+      expect((await write('index/add', doc('a', 40))).error).toBeUndefined();
+      expect((await write('index/add', doc('b', 40))).error).toBeUndefined();
+      const past = await write('index/add', doc('c', 30));
+      expect(past.error).toMatchObject({ code: -32013 });
+      expect(JSON.stringify(past.error)).toMatch(/holds 80 bytes of text of its quota of 100, and this write adds 30/);
+      // Replacing a with a shorter text gives 30 bytes back.
+      expect((await write('index/add', doc('a', 10))).error).toBeUndefined();
+      expect((await write('index/add', doc('c', 30))).error).toBeUndefined();
+      await limited.stop();
+      // Counted again from the store at the next start.
+      limited = await startHttpProcess(args, { RCP_CORPORA_MAX_BYTES: '100' });
+      const again = await write('index/add', doc('d', 30));
+      expect(JSON.stringify(again.error)).toMatch(/holds 80 bytes of text of its quota of 100, and this write adds 30/);
+      expect((await write('index/delete', { ids: ['b'] })).error).toBeUndefined();
+      expect((await write('index/add', doc('d', 30))).error).toBeUndefined();
+    } finally {
+      await limited.stop();
+    }
+  });
+});
+
 describe('named corpora: room is made among the asking caller’s own corpora first', () => {
   it('a tenant going through its corpora closes its own for room, not another tenant’s', async () => {
     for (const name of ['fair-a', 'fair-b', 'fair-c'])

@@ -41,7 +41,7 @@ export interface WriteResult {
   readonly added: StoredChunk[];
   readonly removed: number[];
   /** Documents written (with their metadata) and ids actually removed (index/delete). */
-  readonly written: readonly { id: string; meta: Record<string, unknown>; origin: DocumentOrigin }[];
+  readonly written: readonly { id: string; meta: Record<string, unknown>; origin: DocumentOrigin; bytes: number }[];
   readonly deletedIds: readonly string[];
   /** A keyed write some process had already committed (§7.10): its first answer; nothing was written again. */
   readonly repeated?: Record<string, unknown> | undefined;
@@ -498,7 +498,7 @@ export class CorpusStore {
       seq: written.seq,
       added: chunks.map((chunk, i) => ({ label: written.added[i]!, ...chunk })),
       removed: [...written.removed],
-      written: documents.map(({ id, meta, origin }) => ({ id, meta, origin })),
+      written: documents.map(({ id, meta, origin, text }) => ({ id, meta, origin, bytes: Buffer.byteLength(text) })),
       deletedIds: [],
     };
   }
@@ -517,7 +517,12 @@ export class CorpusStore {
       seq: written.seq,
       added: changes.chunks.filter((chunk) => added.has(chunk.label)),
       removed: [...written.removed],
-      written: changes.documents.map(({ id, meta, origin }) => ({ id, meta, origin })),
+      written: changes.documents.map(({ id, meta, origin, text }) => ({
+        id,
+        meta,
+        origin,
+        bytes: Buffer.byteLength(text),
+      })),
       deletedIds: written.deletedIds,
     };
   }
@@ -611,15 +616,24 @@ export class CorpusStore {
   }
 
   /**
-   * Every document's metadata (undefined: none, `{}`), a page at a time (the corpus keeps it in memory for
+   * Every document's metadata (undefined: none, `{}`) and, when `bytes`, its text's size, a page at a time (the corpus keeps it in memory for
    * filters). Not checked against the row's sum: the scrub does (metadata that no longer parses is damage found at
    * once).
    */
-  *documentMetas(): Generator<{ id: string; meta: Record<string, unknown> | undefined; origin: DocumentOrigin }> {
-    type Row = { id: string; meta: string; origin: DocumentOrigin };
-    const page = this.#sql(`SELECT id, meta, origin FROM documents WHERE id > ? ORDER BY id LIMIT ${PAGE_ROWS}`);
+  *documentMetas(bytes = false): Generator<{
+    id: string;
+    meta: Record<string, unknown> | undefined;
+    origin: DocumentOrigin;
+    bytes: number;
+  }> {
+    type Row = { id: string; meta: string; origin: DocumentOrigin; bytes: number };
+    // The texts' sizes only when asked for: the rest is read from an index alone (documents_meta), not the table.
+    const size = bytes ? 'octet_length(text)' : '0';
+    const page = this.#sql(
+      `SELECT id, meta, origin, ${size} AS bytes FROM documents WHERE id > ? ORDER BY id LIMIT ${PAGE_ROWS}`,
+    );
     for (const row of paged((last: Pick<Row, 'id'>) => page.all(last.id) as Row[], { id: '' })) {
-      yield { id: row.id, meta: row.meta === '{}' ? undefined : parsedMeta(row), origin: row.origin };
+      yield { id: row.id, meta: row.meta === '{}' ? undefined : parsedMeta(row), origin: row.origin, bytes: row.bytes };
     }
   }
 
@@ -774,12 +788,13 @@ export class CorpusStore {
         if (added.length % PAGE_ROWS === 0) await new Promise(setImmediate);
       }
       const documents = this.#sql(
-        'SELECT id, meta, origin FROM documents WHERE seq = ? ' +
-          'UNION ALL SELECT id, meta, origin FROM retired_documents WHERE seq = ? AND removed_seq > ?',
+        'SELECT id, meta, origin, octet_length(text) AS bytes FROM documents WHERE seq = ? ' +
+          'UNION ALL SELECT id, meta, origin, octet_length(text) FROM retired_documents WHERE seq = ? AND removed_seq > ?',
       ).all(seq, seq, seq) as {
         id: string;
         meta: string;
         origin: DocumentOrigin;
+        bytes: number;
       }[];
       return {
         seq,
