@@ -1,4 +1,5 @@
 import { RpcError } from '../protocol/errors.js';
+import { orAfter } from '../protocol/or-after.js';
 import type { Logger } from '../protocol/logger.js';
 import type { Changes } from './store/changes.js';
 import { StoreError } from './store/dir-lock.js';
@@ -74,6 +75,8 @@ export class Replica {
   /** Failures reported and not yet recovered from (each logged once). */
   readonly #failing = new Set<string>();
   #closed = false;
+  /** The corpus's space in the store: the default corpus's unless named. */
+  readonly #space: StoreSpace;
   /** Whether the corpus's tables were found gone (told once). */
   #gone = false;
   /** Whether start() has ended; why it cannot reach the store while it cannot; who waits to hear that. */
@@ -90,7 +93,9 @@ export class Replica {
     private readonly options: ReplicaOptions,
     private readonly target: ReplicaTarget,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.#space = options.space ?? PUBLIC_SPACE;
+  }
 
   /**
    * Connects (retrying while the database is away), checks that the local snapshot belongs to this store and the
@@ -115,12 +120,9 @@ export class Replica {
     if (this.#closed) return;
     this.#follower = new Follower({
       url: this.options.url,
-      space: this.options.space ?? PUBLIC_SPACE,
+      space: this.#space,
       // A named corpus polls less often (docs/tenants.md, connections): its pool's connection is let go between polls.
-      pollMs:
-        (this.options.space ?? PUBLIC_SPACE).id === ''
-          ? this.options.pollMs
-          : Math.max(this.options.pollMs, NAMED_POLL_MS),
+      pollMs: this.#space.id === '' ? this.options.pollMs : Math.max(this.options.pollMs, NAMED_POLL_MS),
       wake: () => void this.catchUp().catch((error: unknown) => this.#failed(error)),
       onError: (reason) => this.#report(`listen: ${reason}`),
       sessionEnded: (id) => this.#sessionWatchers.forEach((watcher) => watcher.ended(id)),
@@ -135,7 +137,7 @@ export class Replica {
   async #connect(): Promise<PostgresStore | undefined> {
     for (let wait = RETRY_MS.first; !this.#closed; wait = Math.min(wait * 2, RETRY_MS.most)) {
       try {
-        this.#store ??= await PostgresStore.open(this.options.url, this.options.space);
+        this.#store ??= await PostgresStore.open(this.options.url, this.#space);
       } catch (error) {
         // Only a database away is waited for: a schema gone or newer than this build is no passing fault.
         if (!isPassing(error)) throw this.#goneOr(error);
@@ -298,7 +300,7 @@ export class Replica {
    */
   #goneOr(error: unknown): unknown {
     // Once gone, whatever fails says so (a write in flight at the drop fails on a pool ended with the corpus).
-    if (!this.#gone && !isSpaceGone(this.options.space ?? PUBLIC_SPACE, error)) return error;
+    if (!this.#gone && !isSpaceGone(this.#space, error)) return error;
     const reason = `the corpus is no longer in its store of record (dropped): ${(error as Error).message}`;
     if (!this.#gone) {
       this.#gone = true;
@@ -368,9 +370,6 @@ export class Replica {
       await this.#running?.catch(() => undefined);
       await this.#store?.close();
     })();
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)));
-    await Promise.race([ending, waited]);
-    clearTimeout(timer);
+    await orAfter(ending, CLOSE_WAIT_MS, () => undefined);
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RpcErrorCode } from '../protocol/codes.js';
 import { RpcError } from '../protocol/errors.js';
+import { orAfter } from '../protocol/or-after.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { EngineSpec } from './engine.js';
 import type { EngineState, FailFastEngine } from './fail-fast.js';
@@ -93,17 +94,11 @@ export class ReplicaGroup implements RemoteEngine {
  * A member's answer within the time it was given, or -32014: a member may hold a call longer (one waiting on a
  * start-up `initialize` given the gateway's connect timeout), and neither the caller nor the next member waits for it.
  */
-async function within(answer: Promise<JsonObject>, ms: number): Promise<JsonObject> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(RpcError.timeout(Math.round(ms))), ms);
-  });
+function within(answer: Promise<JsonObject>, ms: number): Promise<JsonObject> {
   answer.catch(() => undefined); // a late failure of a call given up on is no one's
-  try {
-    return await Promise.race([answer, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return orAfter(answer, ms, (): never => {
+    throw RpcError.timeout(Math.round(ms));
+  });
 }
 
 /** Calls that change the corpus: one whose answer did not come may have been applied, and is not sent again. */

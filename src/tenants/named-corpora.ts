@@ -4,6 +4,7 @@ import { DEFAULT_CORPUS } from '../protocol/corpus-name.js';
 import type { Logger } from '../protocol/logger.js';
 import type { CorpusLanes, HeldLane } from '../transport/corpus-lanes.js';
 import type { HttpSessionStore } from '../transport/http-sessions.js';
+import { orAfter } from '../protocol/or-after.js';
 import type { CorpusShelf } from './shelf.js';
 
 /** A named corpus opened as an engine of its own (app.ts builds it): its sessions, readiness and close. */
@@ -103,16 +104,8 @@ export class NamedCorpora implements CorpusLanes {
   }
 
   /** Why `entry` cannot serve (undefined: it can), or OPENING when it is not open within `openWaitMs`. */
-  async #opened(entry: Open): Promise<string | undefined | typeof OPENING> {
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<typeof OPENING>((resolve) => {
-      timer = setTimeout(() => resolve(OPENING), this.options.openWaitMs);
-    });
-    try {
-      return await Promise.race([entry.engine.opened, waited]);
-    } finally {
-      clearTimeout(timer);
-    }
+  #opened(entry: Open): Promise<string | undefined | typeof OPENING> {
+    return orAfter(entry.engine.opened, this.options.openWaitMs, () => OPENING);
   }
 
   /**
@@ -125,11 +118,8 @@ export class NamedCorpora implements CorpusLanes {
     const changes = shelf.changes;
     if (now - entry.foundAt < shelf.recheckMs && entry.foundChanges === changes) return true;
     // Not waited for long: an open corpus serves on while its shelf is slow to answer (a database that hangs).
-    let timer: NodeJS.Timeout | undefined;
-    const slow = new Promise<string>((resolve) => (timer = setTimeout(() => resolve(entry.id), RECHECK_WAIT_MS)));
-    const found = await Promise.race([shelf.find(entry.name).catch(() => entry.id), slow]).finally(() =>
-      clearTimeout(timer),
-    );
+    const looked = shelf.find(entry.name).catch(() => entry.id);
+    const found = await orAfter(looked, RECHECK_WAIT_MS, () => entry.id);
     if (found !== entry.id) return false;
     entry.foundAt = now;
     entry.foundChanges = changes;
@@ -282,13 +272,14 @@ export class NamedCorpora implements CorpusLanes {
     const { shelf } = this.options;
     this.#dropping.add(name);
     try {
-      const id = entry?.id ?? (await shelf.find(name));
+      const id = entry === undefined ? await shelf.find(name) : undefined;
       if (!shelf.dropsOpen && entry !== undefined) await this.#close(entry, 'dropped');
       await this.#closing.get(name);
       const dropped = await shelf.drop(name);
+      // Closed as dropped, what was kept of it goes with it (#close); one not open here has only that to go.
       if (entry !== undefined) await this.#close(entry, 'dropped');
+      else if (id !== undefined) await shelf.forget(id);
       await this.#closing.get(name);
-      if (id !== undefined) await shelf.forget(id);
       return dropped;
     } finally {
       this.#dropping.delete(name);

@@ -73,6 +73,16 @@ async function call(corpus: string, key: string, method: string, params: object,
   return (await post(path, key, { jsonrpc: '2.0', id: 1, method, params }, headers)).body as Answer;
 }
 
+/** One call, without a key, to corpus `corpus` of the server at `origin` (one started by a test of its own). */
+async function callAt(origin: string, corpus: string, method: string, params: object): Promise<Answer> {
+  const response = await fetch(`${origin}/rcp/corpora/${corpus}/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  return (await response.json()) as Answer;
+}
+
 async function add(corpus: string, key: string, documents: object[]) {
   const answer = await call(corpus, key, 'index/add', { documents });
   expect(answer.error).toBeUndefined();
@@ -481,14 +491,7 @@ describe('named corpora: quotas', () => {
       { RCP_CORPORA_MAX_DOCUMENTS: '3' },
     );
     try {
-      const write = async (method: string, params: object) => {
-        const response = await fetch(`${limited.origin}/rcp/corpora/quota/${method}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-        });
-        return (await response.json()) as Answer;
-      };
+      const write = (method: string, params: object) => callAt(limited.origin, 'quota', method, params);
       const docs = (...ids: string[]) => ({ documents: ids.map((id) => ({ id, text: `quota note ${id}` })) });
       expect((await write('index/add', docs('q1', 'q2'))).error).toBeUndefined();
       const past = await write('index/add', docs('q2', 'q3', 'q4'));
@@ -511,14 +514,7 @@ describe('named corpora: a quota in bytes of text', () => {
     expect((await runCommand(['corpus', 'create', 'qbytes', '--data', ROOT])).code).toBe(0);
     const args = ['serve', '--http', '127.0.0.1:0', '--data', join(WORK, 'default'), '--corpora', ROOT];
     let limited = await startHttpProcess(args, { RCP_CORPORA_MAX_BYTES: '100' });
-    const write = async (method: string, params: object) => {
-      const response = await fetch(`${limited.origin}/rcp/corpora/qbytes/${method}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-      });
-      return (await response.json()) as Answer;
-    };
+    const write = (method: string, params: object) => callAt(limited.origin, 'qbytes', method, params);
     // Texts of `bytes` UTF-8 bytes: 'é' is two.
     const doc = (id: string, bytes: number) => ({ documents: [{ id, text: `${'é'.repeat(bytes / 2)}` }] });
     try {
