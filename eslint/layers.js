@@ -19,13 +19,15 @@ export const ROOMS = {
   lexical: { may: ['protocol'] },
   corpus: { may: ['protocol', 'platform', 'models', 'lexical', 'startup-error'], entry: 'corpus/index.ts' },
   content: { may: ['protocol'], entry: 'content/index.ts' },
+  // Files of the formats people keep, read into text in bounded parser processes (docs/documents.md).
+  documents: { may: ['protocol'], entry: 'documents/index.ts' },
   retrieval: { may: ['protocol', 'models', 'corpus'] },
-  methods: { may: ['protocol', 'retrieval', 'models', 'corpus', 'content'] },
+  methods: { may: ['protocol', 'retrieval', 'models', 'corpus', 'content', 'documents'] },
   client: { may: ['protocol'] },
   // The gateway (§16) is a composition of its own: an RCP server to its clients (protocol, the app it builds) and an
   // RCP client to its engines through the typed client.
   gateway: { may: ['protocol', 'retrieval', 'client', 'app', 'config', 'startup-error'] },
-  ingest: { may: ['protocol', 'models', 'corpus', 'content', 'config', 'startup-error'] },
+  ingest: { may: ['protocol', 'models', 'corpus', 'content', 'documents', 'config', 'startup-error'] },
   eval: { may: ['protocol', 'retrieval', 'app', 'startup-error'] },
   metrics: { may: ['protocol', 'models', 'corpus'] },
   // Named corpora (docs/tenants.md): their folders, opening and closing them as engines, and the catalog of them.

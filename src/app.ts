@@ -7,6 +7,8 @@ import { openModels, type Models } from './models/index.js';
 import type { Config } from './config/index.js';
 import { PolicyUriFetcher } from './content/index.js';
 import { ContentReader } from './methods/content.js';
+import { DocumentBodies } from './methods/document-bodies.js';
+import { DocumentParser } from './documents/index.js';
 import { embedMethod } from './methods/embed.js';
 import { feedbackMethod } from './methods/feedback.js';
 import { transformMethod } from './methods/transform.js';
@@ -126,12 +128,22 @@ function contentFetcher(config: Config, configFile: string | undefined): PolicyU
 }
 
 /**
+ * Content blocks' readers: texts for every method, and index/add's document files, parsed in parser processes of
+ * this process's, started when first needed (docs/documents.md).
+ */
+function contentReaders(settings: Config, configFile: string | undefined) {
+  // The fetcher protects the whole root of the named corpora, also when the app serves one of them alone.
+  const fetcher = contentFetcher(settings, configFile);
+  const parser = new DocumentParser({ ...settings.content.documents, maxTextBytes: settings.index.maxDocumentBytes });
+  return { content: new ContentReader(fetcher), bodies: new DocumentBodies(fetcher, parser) };
+}
+
+/**
  * The composition root (docs/architecture.md §2): builds the method registry from configuration and hands out sessions
  * and the HTTP server. It listens on nothing itself: main.ts chooses a transport, tests build this.
  */
 export function createApp(settings: Config, options: AppOptions = {}): App {
-  // The fetcher protects the whole root of the named corpora, also when the app serves one of them alone.
-  const content = new ContentReader(contentFetcher(settings, options.configFile));
+  const readers = contentReaders(settings, options.configFile);
   const { config, tenancy, shelf } = servedCorpus(settings, options.corpus);
   const logger = options.logger ?? pino({ level: 'silent' });
   const models = openModels(config.models, logger);
@@ -144,12 +156,12 @@ export function createApp(settings: Config, options: AppOptions = {}): App {
   const metrics = new Metrics(config.server.version, models, corpus);
   if (options.downstream !== undefined) metrics.downstream(options.downstream);
   const keys = new ApiKeys(config.auth.apiKeys);
-  const served: Served = { config, models, content, metrics, logger, shelf, catalog: catalogOf(config, keys, shelf) };
+  const catalog = catalogOf(config, keys, shelf);
+  const served: Served = { config, models, ...readers, metrics, logger, shelf, catalog };
   const registry = corpusRegistry(served, corpus);
   const health = healthOf(models, corpus, options.health);
   options.methods?.(registry);
   options.register?.(registry);
-
   const shedder = new LoadShedder(config.limits.shedding);
   // Loading models and the corpus lags the loop; that is start-up, not client overload (§15.5).
   void shedder.ownWork(Promise.all([models.loaded, corpus?.ready]));
@@ -203,6 +215,7 @@ export function createApp(settings: Config, options: AppOptions = {}): App {
       await shelf?.close();
       await corpus?.close();
       await codec.close();
+      readers.bodies.close();
       await models.close();
       await admission.close();
       await options.onClose?.();
@@ -215,6 +228,8 @@ interface Served {
   readonly config: Config;
   readonly models: Models;
   readonly content: ContentReader;
+  /** index/add's document bodies given as files (docs/documents.md). */
+  readonly bodies: DocumentBodies;
   readonly metrics: Metrics;
   readonly logger: FastifyBaseLogger;
   /** Where the named corpora are kept, when `corpora.root` is set (docs/tenants.md). */
@@ -242,14 +257,14 @@ function registerCorpusMethods(
   registry: MethodRegistry,
   config: Config,
   corpus: Corpus,
-  { models, rerankers, content, metrics, logger }: Served & { rerankers: Reranker[] },
+  { models, rerankers, content, bodies, metrics, logger }: Served & { rerankers: Reranker[] },
 ): void {
   const limits = {
     writable: config.index.writable,
     maxDocuments: config.index.maxDocumentsPerAdd,
     maxChunks: config.index.maxChunksPerAdd,
   };
-  const [add, remove] = indexMethods(corpus, limits);
+  const [add, remove] = indexMethods(corpus, limits, bodies);
   registry.register(...add).register(...remove);
   registerRetrieve(registry, config, models, corpus, rerankers, content);
   // §7.8 without a language model: only the methods that run here are advertised.

@@ -280,6 +280,39 @@ export const ConfigSchema = Section({
         },
         { description: 'Dereferencing Content `uri`s.' },
       ),
+      documents: Section(
+        {
+          maxFileBytes: Type.Integer({
+            minimum: 1,
+            default: 64 * 1024 * 1024,
+            description:
+              'Largest file read as a document (PDF, Word, HTML, Markdown, text), in bytes; larger is refused unread.',
+          }),
+          maxUnpackedBytes: Type.Integer({
+            minimum: 1,
+            default: 256 * 1024 * 1024,
+            description: 'Bytes a compressed format (a .docx) may unpack to; past it the file is refused (a zip bomb).',
+          }),
+          timeoutMs: Type.Integer({
+            minimum: 1,
+            default: 60_000,
+            description: 'Time one file may take to read; past it its parser process is killed and the file refused.',
+          }),
+          maxMemoryMb: Type.Integer({
+            minimum: 64,
+            default: 512,
+            description:
+              'Resident memory a parser process may reach, in MiB; past it the process is killed and the file refused.',
+          }),
+          processes: Type.Integer({
+            minimum: 1,
+            maximum: 64,
+            default: 1,
+            description: 'Parser processes at once (each file is read in one); more files wait their turn.',
+          }),
+        },
+        { description: 'Reading files of the formats people keep into documents (docs/documents.md).' },
+      ),
     },
     {
       description:

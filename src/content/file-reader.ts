@@ -40,7 +40,7 @@ export class FileReader {
     this.#protected = [...SYSTEM_PATHS, ...protectedPaths].map((entry) => ({ ...entry, path: resolve(entry.path) }));
   }
 
-  async read(url: URL, refuse: Refuse): Promise<string> {
+  async read(url: URL, refuse: Refuse): Promise<Buffer> {
     const path = localPath(url, refuse);
     if (this.roots.length === 0)
       throw refuse('file uris are served only from content.fetch.fileRoots, and none is set');
@@ -178,7 +178,7 @@ async function openedPaths(handle: FileHandle, real: string, shown: string, refu
 }
 
 /** Reads at most `maxBytes` of an opened regular file that has no other name. */
-async function readRegularFile(handle: FileHandle, shown: string, maxBytes: number, refuse: Refuse): Promise<string> {
+async function readRegularFile(handle: FileHandle, shown: string, maxBytes: number, refuse: Refuse): Promise<Buffer> {
   const stats = await handle.stat();
   if (!stats.isFile()) throw refuse(`'${shown}' is not a regular file`);
   // A hard link is the same file under another name, which may be the config file, a file in the data dir or one
@@ -195,5 +195,5 @@ async function readRegularFile(handle: FileHandle, shown: string, maxBytes: numb
     length += (chunk as Buffer).length;
   }
   if (length > maxBytes) throw refuse(`content exceeds ${maxBytes} bytes`);
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }

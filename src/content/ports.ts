@@ -6,4 +6,14 @@
  */
 export interface UriFetcher {
   fetchText(uri: string, field: string, signal: AbortSignal): Promise<string>;
+  /**
+   * The bytes a uri names and the media type its server gave (none for a file), for a document to be parsed
+   * (docs/documents.md): text, or one of the document types `documentTypes` lists; anything else is -32602.
+   */
+  fetchBytes(
+    uri: string,
+    field: string,
+    signal: AbortSignal,
+    documentTypes: readonly string[],
+  ): Promise<{ readonly bytes: Buffer; readonly mediaType: string | undefined }>;
 }

@@ -77,6 +77,21 @@ export class PolicyUriFetcher implements UriFetcher {
   }
 
   async fetchText(uri: string, field: string, signal: AbortSignal): Promise<string> {
+    return (await this.#fetch(uri, field, signal, { accepts: isText, what: 'text' })).bytes.toString('utf8');
+  }
+
+  async fetchBytes(uri: string, field: string, signal: AbortSignal, documentTypes: readonly string[]) {
+    const accepted = (type: string | undefined) =>
+      isText(type) || documentTypes.includes(type?.split(';', 1)[0]?.trim().toLowerCase() ?? '');
+    return this.#fetch(uri, field, signal, { accepts: accepted, what: 'text or a document format read here' });
+  }
+
+  async #fetch(
+    uri: string,
+    field: string,
+    signal: AbortSignal,
+    accepted: Accepted,
+  ): Promise<{ bytes: Buffer; mediaType: string | undefined }> {
     const refuse: Refuse = (why) => RpcError.invalidParams(field, `${why} (§15.5)`);
     if (this.policy.schemes.length === 0) throw refuse('this server does not dereference content uris');
     let url: URL;
@@ -87,25 +102,32 @@ export class PolicyUriFetcher implements UriFetcher {
     }
     const scheme = url.protocol.replace(/:$/, '');
     if (!this.policy.schemes.includes(scheme)) throw refuse(`scheme '${scheme}' is not allowed`);
-    if (scheme === 'file') return this.#files.read(url, refuse);
+    if (scheme === 'file') return { bytes: await this.#files.read(url, refuse), mediaType: undefined };
     if (scheme !== 'http' && scheme !== 'https') throw refuse(`scheme '${scheme}' cannot be fetched`);
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (!hostAllowed(host, this.policy.hosts)) throw refuse(`host '${host}' is not allowed`);
-    return this.#get(url, host, refuse, signal);
+    return this.#get(url, host, refuse, signal, accepted);
   }
 
   /**
    * §15.5: `timeoutMs` bounds the whole transfer, name lookup included, so neither a resolver that never answers nor
    * a server that drips bytes can hold a fetch open.
    */
-  async #get(url: URL, host: string, refuse: Refuse, signal: AbortSignal): Promise<string> {
+  async #get(
+    url: URL,
+    host: string,
+    refuse: Refuse,
+    signal: AbortSignal,
+    accepted: Accepted,
+  ): Promise<{ bytes: Buffer; mediaType: string | undefined }> {
     const { timeoutMs, maxBytes } = this.policy;
     const deadline = AbortSignal.timeout(timeoutMs);
     const bounded = AbortSignal.any([signal, deadline]);
     try {
       const resolved = await this.#resolve(host, refuse, bounded);
       const response = await this.#request(url, resolved, refuse, bounded);
-      return await readText(response, maxBytes, refuse);
+      const bytes = await readBody(response, maxBytes, refuse, accepted);
+      return { bytes, mediaType: response.headers['content-type'] };
     } catch (error) {
       if (signal.aborted) throw RpcError.fromAbort(signal.reason);
       if (error instanceof RpcError) throw error;
@@ -194,10 +216,21 @@ export class PolicyUriFetcher implements UriFetcher {
   }
 }
 
+/** The content types a fetch takes, and how a refusal names them. */
+interface Accepted {
+  readonly accepts: (contentType: string | undefined) => boolean;
+  readonly what: string;
+}
+
 /** A lookup given up because the deadline or the request's signal fired. */
 class LookupCancelled extends Error {}
 
-async function readText(response: IncomingMessage, maxBytes: number, refuse: Refuse): Promise<string> {
+async function readBody(
+  response: IncomingMessage,
+  maxBytes: number,
+  refuse: Refuse,
+  accepted: Accepted,
+): Promise<Buffer> {
   const status = response.statusCode ?? 0;
   if (status < 200 || status >= 300) {
     response.destroy();
@@ -205,9 +238,9 @@ async function readText(response: IncomingMessage, maxBytes: number, refuse: Ref
       `fetch answered HTTP ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`,
     );
   }
-  if (!isText(response.headers['content-type'])) {
+  if (!accepted.accepts(response.headers['content-type'])) {
     response.destroy();
-    throw refuse(`content type '${response.headers['content-type']}' is not text`);
+    throw refuse(`content type '${response.headers['content-type']}' is not ${accepted.what}`);
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -219,5 +252,5 @@ async function readText(response: IncomingMessage, maxBytes: number, refuse: Ref
     }
     chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }

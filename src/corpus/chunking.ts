@@ -1,26 +1,29 @@
 import { TimeSlice } from '../protocol/time-slice.js';
+import { headingPathAt, outlineOf, pageAt } from './outline.js';
 import { MAX_EXPANSION, UNITS_PER_TOKEN, addedPerCall, normalizedEnd, wholeCodePoints } from '../models/index.js';
 
 /**
  * Server-side chunking (§7.10 `chunk: true`): overlapping chunks that end on sentence boundaries and fit the
- * encoder's token limit. Sentences come from `Intl.Segmenter`; a markdown heading starts a new chunk and becomes the
- * chunk's `heading` (the situating context for `contextual: true`). Consecutive chunks share one sentence of overlap
- * when it fits. A sentence longer than the limit on its own is cut at word boundaries.
+ * encoder's token limit. Sentences come from `Intl.Segmenter`. The document's structure (outline.ts: Markdown
+ * headings, page breaks) cuts it into sections first: a chunk never spans two sections, and carries the path of
+ * headings it lies under (the situating context for `contextual: true`) and its page. Consecutive chunks share one
+ * sentence of overlap when it fits. A sentence longer than the limit on its own is cut at word boundaries.
  *
  * Every chunk is a verbatim slice of the document: `text === document.slice(start, end)`, so citations can point at
  * exact character offsets.
  */
 export interface Chunk {
   readonly text: string;
-  /** The nearest markdown heading above the chunk, if any. */
-  readonly heading: string | undefined;
+  /** The headings the chunk lies under, outermost first; empty when none. */
+  readonly headings: readonly string[];
+  /** The page the chunk is on (from 1), for a paginated text. */
+  readonly page?: number | undefined;
   readonly start: number;
   readonly end: number;
 }
 
 export type TokenCounter = (text: string) => number;
 
-const HEADING = /^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$/;
 const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
 
 /** A span of the document: [start, end). */
@@ -30,25 +33,25 @@ interface Span {
 }
 
 interface Section extends Span {
-  readonly heading: string | undefined;
+  readonly headings: readonly string[];
+  readonly page: number | undefined;
 }
 
-/** Runs of lines between markdown headings, as spans of the document (headings themselves excluded). */
+/** The runs of text between headings and page breaks, as spans of the document (the headings themselves left out). */
 function sections(text: string): Section[] {
+  const outline = outlineOf(text);
+  const cuts = [
+    ...outline.headings.map((heading) => ({ start: heading.start, end: heading.end })),
+    ...outline.breaks.map((at) => ({ start: at, end: at + 1 })),
+  ].sort((a, b) => a.start - b.start);
   const out: Section[] = [];
-  let heading: string | undefined;
   let start = 0;
-  let offset = 0;
-  for (const line of text.split('\n')) {
-    const match = HEADING.exec(line);
-    if (match !== null) {
-      out.push({ heading, start, end: offset });
-      heading = match[1];
-      start = offset + line.length + 1;
+  for (const cut of [...cuts, { start: text.length, end: text.length }]) {
+    if (cut.start > start) {
+      out.push({ start, end: cut.start, headings: headingPathAt(outline, start), page: pageAt(outline, start) });
     }
-    offset += line.length + 1;
+    start = Math.max(start, cut.end);
   }
-  out.push({ heading, start, end: text.length });
   return out;
 }
 
@@ -205,15 +208,21 @@ export async function chunkText(
   slice: TimeSlice = new TimeSlice(),
 ): Promise<Chunk[]> {
   const chunks: Chunk[] = [];
-  const emit = (from: Span, to: Span, heading: string | undefined) =>
-    chunks.push({ text: text.slice(from.start, to.end), heading, start: from.start, end: to.end });
+  const emit = (from: Span, to: Span, section: Section) =>
+    chunks.push({
+      text: text.slice(from.start, to.end),
+      headings: section.headings,
+      ...(section.page === undefined ? {} : { page: section.page }),
+      start: from.start,
+      end: to.end,
+    });
   for (const section of sections(text)) {
     let current: Span[] = [];
     let tokens = 0;
     for (const sentence of await sentencesOf(text, section, count, maxTokens, slice)) {
       const size = count(text.slice(sentence.start, sentence.end));
       if (current.length > 0 && tokens + size > maxTokens) {
-        emit(current[0]!, current[current.length - 1]!, section.heading);
+        emit(current[0]!, current[current.length - 1]!, section);
         const overlap = current[current.length - 1]!;
         const overlapSize = count(text.slice(overlap.start, overlap.end));
         current = overlapSize + size <= maxTokens ? [overlap] : [];
@@ -223,11 +232,11 @@ export async function chunkText(
       tokens += size;
       await slice.due();
     }
-    if (current.length > 0) emit(current[0]!, current[current.length - 1]!, section.heading);
+    if (current.length > 0) emit(current[0]!, current[current.length - 1]!, section);
   }
   if (chunks.length > 0) return chunks;
   const whole = trimmed(text, { start: 0, end: text.length }) ?? { start: 0, end: text.length };
-  return [{ text: text.slice(whole.start, whole.end), heading: undefined, start: whole.start, end: whole.end }];
+  return [{ text: text.slice(whole.start, whole.end), headings: [], start: whole.start, end: whole.end }];
 }
 
 /** Characters segmented at once, and the most a window widens to for one long sentence. */

@@ -3,6 +3,8 @@ import type { Logger } from '../protocol/logger.js';
 import { TimeSlice } from '../protocol/time-slice.js';
 import type { Encoder, ModelHealth, TextKind } from '../models/index.js';
 import { ChunkCache } from './chunk-cache.js';
+import type { Outline } from './outline.js';
+import { OutlineCache } from './outline-cache.js';
 import { DerivedIndexes } from './indexes.js';
 import type {
   ChunkBody,
@@ -69,6 +71,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
   #found: (reason: string) => void = () => undefined;
   /** Recently served chunks (text and offsets, never vectors), bounded in bytes: no store read per hit when warm. */
   readonly #chunks: ChunkCache | undefined;
+  readonly #outlines = new OutlineCache();
   /** Present when the corpus of record is a shared PostgreSQL store. */
   readonly replica: Replica | undefined;
 
@@ -477,6 +480,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
 
   getDocument(id: string): StoredDocument | undefined {
     return this.store.getDocument(id);
+  }
+
+  outlineOf(id: string): Outline | undefined {
+    return this.#outlines.get(id, this.store.hashOf(id), () => this.store.getDocument(id)?.text);
   }
 
   async stats(): Promise<CorpusStats> {

@@ -4,6 +4,7 @@
  */
 
 export type * from './ports.js';
+export { headingPathAt, outlineOf, pageAt, type Outline } from './outline.js';
 export { Corpus, CorpusError, contentHash, type AddResult, type CorpusSettings, type CorpusStats } from './corpus.js';
 export type { Snapshots } from './settings.js';
 export { backupDataDir } from './backup/backup.js';

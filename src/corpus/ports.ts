@@ -6,6 +6,7 @@
  */
 
 import type { TextKind } from '../models/index.js';
+import type { Outline } from './outline.js';
 
 /** A document as written (index/add over the wire, or `rcp-server ingest`): an id is made when none is given. */
 export interface CorpusDocument {
@@ -104,6 +105,8 @@ export interface CorpusReader {
   /** Who wrote the document: `client` (index/add) or `operator` (rcp-server ingest). */
   originOf(documentId: string): 'client' | 'operator';
   getDocument(id: string): { readonly text: string } | undefined;
+  /** The headings and page breaks of a document's text (outline.ts), for a hit's heading path and pages. */
+  outlineOf(id: string): Outline | undefined;
   /**
    * §7.7.1 the corpus as version `pinned` holds it (absent: the live corpus); -32010 when that version is not held
    * (`retryable: false` once it is gone, retryable while this process has not reached it yet).

@@ -6,7 +6,7 @@ import type { Encoder } from '../models/index.js';
 import { chunkText } from './chunking.js';
 import { validateMetadata, type FieldType, type MetadataLimits } from './metadata.js';
 import type { CorpusDocument, WriteCaller } from './ports.js';
-import { requireStorableVector, validatePrepared, type PreparedDocument } from './prepared.js';
+import { MAX_PREPARED_CONTEXT, requireStorableVector, validatePrepared, type PreparedDocument } from './prepared.js';
 import type { DocumentOrigin, NewChunk, NewDocument } from './store/corpus-store.js';
 
 /**
@@ -108,7 +108,7 @@ async function stageDocuments(documents: readonly CorpusDocument[], options: Add
     const meta = document.meta ?? {};
     const pieces =
       count === undefined || options.prepared?.[i] !== undefined
-        ? [{ text: document.text, heading: undefined, start: 0, end: document.text.length }]
+        ? [{ text: document.text, headings: [], start: 0, end: document.text.length }]
         : await chunkText(document.text, count, encoder.info.maxTokens, slice);
     made += options.prepared?.[i]?.chunks.length ?? pieces.length;
     if (options.maxChunks !== undefined && made > options.maxChunks) {
@@ -123,7 +123,7 @@ async function stageDocuments(documents: readonly CorpusDocument[], options: Add
       text: piece.text,
       start: piece.start,
       end: piece.end,
-      context: options.contextual ? [title, piece.heading].filter((s) => s !== undefined && s !== '').join(' — ') : '',
+      context: options.contextual ? situatingContext(title, piece.headings) : '',
     }));
     const id = document.id ?? randomUUID();
     const origin = options.origins?.[i] ?? options.origin ?? 'client';
@@ -226,6 +226,19 @@ function validateDocument(document: CorpusDocument, field: string, rules: Docume
     throw RpcError.invalidParams(`${field}.text`, `${bytes} bytes exceed the ${rules.maxDocumentBytes}-byte limit`);
   }
   validateMetadata(document.meta ?? {}, rules.fields, `${field}.meta`, rules.metadata);
+}
+
+/**
+ * A chunk's situating context (`contextual: true`, §7.10): the document's title, then the path of headings the chunk
+ * lies under (`A study — Methods › Samples`); a heading that repeats the title is left out.
+ */
+export function situatingContext(title: string | undefined, headings: readonly string[]): string {
+  const path = headings.filter((heading) => heading !== title);
+  const context = [title, path.join(' › ')].filter((part) => part !== undefined && part !== '').join(' — ');
+  // Bounded as an export's chunk context is (prepared.ts), never cutting a surrogate pair.
+  return context.length <= MAX_PREPARED_CONTEXT
+    ? context
+    : context.slice(0, MAX_PREPARED_CONTEXT).replace(/[\uD800-\uDBFF]$/, '');
 }
 
 /** What the lexical index and the encoder read of a chunk: its context (title, heading) before its text. */

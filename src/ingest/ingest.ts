@@ -2,9 +2,11 @@ import { contentHash, type Corpus } from '../corpus/index.js';
 import { defaultConfig } from '../config/index.js';
 import { RpcError } from '../protocol/errors.js';
 import { shardOf } from '../protocol/placement.js';
+import { DocumentParser } from '../documents/index.js';
 import {
   countSources,
   isRejection,
+  isSkip,
   readSources,
   type SourceDocument,
   type SourceItem,
@@ -27,6 +29,11 @@ export interface IngestOptions {
    * without being read into memory. Without them, the default configuration's.
    */
   readonly limits?: SourceLimits | undefined;
+  /**
+   * Reads the files of folders and document files named (docs/documents.md); the caller closes it. Without one, a
+   * parser of the default configuration's bounds, closed at the end.
+   */
+  readonly parser?: DocumentParser | undefined;
 }
 
 /** Rejections listed in the summary; the rest are only counted. */
@@ -46,6 +53,8 @@ export interface IngestSummary {
   readonly rejected: { origin: string; reason: string }[];
   /** Documents another partition owns (`partition`), left out. */
   readonly elsewhere: number;
+  /** Files of folders left alone, by extension: their names declare no format read here. */
+  readonly skipped: Readonly<Record<string, number>>;
   readonly chunks: number;
   readonly seconds: number;
 }
@@ -102,12 +111,17 @@ export async function ingest(
   const total = await countSources(paths, limits);
   const progress = new Progress(total, out);
   const run = new IngestRun(corpus, options, progress);
-  for await (const item of readSources(paths, limits)) await run.take(item);
+  const parser =
+    options.parser ??
+    new DocumentParser({ ...defaultConfig().content.documents, maxTextBytes: limits.maxDocumentBytes });
+  try {
+    for await (const item of readSources(paths, limits, parser)) await run.take(item);
+  } finally {
+    if (options.parser === undefined) parser.close();
+  }
   await run.finish();
   progress.update(total, true);
-  const { added, unchanged, rejected, rejectedCount, elsewhere, chunks } = run;
-  const seconds = (performance.now() - started) / 1000;
-  return { total, added, unchanged, rejected, rejectedCount, elsewhere, chunks, seconds };
+  return run.summary(total, (performance.now() - started) / 1000);
 }
 
 /**
@@ -121,6 +135,7 @@ class IngestRun {
   chunks = 0;
   readonly rejected: SourceRejection[] = [];
   rejectedCount = 0;
+  readonly skipped: Record<string, number> = {};
   #batch: SourceDocument[] = [];
   #writing: Promise<void> = Promise.resolve();
   /** The ids of the write in flight: one of them read again waits for it, so that its stored hash is compared. */
@@ -136,6 +151,8 @@ class IngestRun {
     const { partition } = this.options;
     if (isRejection(item)) {
       this.#reject(item);
+    } else if (isSkip(item)) {
+      this.skipped[item.skipped] = (this.skipped[item.skipped] ?? 0) + 1;
     } else if (partition !== undefined && shardOf(item.id, partition.count) !== partition.index) {
       this.elsewhere += 1;
     } else if (item.vector !== undefined && this.options.chunk) {
@@ -151,6 +168,11 @@ class IngestRun {
       this.#batch.push(item);
       if (this.#batch.length >= this.options.batchSize) await this.#flush();
     }
+  }
+
+  summary(total: number, seconds: number): IngestSummary {
+    const { added, unchanged, rejected, rejectedCount, elsewhere, skipped, chunks } = this;
+    return { total, added, unchanged, rejected, rejectedCount, elsewhere, skipped, chunks, seconds };
   }
 
   /** The last batch written, and every write done. */

@@ -1,21 +1,24 @@
-import { createReadStream, type Dirent } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
-import { basename, extname, join, relative } from 'node:path';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { basename } from 'node:path';
+import type { DocumentParser } from '../documents/index.js';
 import { isExportHead, type CorpusDocument, type DocumentOrigin, type PreparedDocument } from '../corpus/index.js';
 import { exportHeader, exportLineBytes, fromExported, isExportHeader, type ExportHeader } from './exported.js';
 import { BoundedLines, isBlank, type Line } from './lines.js';
 import { parseVector } from './vector.js';
-import { cannotRead, looksBinary, NOT_UTF8, readTextFile, utf8 } from './text-file.js';
+import { cannotRead, looksBinary, NOT_UTF8, utf8 } from './text-file.js';
+import { countFolderFiles, folderFiles, parseFile, parsedInOrder } from './document-files.js';
 import { StartupError } from '../startup-error.js';
 
 /**
  * What `rcp-server ingest` reads: JSON Lines in BEIR form (`{"_id", "title", "text", "metadata"?}`, `id` accepted
- * too), and folders of `.txt` and `.md` files (id = the path under the folder). A BEIR title is kept in
- * `meta.title` (the situating context for `--contextual`) and, as BEIR evaluations do, put before the text.
+ * too), folders of documents (document-files.ts: PDF, Word, HTML, Markdown, text; id = the path under the folder)
+ * and single document files (id = the file's name). A BEIR title is kept in `meta.title` (the situating context for
+ * `--contextual`) and, as BEIR evaluations do, put before the text.
  *
  * A bad file or line is not a reason to stop: it comes out as a `SourceRejection` (where, and a one-line why) and
- * reading goes on. Only a path named on the command line that does not exist, or is neither kind of source, is a
- * `SourceError`: a mistake in the command, found before anything is written.
+ * reading goes on. Only a path named on the command line that does not exist is a `SourceError`: a mistake in the
+ * command, found before anything is written.
  */
 export interface SourceDocument extends CorpusDocument {
   readonly id: string;
@@ -35,10 +38,20 @@ export interface SourceRejection {
   readonly reason: string;
 }
 
-export type SourceItem = SourceDocument | SourceRejection;
+/** A file of a folder left alone: its name declares no format read here (`skipped` is its extension). */
+export interface SourceSkip {
+  readonly origin: string;
+  readonly skipped: string;
+}
+
+export type SourceItem = SourceDocument | SourceRejection | SourceSkip;
 
 export function isRejection(item: SourceItem): item is SourceRejection {
   return 'reason' in item;
+}
+
+export function isSkip(item: SourceItem): item is SourceSkip {
+  return 'skipped' in item;
 }
 
 /** The corpus's own limits (`index.maxDocumentBytes`, `index.maxMetadataBytes`), so inputs beyond them go unread. */
@@ -67,11 +80,17 @@ export function maxLineBytes(limits: SourceLimits): number {
   return 6 * (limits.maxDocumentBytes + limits.maxMetadataBytes) + vector + 4096;
 }
 
-export async function* readSources(paths: readonly string[], limits: SourceLimits): AsyncGenerator<SourceItem> {
+export async function* readSources(
+  paths: readonly string[],
+  limits: SourceLimits,
+  parser: DocumentParser,
+): AsyncGenerator<SourceItem> {
+  const ahead = parser.limits.processes;
   for (const path of paths) {
     const kind = await sourceKind(path);
-    if (kind === 'folder') yield* textFiles(path, limits.maxDocumentBytes);
+    if (kind === 'folder') yield* parsedInOrder(folderFiles(path), parser, ahead);
     else if (kind === 'jsonl') yield* jsonLines(path, limits);
+    else if (kind === 'document') yield await parseFile({ id: basename(path), path }, parser);
     else yield kind;
   }
 }
@@ -84,15 +103,18 @@ export async function countSources(paths: readonly string[], limits: SourceLimit
   let count = 0;
   for (const path of paths) {
     const kind = await sourceKind(path);
-    if (kind === 'folder') count += await countTextFiles(path);
+    if (kind === 'folder') count += await countFolderFiles(path);
     else if (kind === 'jsonl') count += await countLines(path, maxLineBytes(limits));
     else count += 1;
   }
   return count;
 }
 
-/** What a path named on the command line is; a path that cannot even be looked at is a rejection. */
-async function sourceKind(path: string): Promise<'folder' | 'jsonl' | SourceRejection> {
+/**
+ * What a path named on the command line is: a folder of documents, JSON Lines, or one document file (read by its
+ * content); a path that cannot even be looked at is a rejection.
+ */
+async function sourceKind(path: string): Promise<'folder' | 'jsonl' | 'document' | SourceRejection> {
   let info;
   try {
     info = await stat(path);
@@ -101,8 +123,7 @@ async function sourceKind(path: string): Promise<'folder' | 'jsonl' | SourceReje
     return { origin: path, reason: cannotRead(error) };
   }
   if (info.isDirectory()) return 'folder';
-  if (/\.jsonl?$/i.test(path)) return 'jsonl';
-  throw new SourceError(`${path}: expected a .jsonl file or a folder of .txt/.md files`);
+  return /\.jsonl?$/i.test(path) ? 'jsonl' : 'document';
 }
 
 // JSON Lines
@@ -266,52 +287,4 @@ function fromBeir(line: BeirLine, origin: string, dimension: number | undefined)
     origin,
     ...(vector === undefined ? {} : { vector }),
   };
-}
-
-// Folders of text files
-
-/** A folder entry that is a text document by its name. Links are followed to files, never into folders (cycles). */
-function isTextEntry(entry: Dirent): boolean {
-  return !entry.isDirectory() && ['.txt', '.md'].includes(extname(entry.name).toLowerCase());
-}
-
-async function listFolder(dir: string): Promise<Dirent[] | SourceRejection> {
-  try {
-    const entries = await readdir(dir, { withFileTypes: true });
-    return entries.sort((a, b) => a.name.localeCompare(b.name));
-  } catch (error) {
-    return { origin: dir, reason: cannotRead(error) };
-  }
-}
-
-async function* textFiles(root: string, maxBytes: number, dir = root): AsyncGenerator<SourceItem> {
-  const entries = await listFolder(dir);
-  if (!Array.isArray(entries)) {
-    yield entries;
-    return;
-  }
-  for (const entry of entries) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) yield* textFiles(root, maxBytes, path);
-    else if (isTextEntry(entry)) yield await textFile(relative(root, path), path, maxBytes);
-  }
-}
-
-async function textFile(id: string, path: string, maxBytes: number): Promise<SourceItem> {
-  const read = await readTextFile(path, maxBytes);
-  if ('reason' in read) return { origin: id, reason: read.reason };
-  const name = basename(path);
-  const heading = /^#\s+(.+)$/m.exec(read.text)?.[1]?.trim();
-  return { id, text: read.text, meta: { title: heading ?? basename(name, extname(name)), path: id }, origin: id };
-}
-
-async function countTextFiles(dir: string): Promise<number> {
-  const entries = await listFolder(dir);
-  if (!Array.isArray(entries)) return 1;
-  let count = 0;
-  for (const entry of entries) {
-    if (entry.isDirectory()) count += await countTextFiles(join(dir, entry.name));
-    else if (isTextEntry(entry)) count += 1;
-  }
-  return count;
 }

@@ -1,10 +1,12 @@
 import type { CorpusWriter } from '../corpus/index.js';
+import { DOCUMENT_MEDIA_TYPES } from '../documents/index.js';
 import { callerScoped } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import { requireWellFormed } from '../protocol/validation.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 import { IndexAddParams, IndexDeleteParams } from '../protocol/schemas/params.js';
+import type { DocumentBodies } from './document-bodies.js';
 
 export interface IndexLimits {
   readonly writable: boolean;
@@ -21,13 +23,20 @@ function requireWritable(limits: IndexLimits, method: string): void {
 
 /**
  * `index/add` (§7.10) and `index/delete` (§7.11) over the corpus, and the `index` capability they share:
- * `{writable, chunking: true, contextual: true}`.
+ * `{writable, chunking: true, contextual: true}` and the document formats a body may be given in.
  */
 export function indexMethods(
   corpus: CorpusWriter,
   limits: IndexLimits,
+  bodies: DocumentBodies,
 ): [[MethodDefinition<typeof IndexAddParams>, JsonObject], [MethodDefinition<typeof IndexDeleteParams>, JsonObject]] {
-  const capability = { writable: limits.writable, chunking: true, contextual: true };
+  // §6.2: the media types a document body may be given in (docs/documents.md), under this server's vendor prefix.
+  const capability = {
+    writable: limits.writable,
+    chunking: true,
+    contextual: true,
+    'x-rcp-server-documents': [...DOCUMENT_MEDIA_TYPES],
+  };
   const add: MethodDefinition<typeof IndexAddParams> = {
     method: 'index/add',
     params: IndexAddParams,
@@ -42,7 +51,8 @@ export function indexMethods(
       const key = ctx.meta.idempotencyKey;
       if (key !== undefined && (typeof key !== 'string' || key.length > 256))
         throw RpcError.invalidParams('_meta.idempotencyKey', 'must be a string of at most 256 characters');
-      const result = await corpus.add(params.documents, {
+      const documents = await bodies.documents(params.documents, ctx.signal);
+      const result = await corpus.add(documents, {
         chunk: params.chunk === true,
         contextual: params.contextual === true,
         maxChunks: limits.maxChunks,

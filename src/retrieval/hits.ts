@@ -1,4 +1,4 @@
-import type { ChunkBody, ChunkPlace, CorpusReader } from '../corpus/index.js';
+import { headingPathAt, pageAt, type ChunkBody, type ChunkPlace, type CorpusReader } from '../corpus/index.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { Unit } from './retrieve-options.js';
 import type { Scored } from './ranking.js';
@@ -46,7 +46,10 @@ export function trustOf(
   return level === 'trusted' && origin === 'client' ? 'community' : level;
 }
 
-export type HitCorpus = Pick<CorpusReader, 'getChunk' | 'getDocument' | 'metaOf' | 'originOf' | 'vectorOf'>;
+export type HitCorpus = Pick<
+  CorpusReader,
+  'getChunk' | 'getDocument' | 'metaOf' | 'originOf' | 'vectorOf' | 'outlineOf'
+>;
 
 /** What a request asks of each hit's shape. */
 export interface HitShape {
@@ -62,14 +65,21 @@ export function buildHit(corpus: HitCorpus, hit: Scored, shape: HitShape): JsonO
   if (chunk === undefined) return undefined;
   const meta = corpus.metaOf(chunk.docId);
   const source = typeof meta.source === 'string' ? meta.source : chunk.docId;
+  const structure = structureOf(corpus, chunk, meta);
   const body: JsonObject = {
     id: idAt(chunk, shape.unit),
     score: hit.score,
     unit: shape.unit,
     scores: hit.scores,
     meta,
-    citation: citationOf(chunk, meta, source),
-    chunk: { docId: chunk.docId, index: chunk.ordinal, ...(chunk.context === '' ? {} : { context: chunk.context }) },
+    citation: citationOf(chunk, meta, source, structure.pages?.[0]),
+    chunk: {
+      docId: chunk.docId,
+      index: chunk.ordinal,
+      ...(chunk.context === '' ? {} : { context: chunk.context }),
+      ...(structure.headings.length === 0 ? {} : { 'x-rcp-server-headings': structure.headings }),
+      ...(structure.pages === undefined ? {} : { 'x-rcp-server-pages': structure.pages }),
+    },
     trust: { level: trustOf(shape.trust, source, corpus.originOf(chunk.docId)) },
   };
   if (shape.includeText !== false) body.text = bodyOf(corpus, hit.label, shape.unit, chunk);
@@ -77,9 +87,34 @@ export function buildHit(corpus: HitCorpus, hit: Scored, shape: HitShape): JsonO
   return body;
 }
 
-/** §7.7 citation offsets: the chunk is a verbatim slice of its document. */
-function citationOf(chunk: ChunkBody, meta: Record<string, unknown>, source: string): JsonObject {
-  const citation: JsonObject = { source, start: chunk.start, end: chunk.end };
+/**
+ * Where a chunk lies in its document's structure (docs/documents.md): the headings above it and its first and last
+ * page (a paginated document: one whose text has page breaks, or whose metadata counts its `pages`). A chunk at the
+ * start of its document has nothing above it, so its document is not read for it.
+ */
+function structureOf(
+  corpus: Pick<CorpusReader, 'outlineOf'>,
+  chunk: ChunkBody,
+  meta: Record<string, unknown>,
+): { headings: string[]; pages?: [number, number] } {
+  const breaks = chunk.text.split('\f').length - 1;
+  const outline = chunk.start === 0 ? undefined : corpus.outlineOf(chunk.docId);
+  const paginated = typeof meta.pages === 'number' || breaks > 0 || (outline?.breaks.length ?? 0) > 0;
+  const first = outline === undefined ? 1 : (pageAt(outline, chunk.start) ?? 1);
+  return {
+    headings: outline === undefined ? [] : headingPathAt(outline, chunk.start),
+    ...(paginated ? { pages: [first, first + breaks] } : {}),
+  };
+}
+
+/** §7.7 citation offsets (the chunk is a verbatim slice of its document), and its page in a paginated one. */
+function citationOf(
+  chunk: ChunkBody,
+  meta: Record<string, unknown>,
+  source: string,
+  page: number | undefined,
+): JsonObject {
+  const citation: JsonObject = { source, start: chunk.start, end: chunk.end, ...(page === undefined ? {} : { page }) };
   if (typeof meta.title === 'string') citation.title = meta.title;
   if (typeof meta.uri === 'string') citation.uri = meta.uri;
   return citation;

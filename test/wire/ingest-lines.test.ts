@@ -2,6 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { defaultConfig } from '../../src/config/index.js';
+import { DocumentParser } from '../../src/documents/index.js';
 import { BoundedLines, type Line } from '../../src/ingest/lines.js';
 import { countSources, readSources, type SourceItem } from '../../src/ingest/sources.js';
 
@@ -79,6 +81,8 @@ describe('readSources: a bad line is rejected as that line, and reading goes on'
   const work = mkdtempSync(join(tmpdir(), 'rcp-ingest-lines-'));
   afterAll(() => rmSync(work, { recursive: true, force: true }));
   const limits = { maxDocumentBytes: 16, maxMetadataBytes: 2 };
+  // JSON Lines never reach it: no parser process is started.
+  const parser = new DocumentParser({ ...defaultConfig().content.documents, maxTextBytes: 16 });
 
   it('lists what is wrong with each line, numbered as in the file', async () => {
     const file = join(work, 'c.jsonl');
@@ -94,7 +98,7 @@ describe('readSources: a bad line is rejected as that line, and reading goes on'
     ];
     writeFileSync(file, Buffer.concat([Buffer.from(`${lines.join('\n')}\n`), Buffer.from([0xff, 0x0a])]));
     const items: SourceItem[] = [];
-    for await (const item of readSources([file], limits)) items.push(item);
+    for await (const item of readSources([file], limits, parser)) items.push(item);
     expect(items).toEqual([
       { id: 'a', text: 'first', meta: {}, origin: 'c.jsonl:1' },
       { origin: 'c.jsonl:3', reason: 'not JSON' },

@@ -20,7 +20,8 @@ writeFileSync(join(WORK, 'corpus.jsonl'), `${beir.map((line) => JSON.stringify(l
 mkdirSync(join(WORK, 'notes', 'sub'), { recursive: true });
 writeFileSync(join(WORK, 'notes', 'a.md'), '# Mitochondria\n\nThe powerhouse of the cell.\n');
 writeFileSync(join(WORK, 'notes', 'sub', 'b.txt'), 'Plain text note about neurons.');
-writeFileSync(join(WORK, 'notes', 'ignored.pdf'), 'not text');
+// A name that declares no format read here: skipped, counted, and no failure (a .pdf is read: test/wire/documents).
+writeFileSync(join(WORK, 'notes', 'photo.png'), 'not a document');
 
 /** Source "2" is trusted by configuration: operator-ingested text may be (§15.2). */
 const run = (args: string[], input?: string) => runCommand(args, { RCP_RETRIEVE_TRUST: '{"2": "trusted"}' }, input);
@@ -30,6 +31,7 @@ describe('rcp-server ingest', () => {
     const first = await run(['ingest', '--data', DATA, join(WORK, 'corpus.jsonl'), join(WORK, 'notes')]);
     expect(first.stdout).toMatch(/ingested 5 documents \(5 chunks\) .*; 0 unchanged, 1 rejected/);
     expect(first.stdout).toMatch(/rejected corpus\.jsonl:4: .*documents\.\d+\.text/);
+    expect(first.stdout).toMatch(/^ {2}skipped 1 file of no format read here \(\.png 1\)$/m);
     expect(first.stderr).toMatch(/ingest: 6\/6 documents/); // not a TTY: plain progress lines
     expect(first.code).toBe(1); // some documents were rejected
     const again = await run(['ingest', '--data', DATA, join(WORK, 'corpus.jsonl'), join(WORK, 'notes')]);

@@ -1,4 +1,5 @@
 import type { IngestCommand } from '../../cli.js';
+import { DocumentParser } from '../../documents/index.js';
 import { ingest, type IngestSummary } from '../../ingest/ingest.js';
 import { StartupError } from '../../startup-error.js';
 import { openQuietApp } from '../startup.js';
@@ -7,6 +8,7 @@ import { openQuietApp } from '../startup.js';
 export async function ingestCommand(command: IngestCommand): Promise<number> {
   const { config, app } = await openQuietApp(command.configFile, command.overrides);
   if (app.corpus === undefined) throw new StartupError('ingest needs an encoder (models.encoder is none)');
+  const parser = new DocumentParser({ ...config.content.documents, maxTextBytes: config.index.maxDocumentBytes });
   // Checked whole before anything is written (a server checks it while serving; a write waits for it here).
   await app.corpus.checked;
   try {
@@ -20,6 +22,7 @@ export async function ingestCommand(command: IngestCommand): Promise<number> {
         contextual: command.contextual,
         batchSize: 64,
         partition: command.partition,
+        parser,
         limits: {
           maxDocumentBytes: config.index.maxDocumentBytes,
           maxMetadataBytes: config.index.maxMetadataBytes,
@@ -33,6 +36,7 @@ export async function ingestCommand(command: IngestCommand): Promise<number> {
     printSummary(summary, config.dataDir);
     return summary.rejectedCount === 0 ? 0 : 1;
   } finally {
+    parser.close();
     await app.close();
   }
 }
@@ -44,6 +48,12 @@ function printSummary(summary: IngestSummary, dataDir: string): void {
       `(${rate.toFixed(1)} docs/s); ${summary.unchanged} unchanged, ${summary.rejectedCount} rejected\n`,
   );
   if (summary.elsewhere > 0) process.stdout.write(`  ${summary.elsewhere} documents left to other partitions\n`);
+  const skipped = Object.entries(summary.skipped).sort((a, b) => b[1] - a[1]);
+  if (skipped.length > 0) {
+    const count = skipped.reduce((sum, [, n]) => sum + n, 0);
+    const kinds = skipped.map(([extension, n]) => `${extension} ${n}`).join(', ');
+    process.stdout.write(`  skipped ${count} file${count === 1 ? '' : 's'} of no format read here (${kinds})\n`);
+  }
   for (const { origin, reason } of summary.rejected) process.stdout.write(`  rejected ${origin}: ${reason}\n`);
   const unlisted = summary.rejectedCount - summary.rejected.length;
   if (unlisted > 0)

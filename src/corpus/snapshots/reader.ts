@@ -1,6 +1,7 @@
 import { RpcErrorCode } from '../../protocol/codes.js';
 import { RpcError } from '../../protocol/errors.js';
 import type { DerivedIndexes } from '../indexes.js';
+import { outlineOf, type Outline } from '../outline.js';
 import type { ChunkBody, ChunkPlace, CorpusReader } from '../ports.js';
 import type { CorpusStore } from '../store/corpus-store.js';
 import type { VersionHistory } from './history.js';
@@ -126,6 +127,11 @@ export class SnapshotReader implements CorpusReader {
   getDocument(id: string): { readonly text: string } | undefined {
     const text = this.store.documentTextAt(id, this.version);
     return text === undefined ? this.#gone() : { text };
+  }
+
+  outlineOf(id: string): Outline | undefined {
+    const document = this.getDocument(id);
+    return document === undefined ? undefined : outlineOf(document.text);
   }
 
   /** A removed row the store no longer keeps (another process's window is shorter): the version is not whole. */

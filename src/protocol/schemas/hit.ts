@@ -77,6 +77,10 @@ export const Hit = Type.Object({
       docId: Type.Optional(Type.String()),
       index: Type.Optional(Type.Integer()),
       context: Type.Optional(Type.String()),
+      // §6.2 extension fields (docs/documents.md): the headings the chunk lies under, outermost first, and the
+      // first and last page it is on (paginated documents).
+      'x-rcp-server-headings': Type.Optional(Type.Array(Type.String())),
+      'x-rcp-server-pages': Type.Optional(Type.Array(Type.Integer({ minimum: 1 }), { minItems: 2, maxItems: 2 })),
     }),
   ),
 });

@@ -110,7 +110,8 @@ export const IndexAddParams = Type.Object({
   documents: Type.Array(
     Type.Object({
       id: Type.Optional(DocumentId),
-      text: Type.String(),
+      // §4.8: a document body may be a Content block (a file parsed as docs/documents.md says).
+      text: Type.Union([Type.String(), ContentBlock]),
       meta: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     }),
   ),

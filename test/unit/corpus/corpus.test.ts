@@ -831,13 +831,24 @@ describe('chunking', () => {
     expect(whole).toBeLessThan(40 * Math.max(tenth, 20));
   });
 
-  it('starts a new chunk at each markdown heading and records it', async () => {
+  it('starts a new chunk at each markdown heading and records the path of headings above it', async () => {
     const text = '# Intro\nFirst part.\n\n## Methods\nSecond part.';
     const chunks = await chunkText(text, words, 100);
     expect(chunks).toEqual([
-      { text: 'First part.', heading: 'Intro', start: 8, end: 19 },
-      { text: 'Second part.', heading: 'Methods', start: 32, end: 44 },
+      { text: 'First part.', headings: ['Intro'], start: 8, end: 19 },
+      { text: 'Second part.', headings: ['Intro', 'Methods'], start: 32, end: 44 },
     ]);
+  });
+
+  it("cuts at page breaks and says each chunk's page; a # in fenced code is no heading", async () => {
+    const text = '# Guide\nOne.\n\f\n```\n# code\n```\nTwo.\n\f\n## Later\nThree.';
+    const chunks = await chunkText(text, words, 100);
+    expect(chunks.map(({ text, headings, page }) => ({ text, headings, page }))).toEqual([
+      { text: 'One.', headings: ['Guide'], page: 1 },
+      { text: '```\n# code\n```\nTwo.', headings: ['Guide'], page: 2 },
+      { text: 'Three.', headings: ['Guide', 'Later'], page: 3 },
+    ]);
+    for (const chunk of chunks) expect(text.slice(chunk.start, chunk.end)).toBe(chunk.text);
   });
 
   it('every chunk is a verbatim slice of its document at its offsets (citations point at exact characters)', async () => {

@@ -1,4 +1,4 @@
-import type { ChunkBody, CorpusReader } from '../../../src/corpus/index.js';
+import { outlineOf, type ChunkBody, type CorpusReader } from '../../../src/corpus/index.js';
 import type { LogLevel, ProgressUpdate } from '../../../src/protocol/context.js';
 import type { JsonObject } from '../../../src/protocol/messages.js';
 import type { Scored } from '../../../src/retrieval/ranking.js';
@@ -116,6 +116,10 @@ export function fakeCorpus(
     getDocument: (id) => {
       const text = documents[id]?.text;
       return text === undefined ? undefined : { text };
+    },
+    outlineOf: (id) => {
+      const text = documents[id]?.text;
+      return text === undefined ? undefined : outlineOf(text);
     },
     at(): Promise<CorpusReader> {
       return Promise.resolve(this);

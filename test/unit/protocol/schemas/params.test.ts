@@ -5,6 +5,7 @@ import type { ContentReader } from '../../../../src/methods/content.js';
 import { embedMethod } from '../../../../src/methods/embed.js';
 import { embedSparseMethod } from '../../../../src/methods/embed-sparse.js';
 import { indexMethods } from '../../../../src/methods/index-write.js';
+import type { DocumentBodies } from '../../../../src/methods/document-bodies.js';
 import { rerankMethod } from '../../../../src/methods/rerank.js';
 import {
   EmbedParams,
@@ -32,7 +33,7 @@ describe('the params of the methods the typed client calls', () => {
     });
     const reranker = { method: 'colbert', model: 'test', score: () => Promise.resolve(new Float32Array(0)) } as const;
     const [rerank] = rerankMethod([reranker], { maxCandidates: 1, maxQueryChars: 1, content });
-    const [[add], [remove]] = indexMethods({} as CorpusWriter, { writable: true, maxDocuments: 1 });
+    const [[add], [remove]] = indexMethods({} as CorpusWriter, { writable: true, maxDocuments: 1 }, {} as DocumentBodies);
     expect(embed.params).toBe(EmbedParams);
     expect(sparse.params).toBe(EmbedSparseParams);
     expect(rerank.params).toBe(RerankParams);

@@ -1,0 +1,42 @@
+import { parse as parseYaml } from 'yaml';
+import { DocumentRefusal, type ParsedDocument } from './parsed.js';
+
+/** Front matter: a YAML block between `---` lines at the very start (as Jekyll, Hugo and Obsidian write it). */
+const FRONT_MATTER = /^---[ \t]*\r?\n([\s\S]*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|$)/;
+
+/**
+ * A Markdown file: its text kept as written (so a chunk quotes the source, headings and all; corpus/outline.ts reads
+ * its headings), less its front matter, whose keys become the document's metadata. A front matter that is not a YAML
+ * mapping is refused rather than indexed as text. The title is the front matter's, else the first heading's.
+ */
+export function parseMarkdown(source: string): ParsedDocument {
+  const text = source.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
+  const match = FRONT_MATTER.exec(text);
+  const front = match === null ? {} : frontMatter(match[1] ?? '');
+  const body = (match === null ? text : text.slice(match[0].length)).trim();
+  const title = typeof front.title === 'string' ? front.title : firstHeading(body);
+  return { text: body, meta: { ...front, ...(title === undefined ? {} : { title }), format: 'markdown' } };
+}
+
+function frontMatter(yaml: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    // Aliases bounded (a "billion laughs" of anchors is refused by the parser, not expanded).
+    value = parseYaml(yaml, { maxAliasCount: 100, prettyErrors: false });
+  } catch (error) {
+    throw new DocumentRefusal(`its front matter is not YAML (${(error as Error).message.split('\n', 1)[0]})`);
+  }
+  if (value === null || value === undefined) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) throw new DocumentRefusal('its front matter is not a mapping');
+  // Dates become strings: metadata is JSON (§4.6 timestamps as RFC 3339).
+  return JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
+}
+
+function firstHeading(text: string): string | undefined {
+  return /^#\s+(.+?)\s*#*\s*$/m.exec(text)?.[1];
+}
+
+/** A plain text file: line ends made `\n`; the title is the caller's (its file name). */
+export function parseText(source: string): ParsedDocument {
+  return { text: source.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n'), meta: { format: 'text' } };
+}

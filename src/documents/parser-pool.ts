@@ -1,0 +1,189 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { RpcError } from '../protocol/errors.js';
+import { detectFormat, type DocumentHint } from './detect.js';
+import { DocumentRefusal, type ParsedDocument } from './parsed.js';
+import type { ParseReply, ParseRequest } from './parser-process.js';
+import { readFileBytes } from './read-file.js';
+
+/** The bounds of reading one file (`content.documents` in the configuration). */
+export interface ParserLimits {
+  /** The largest file read at all. */
+  readonly maxFileBytes: number;
+  /** The largest text a file may make (the corpus's `index.maxDocumentBytes`). */
+  readonly maxTextBytes: number;
+  /** What a compressed format (a .docx) may unpack to. */
+  readonly maxUnpackedBytes: number;
+  /** The time one file may take. */
+  readonly timeoutMs: number;
+  /** The memory (resident, in MiB) a parser process may reach while it reads one. */
+  readonly maxMemoryMb: number;
+  /** Parser processes at once; files past them wait their turn. */
+  readonly processes: number;
+}
+
+/** Files waiting for a parser at most; past them a parse is refused at once (-32011), never queued without bound. */
+const MAX_WAITING = 64;
+
+/** How often a busy parser's resident memory is read (from /proc on Linux), and the size of a page there. */
+
+const MEMORY_POLL_MS = 50;
+const PAGE_BYTES = 4096;
+
+/**
+ * Reads files of the known formats into documents (docs/documents.md), each in a parser process of its own
+ * (docs/architecture.md §10): pdf.js, mammoth and the zip and HTML readers run on untrusted bytes, and a file may be
+ * made to cost what it likes. A process is killed, and the file refused saying why, when it takes longer than
+ * `timeoutMs`, grows past `maxMemoryMb` (resident: buffers a decompressor makes count too) or its caller gives up;
+ * the next file gets a fresh process. The server never shares its heap, its event loop or its fate with a parse.
+ */
+export class DocumentParser {
+  readonly #idle: ParserProcess[] = [];
+  readonly #waiting: (() => void)[] = [];
+  #running = 0;
+  #closed = false;
+
+  constructor(readonly limits: ParserLimits) {}
+
+  /** A file's document; a `DocumentRefusal` saying why it is none. */
+  async parseFile(path: string, hint: DocumentHint, signal?: AbortSignal): Promise<ParsedDocument> {
+    return this.parse(await readFileBytes(path, this.limits.maxFileBytes), hint, signal);
+  }
+
+  async parse(bytes: Uint8Array, hint: DocumentHint, signal?: AbortSignal): Promise<ParsedDocument> {
+    const { maxFileBytes, maxTextBytes, maxUnpackedBytes } = this.limits;
+    if (bytes.length > maxFileBytes) {
+      throw new DocumentRefusal(`${bytes.length} bytes exceed the ${maxFileBytes}-byte file limit (not read)`);
+    }
+    const format = detectFormat(bytes, hint);
+    const parser = await this.#take(signal);
+    try {
+      return await parser.run({ bytes, format, bounds: { maxTextBytes, maxUnpackedBytes } }, this.limits, signal);
+    } finally {
+      this.#give(parser);
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const parser of this.#idle.splice(0)) parser.kill();
+  }
+
+  async #take(signal: AbortSignal | undefined): Promise<ParserProcess> {
+    while (this.#running >= this.limits.processes) {
+      if (this.#waiting.length >= MAX_WAITING) {
+        throw RpcError.rateLimited(1000, `${MAX_WAITING} documents already wait for a parser`);
+      }
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () => {
+          this.#waiting.splice(this.#waiting.indexOf(turn), 1);
+          reject(signal?.reason as Error);
+        };
+        const turn = () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        };
+        this.#waiting.push(turn);
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
+    }
+    signal?.throwIfAborted();
+    this.#running += 1;
+    return this.#idle.pop() ?? new ParserProcess(this.limits.maxMemoryMb);
+  }
+
+  #give(parser: ParserProcess): void {
+    this.#running -= 1;
+    if (parser.alive && !this.#closed) this.#idle.push(parser);
+    else parser.kill();
+    this.#waiting.shift()?.();
+  }
+}
+
+const ENTRY = new URL(import.meta.url.endsWith('.ts') ? './parser-process.ts' : './parser-process.js', import.meta.url);
+
+/** One parser process: one request at a time, killed past its bounds. */
+class ParserProcess {
+  readonly #child: ChildProcess;
+  #exited = false;
+
+  constructor(maxMemoryMb: number) {
+    // Under the TypeScript sources (tests), the process loads tsx's loader first, as a worker does.
+    const loader = ENTRY.pathname.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
+    this.#child = fork(fileURLToPath(ENTRY), [], {
+      execArgv: [...loader, `--max-old-space-size=${maxMemoryMb}`],
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+    });
+    this.#child.once('exit', () => (this.#exited = true));
+    this.#child.on('error', () => undefined);
+    this.#unref();
+  }
+
+  get alive(): boolean {
+    return !this.#exited;
+  }
+
+  kill(): void {
+    if (!this.#exited) this.#child.kill('SIGKILL');
+  }
+
+  run(request: ParseRequest, limits: ParserLimits, signal: AbortSignal | undefined): Promise<ParsedDocument> {
+    return new Promise<ParsedDocument>((resolve, reject) => {
+      const stop = (error: Error) => {
+        this.kill();
+        finish();
+        reject(error);
+      };
+      const onReply = (reply: ParseReply) => {
+        finish();
+        if (reply.ok) resolve(reply.document);
+        else reject(new DocumentRefusal(reply.refused ? reply.error : `its reader failed (${reply.error})`));
+      };
+      const onExit = (code: number | null, why: string | null) =>
+        stop(new DocumentRefusal(`its reader stopped (${why ?? `exit ${code}`}), on memory or a fault`));
+      const onAbort = () => stop(signal?.reason as Error);
+      const timer = setTimeout(
+        () => stop(new DocumentRefusal(`took longer than ${limits.timeoutMs} ms to read (stopped)`)),
+        limits.timeoutMs,
+      );
+      const memory = setInterval(() => {
+        if (residentMb(this.#child.pid) > limits.maxMemoryMb) {
+          stop(new DocumentRefusal(`needed more than ${limits.maxMemoryMb} MiB to read (stopped)`));
+        }
+      }, MEMORY_POLL_MS);
+      const finish = () => {
+        clearTimeout(timer);
+        clearInterval(memory);
+        this.#child.off('message', onReply);
+        this.#child.off('exit', onExit);
+        signal?.removeEventListener('abort', onAbort);
+        this.#unref();
+      };
+      if (this.#exited) return stop(new DocumentRefusal('its reader is not running'));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#child.on('message', onReply);
+      this.#child.once('exit', onExit);
+      this.#child.ref();
+      this.#child.send(request, (error) => (error === null ? undefined : stop(error)));
+    });
+  }
+
+  /** An idle parser never keeps the process alive. */
+  #unref(): void {
+    this.#child.unref();
+    (this.#child.channel as { unref?: () => void } | undefined)?.unref?.();
+  }
+}
+
+/** A process's resident memory in MiB (Linux); 0 where it cannot be read. */
+function residentMb(pid: number | undefined): number {
+  if (pid === undefined || process.platform !== 'linux') return 0;
+  try {
+    const statm = readFileSync(`/proc/${pid}/statm`, 'latin1');
+    return (Number(statm.split(' ')[1]) * PAGE_BYTES) / (1024 * 1024);
+  } catch {
+    return 0;
+  }
+}
