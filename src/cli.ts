@@ -40,6 +40,8 @@ export interface IngestCommand {
   reEmbed: boolean;
   /** `--partition K/N`: only the documents partition K (from 1) of N owns (docs/replicas.md, "Partitions"). */
   partition: { index: number; count: number } | undefined;
+  /** `--watch [--interval MS]`: after ingesting, keep the folders in step, looking every so many ms. */
+  watchMs: number | undefined;
 }
 
 export interface EvalCommand {
@@ -105,7 +107,7 @@ export const USAGE = `usage:
                      [--config FILE]
   rcp-server mcp [--data DIR | --registry FILE] [--corpora ROOT --corpus NAME] [--config FILE]
   rcp-server ingest [--data DIR] [--store URL] [--config FILE] [--chunk] [--contextual] [--re-embed]
-                    [--partition K/N] PATH...
+                    [--partition K/N] [--watch [--interval MS]] PATH...
   rcp-server eval --queries FILE --qrels FILE [--data DIR] [--config FILE] [--report FILE]
                   [--mode M] [--fusion F] [--alpha A] [--rrf-k N] [--candidate-k N] [--rerank METHOD]
                   [--unit U] [--params JSON]
@@ -128,8 +130,11 @@ export const USAGE = `usage:
   mcp                an MCP server on stdin/stdout (for agents that speak MCP): tools "retrieve" and, when
                      writes are allowed, "index_add", over the local corpus or a registry's engines
   ingest             add documents to the corpus in DIR: BEIR-style JSON Lines ({"_id", "title", "text",
-                     "metadata"}) and folders of .txt/.md files; resumable (unchanged documents are
-                     skipped); --chunk splits long documents, --contextual adds title/heading context;
+                     "metadata"}), and folders and files of PDF, Word (.docx), HTML, Markdown and text,
+                     read by content with their headings and pages; resumable (unchanged documents are
+                     skipped); --watch then keeps the folders in step (new, changed and removed files,
+                     looked at every --interval ms, default 2000) until Ctrl-C;
+                     --chunk splits long documents, --contextual adds title/heading context;
                      a file from export is stored with its chunks and vectors (--re-embed: embedded
                      again, for an export made with another encoder); --partition K/N takes only the
                      documents partition K of N owns, as a gateway places them
@@ -333,12 +338,15 @@ function parseIngest(args: readonly string[]): IngestCommand {
       contextual: { type: 'boolean' },
       're-embed': { type: 'boolean' },
       partition: { type: 'string' },
+      watch: { type: 'boolean' },
+      interval: { type: 'string' },
     },
     strict: true,
     allowPositionals: true,
   });
   if (parsed.positionals.length === 0) throw new UsageError(`ingest needs at least one PATH\n\n${USAGE}`);
-  const { data, store, config, chunk, contextual, 're-embed': reEmbed, partition } = parsed.values;
+  const { data, store, config, chunk, contextual, 're-embed': reEmbed, partition, watch, interval } = parsed.values;
+  if (interval !== undefined && watch !== true) throw new UsageError('--interval goes with --watch');
   return {
     command: 'ingest',
     paths: parsed.positionals,
@@ -351,7 +359,17 @@ function parseIngest(args: readonly string[]): IngestCommand {
     contextual: contextual === true,
     reEmbed: reEmbed === true,
     partition: partition === undefined ? undefined : parsePartition(partition),
+    watchMs: watch === true ? parseInterval(interval ?? '2000') : undefined,
   };
+}
+
+/** `--interval MS`: how often a watch looks again, 100 ms to an hour. */
+function parseInterval(value: string): number {
+  const ms = Number(value);
+  if (!/^\d+$/.test(value) || ms < 100 || ms > 3_600_000) {
+    throw new UsageError(`--interval expects milliseconds from 100 to 3600000, got '${value}'`);
+  }
+  return ms;
 }
 
 /** `K/N`: partition K of N, 1 <= K <= N <= 1024; as the ingest takes it, K counted from 0. */

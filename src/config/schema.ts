@@ -299,7 +299,7 @@ export const ConfigSchema = Section({
             description: 'Time one file may take to read; past it its parser process is killed and the file refused.',
           }),
           maxMemoryMb: Type.Integer({
-            minimum: 64,
+            minimum: 128,
             default: 512,
             description:
               'Resident memory a parser process may reach, in MiB; past it the process is killed and the file refused.',

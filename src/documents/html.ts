@@ -74,12 +74,30 @@ const HEADING = /^h([1-6])$/;
  * in its own size, not in its depth, and no recursion. (A Readability-style extractor scores a full DOM; this keeps
  * its first rules, which decide most pages, at a fraction of the memory.)
  */
-export function parseHtml(source: string, maxTextBytes: number): ParsedDocument {
+export function parseHtml(source: string | Iterable<string>, maxTextBytes: number): ParsedDocument {
   const reader = new PageReader(maxTextBytes);
-  const parser = new Parser(reader, { decodeEntities: true, lowerCaseTags: true });
-  parser.write(source);
+  const parser = new BoundedParser(reader);
+  for (const part of typeof source === 'string' ? [source] : source) parser.write(part);
   parser.end();
   return reader.document();
+}
+
+/** Elements open at once at most: deeper tags are dropped, their text kept (Blink's HTML parser stops at 512 too). */
+const MAX_DEPTH = 512;
+
+/**
+ * htmlparser2's parser with its nesting bounded: it looks through its stack of open elements at every tag, so a page
+ * of ten million nested `<div>`s would cost time quadratic in its depth (over a minute for 50 MB). A tag opened past
+ * MAX_DEPTH is dropped before the parser sees it.
+ */
+class BoundedParser extends Parser {
+  constructor(private readonly reader: PageReader) {
+    super(reader, { decodeEntities: true, lowerCaseTags: true });
+  }
+
+  override onopentagname(start: number, endIndex: number): void {
+    if (this.reader.depth < MAX_DEPTH) super.onopentagname(start, endIndex);
+  }
 }
 
 class PageReader {
@@ -99,7 +117,14 @@ class PageReader {
   readonly #mainBlocks: string[] = [];
   #bytes = 0;
 
+  /** Elements open now (each open is closed by the parser, a void element at once). */
+  depth = 0;
+
   constructor(private readonly maxTextBytes: number) {}
+
+  onopentagname(): void {
+    this.depth += 1;
+  }
 
   onopentag(name: string, attributes: Record<string, string>): void {
     const skipped = SKIPPED.has(name) || SKIPPED_ROLES.has(attributes.role ?? '') || 'hidden' in attributes;
@@ -130,6 +155,7 @@ class PageReader {
   }
 
   onclosetag(name: string): void {
+    this.depth -= 1;
     if (name === 'title') this.#inTitle = false;
     const skipped = this.#skipStack.pop() ?? false;
     if (skipped) {

@@ -59,7 +59,8 @@ export class DocumentParser {
     const format = detectFormat(bytes, hint);
     const parser = await this.#take(signal);
     try {
-      return await parser.run({ bytes, format, bounds: { maxTextBytes, maxUnpackedBytes } }, this.limits, signal);
+      const request = { length: bytes.length, format, bounds: { maxTextBytes, maxUnpackedBytes } };
+      return await parser.run(request, bytes, this.limits, signal);
     } finally {
       this.#give(parser);
     }
@@ -112,10 +113,13 @@ class ParserProcess {
     // Under the TypeScript sources (tests), the process loads tsx's loader first, as a worker does.
     const loader = ENTRY.pathname.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
     this.#child = fork(fileURLToPath(ENTRY), [], {
-      execArgv: [...loader, `--max-old-space-size=${maxMemoryMb}`],
+      // Half the bound for the heap: the rest for buffers, code and the collector's slack, so the heap is collected
+      // hard before the resident bound is reached, and a heap that cannot fit ends the process by itself.
+      execArgv: [...loader, `--max-old-space-size=${Math.floor(maxMemoryMb / 2)}`],
       serialization: 'advanced',
-      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+      stdio: ['pipe', 'ignore', 'ignore', 'ipc'],
     });
+    this.#child.stdin?.on('error', () => undefined);
     this.#child.once('exit', () => (this.#exited = true));
     this.#child.on('error', () => undefined);
     this.#unref();
@@ -125,11 +129,19 @@ class ParserProcess {
     return !this.#exited;
   }
 
+  /** Kills the process; it is no longer alive from here on (its exit comes later), so it is never handed out again. */
   kill(): void {
-    if (!this.#exited) this.#child.kill('SIGKILL');
+    if (this.#exited) return;
+    this.#exited = true;
+    this.#child.kill('SIGKILL');
   }
 
-  run(request: ParseRequest, limits: ParserLimits, signal: AbortSignal | undefined): Promise<ParsedDocument> {
+  run(
+    request: ParseRequest,
+    bytes: Uint8Array,
+    limits: ParserLimits,
+    signal: AbortSignal | undefined,
+  ): Promise<ParsedDocument> {
     return new Promise<ParsedDocument>((resolve, reject) => {
       const stop = (error: Error) => {
         this.kill();
@@ -141,17 +153,21 @@ class ParserProcess {
         if (reply.ok) resolve(reply.document);
         else reject(new DocumentRefusal(reply.refused ? reply.error : `its reader failed (${reply.error})`));
       };
+      const tooLarge = () => new DocumentRefusal(`needed more than ${limits.maxMemoryMb} MiB to read (stopped)`);
+      // V8 aborts a process whose heap cannot grow (exit 134, SIGABRT): that is the memory bound too.
       const onExit = (code: number | null, why: string | null) =>
-        stop(new DocumentRefusal(`its reader stopped (${why ?? `exit ${code}`}), on memory or a fault`));
+        stop(
+          code === 134 || why === 'SIGABRT'
+            ? tooLarge()
+            : new DocumentRefusal(`its reader stopped (${why ?? `exit ${code}`})`),
+        );
       const onAbort = () => stop(signal?.reason as Error);
       const timer = setTimeout(
         () => stop(new DocumentRefusal(`took longer than ${limits.timeoutMs} ms to read (stopped)`)),
         limits.timeoutMs,
       );
       const memory = setInterval(() => {
-        if (residentMb(this.#child.pid) > limits.maxMemoryMb) {
-          stop(new DocumentRefusal(`needed more than ${limits.maxMemoryMb} MiB to read (stopped)`));
-        }
+        if (residentMb(this.#child.pid) > limits.maxMemoryMb) stop(tooLarge());
       }, MEMORY_POLL_MS);
       const finish = () => {
         clearTimeout(timer);
@@ -162,11 +178,15 @@ class ParserProcess {
         this.#unref();
       };
       if (this.#exited) return stop(new DocumentRefusal('its reader is not running'));
+      // A caller that gave up before its turn came costs the parser nothing.
+      if (signal?.aborted === true) return stop(signal.reason as Error);
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#child.on('message', onReply);
       this.#child.once('exit', onExit);
       this.#child.ref();
       this.#child.send(request, (error) => (error === null ? undefined : stop(error)));
+      // A write to a process killed meanwhile fails on its pipe: the kill has answered the caller already.
+      this.#child.stdin?.write(bytes, () => undefined);
     });
   }
 
@@ -174,6 +194,7 @@ class ParserProcess {
   #unref(): void {
     this.#child.unref();
     (this.#child.channel as { unref?: () => void } | undefined)?.unref?.();
+    (this.#child.stdin as { unref?: () => void } | null)?.unref?.();
   }
 }
 

@@ -2,11 +2,13 @@ import { parseBytes, type ParseBounds } from './parse.js';
 import { DocumentRefusal, type DocumentFormat, type ParsedDocument } from './parsed.js';
 
 /**
- * A parser process's entry (parser-pool.ts starts it): one request at a time over IPC, answered with the document
- * or the reason it is none. It ends with its parent: a server killed outright leaves no parser behind.
+ * A parser process's entry (parser-pool.ts starts it): one request at a time, answered with the document or the reason
+ * it is none. The request comes over IPC, the file's `length` bytes after it on stdin, read into one buffer of that
+ * size (a file sent inside an IPC message would be copied and gathered several times over on the way). It ends with
+ * its parent: a server killed outright leaves no parser behind.
  */
 export interface ParseRequest {
-  readonly bytes: Uint8Array;
+  readonly length: number;
   readonly format: DocumentFormat;
   readonly bounds: ParseBounds;
 }
@@ -15,14 +17,45 @@ export type ParseReply =
   | { readonly ok: true; readonly document: ParsedDocument }
   | { readonly ok: false; readonly refused: boolean; readonly error: string };
 
+/** Bytes of stdin not yet taken by a request (they may come before the request that owns them). */
+const arrived: Buffer[] = [];
+let wanted: { buffer: Buffer; filled: number; done: (bytes: Buffer) => void } | undefined;
+
 process.on('disconnect', () => process.exit(0));
+process.stdin.on('data', (chunk: Buffer) => {
+  arrived.push(chunk);
+  fill();
+});
 process.on('message', (request: ParseRequest) => {
-  void answer(request).then((reply) => process.send?.(reply));
+  void new Promise<Buffer>((done) => {
+    wanted = { buffer: Buffer.allocUnsafe(request.length), filled: 0, done };
+    fill();
+  })
+    .then((bytes) => answer(bytes, request))
+    .then((reply) => process.send?.(reply));
 });
 
-async function answer(request: ParseRequest): Promise<ParseReply> {
+function fill(): void {
+  while (wanted !== undefined && (wanted.filled < wanted.buffer.length || wanted.buffer.length === 0)) {
+    const chunk = arrived.shift();
+    if (chunk === undefined && wanted.buffer.length > 0) return;
+    if (chunk !== undefined) {
+      const taken = Math.min(chunk.length, wanted.buffer.length - wanted.filled);
+      chunk.copy(wanted.buffer, wanted.filled, 0, taken);
+      wanted.filled += taken;
+      if (taken < chunk.length) arrived.unshift(chunk.subarray(taken));
+    }
+    if (wanted.filled === wanted.buffer.length) {
+      const { buffer, done } = wanted;
+      wanted = undefined;
+      done(buffer);
+    }
+  }
+}
+
+async function answer(bytes: Buffer, request: ParseRequest): Promise<ParseReply> {
   try {
-    return { ok: true, document: await parseBytes(request.bytes, request.format, request.bounds) };
+    return { ok: true, document: await parseBytes(bytes, request.format, request.bounds) };
   } catch (error) {
     const refused = error instanceof DocumentRefusal;
     return { ok: false, refused, error: error instanceof Error ? error.message : String(error) };

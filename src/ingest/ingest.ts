@@ -60,7 +60,7 @@ export interface IngestSummary {
 }
 
 /** Progress on a terminal: one redrawn bar; elsewhere (CI logs, pipes): a plain line every few seconds. */
-class Progress {
+export class Progress {
   readonly #started = performance.now();
   #lastLine = 0;
   #lastDone = -1;
@@ -128,7 +128,7 @@ export async function ingest(
  * One run's counts, its pending batch and the write in flight: while a batch is written (store, HNSW and BM25), the
  * next is read and parsed. One write in flight and one batch pending at most.
  */
-class IngestRun {
+export class IngestRun {
   added = 0;
   unchanged = 0;
   elsewhere = 0;

@@ -1,44 +1,64 @@
 import type { IngestCommand } from '../../cli.js';
 import { DocumentParser } from '../../documents/index.js';
 import { ingest, type IngestSummary } from '../../ingest/ingest.js';
+import { scanSources, watchSources } from '../../ingest/watch.js';
 import { StartupError } from '../../startup-error.js';
 import { openQuietApp } from '../startup.js';
 
-/** `rcp-server ingest`: the app's own corpus and encoder, so documents take exactly the index/add path. */
+/**
+ * `rcp-server ingest`: the app's own corpus and encoder, so documents take exactly the index/add path. With
+ * `--watch`, the folders are then kept in step (ingest/watch.ts) until SIGINT or SIGTERM.
+ */
 export async function ingestCommand(command: IngestCommand): Promise<number> {
   const { config, app } = await openQuietApp(command.configFile, command.overrides);
   if (app.corpus === undefined) throw new StartupError('ingest needs an encoder (models.encoder is none)');
+  const corpus = app.corpus;
   const parser = new DocumentParser({ ...config.content.documents, maxTextBytes: config.index.maxDocumentBytes });
   // Checked whole before anything is written (a server checks it while serving; a write waits for it here).
-  await app.corpus.checked;
+  await corpus.checked;
   try {
     // A store found damaged is a start-up error: nothing in the data dir is changed.
-    if (app.corpus.fatal !== undefined) throw new StartupError(app.corpus.fatal);
-    const summary = await ingest(
-      app.corpus,
-      command.paths,
-      {
-        chunk: command.chunk,
-        contextual: command.contextual,
-        batchSize: 64,
-        partition: command.partition,
-        parser,
-        limits: {
-          maxDocumentBytes: config.index.maxDocumentBytes,
-          maxMetadataBytes: config.index.maxMetadataBytes,
-          dimension: app.corpus.dimension,
-          encoder: app.corpus.encoderIdentity,
-          reEmbed: command.reEmbed,
-        },
+    if (corpus.fatal !== undefined) throw new StartupError(corpus.fatal);
+    const options = {
+      chunk: command.chunk,
+      contextual: command.contextual,
+      batchSize: 64,
+      partition: command.partition,
+      parser,
+      limits: {
+        maxDocumentBytes: config.index.maxDocumentBytes,
+        maxMetadataBytes: config.index.maxMetadataBytes,
+        dimension: corpus.dimension,
+        encoder: corpus.encoderIdentity,
+        reEmbed: command.reEmbed,
       },
+    };
+    const baseline = command.watchMs === undefined ? undefined : await scanSources(command.paths);
+    const summary = await ingest(corpus, command.paths, options, process.stderr);
+    printSummary(summary, config.dataDir);
+    if (baseline === undefined) return summary.rejectedCount === 0 ? 0 : 1;
+    const stop = stopSignal();
+    process.stderr.write(`watch: watching ${command.paths.join(', ')} every ${command.watchMs} ms; Ctrl-C stops\n`);
+    const intervalMs = command.watchMs!;
+    const watched = await watchSources(
+      corpus,
+      baseline,
+      { ...options, paths: command.paths, intervalMs, signal: stop },
       process.stderr,
     );
-    printSummary(summary, config.dataDir);
-    return summary.rejectedCount === 0 ? 0 : 1;
+    process.stdout.write(`watch: ${watched.added} written, ${watched.deleted} deleted, ${watched.rejected} rejected\n`);
+    return 0;
   } finally {
     parser.close();
     await app.close();
   }
+}
+
+/** Aborts on the first SIGINT or SIGTERM: the watch ends once the changes in hand are written. */
+function stopSignal(): AbortSignal {
+  const controller = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
+  return controller.signal;
 }
 
 function printSummary(summary: IngestSummary, dataDir: string): void {
