@@ -90,7 +90,17 @@ async function writeChanged(
   await run.finish();
   summary.added += run.added;
   summary.rejected += run.rejectedCount;
-  if (run.added > 0) out.write(`watch: wrote ${run.added} changed documents (${run.chunks} chunks)\n`);
+  const written = files.filter((file) => !run.rejected.some((rejection) => rejection.origin === file.id));
+  if (run.added > 0) {
+    const names =
+      written
+        .slice(0, 10)
+        .map((file) => file.id)
+        .join(', ') + (written.length > 10 ? ', …' : '');
+    out.write(
+      `watch: wrote ${run.added} changed document${run.added === 1 ? '' : 's'} (${names}; ${run.chunks} chunks)\n`,
+    );
+  }
 }
 
 function same(file: Seen, before: Seen | undefined): boolean {
