@@ -30,7 +30,9 @@
  * restart; RCP_BENCH_CHUNKS, default 30,000) and snapshots (§7.7.1: index/add keeping the window against keeping none,
  * retrieve pinned to the current and to an earlier version against unpinned; RCP_BENCH_CHUNKS, default 20,000) and tenants
  * (named corpora, docs/tenants.md: RSS per open and per closed corpus against none open, retrieve to a closed corpus
- * against an open one; RCP_BENCH_CORPORA, default 200). The suites that read SciFact take its folder from
+ * against an open one; RCP_BENCH_CORPORA, default 200) and documents (docs/documents.md: documents per second per
+ * format, read alone and through ingest, against plain text of the same words; files made by pandoc and LibreOffice;
+ * RCP_BENCH_DOCUMENTS, default 40). The suites that read SciFact take its folder from
  * `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -61,6 +63,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   backup: async () => (await import('./backup.js')).benchBackup(),
   snapshots: async () => (await import('./snapshots.js')).benchSnapshots(),
   tenants: async () => (await import('./tenants.js')).benchTenants(),
+  documents: async () => (await import('./documents.js')).benchDocuments(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

@@ -71,6 +71,11 @@ export const PACKAGES = [
     why: 'a database driver belongs to its adapter',
   },
   { names: ['tar-stream'], owners: ['corpus/backup/**'], why: 'backups are the only archives' },
+  {
+    names: ['pdfjs-dist', 'mammoth', 'jszip', 'htmlparser2'],
+    owners: ['documents/**'],
+    why: 'document readers run on untrusted bytes, only in the parser processes of documents/',
+  },
   { names: ['ioredis'], owners: ['transport/redis-bucket-store.ts'], why: 'only the Redis bucket store uses ioredis' },
 ];
 

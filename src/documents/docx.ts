@@ -19,6 +19,9 @@ export async function parseDocx(bytes: Uint8Array, maxTextBytes: number, maxUnpa
   } catch (error) {
     throw new DocumentRefusal(`a damaged zip archive (${(error as Error).message})`);
   }
+  if (zip.file('word/document.xml') === null) {
+    throw new DocumentRefusal('a zip archive that holds no Word document (word/document.xml)');
+  }
   await boundUnpacked(zip, maxUnpackedBytes);
   const core = await zip.file('docProps/core.xml')?.async('string');
   let html: string;

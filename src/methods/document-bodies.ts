@@ -22,7 +22,8 @@ export class DocumentBodies {
     this.parser.close();
   }
 
-  async documents(documents: IndexAddParams['documents'], signal: AbortSignal): Promise<CorpusDocument[]> {
+  async documents(documents: IndexAddParams['documents'], signal: AbortSignal): Promise<readonly CorpusDocument[]> {
+    if (documents.every((document) => typeof document.text === 'string')) return documents as CorpusDocument[];
     const out: CorpusDocument[] = [];
     for (const [i, document] of documents.entries()) {
       if (typeof document.text === 'string') {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { error } from '../helpers/frames.js';
 import { connect, INITIALIZE, request, ROOT, TRANSPORTS, type Connection, type Frame } from '../helpers/wire.js';
+import { DOCUMENT_MEDIA_TYPES } from '../../src/documents/index.js';
 
 const ENCODER = `${ROOT}/models/use-lite`;
 type AddResult = { ids: string[]; chunks: number; indexVersion: string };
@@ -21,8 +22,13 @@ describe.each(TRANSPORTS)('index/add and index/delete over %s (§7.10, §7.11)',
   });
   afterAll(() => client.close());
 
-  it('§6 advertises index {writable, chunking, contextual}', () => {
-    expect(capabilities.index).toEqual({ writable: true, chunking: true, contextual: true });
+  it('§6 advertises index {writable, chunking, contextual} and, §6.2-prefixed, the document formats it reads', () => {
+    expect(capabilities.index).toEqual({
+      writable: true,
+      chunking: true,
+      contextual: true,
+      'x-rcp-server-documents': [...DOCUMENT_MEDIA_TYPES],
+    });
   });
 
   it('§7.10 returns ids in input order, minting ids for documents without one', async () => {

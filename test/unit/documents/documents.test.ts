@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import JSZip from 'jszip';
 import { afterAll, describe, expect, it } from 'vitest';
 import { headingPathAt, outlineOf, pageAt } from '../../../src/corpus/index.js';
 import { DocumentParser, type ParserLimits } from '../../../src/documents/index.js';
@@ -95,7 +96,10 @@ describe('documents: files of the formats people keep, made by real tools', () =
     ).rejects.toThrow(/binary, not a document format read here \(a PNG image\)/);
     const ole = Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1, 0, 0]);
     await expect(refused(ole, 'old.doc')).rejects.toThrow(/a legacy \.doc, or an encrypted Office document/);
-    await expect(refused(Buffer.from('PK\x03\x04not word'), 'x.docx')).rejects.toThrow(/holds no Word document/);
+    const notWord = new JSZip().file('notes.txt', 'a zip of other things');
+    const zip = await notWord.generateAsync({ type: 'nodebuffer' });
+    await expect(refused(zip, 'x.docx')).rejects.toThrow(/a zip archive that holds no Word document/);
+    await expect(refused(Buffer.from('PK\x03\x04not a zip at all'), 'y.docx')).rejects.toThrow(/a damaged zip archive/);
     await expect(refused(Buffer.from('plain words'), 'x.pdf')).rejects.toThrow(/declared pdf, but is text/);
   });
 });
