@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultConfig } from '../src/config/index.js';
+import { defaultConfig, parserLimitsOf } from '../src/config/index.js';
 import { DocumentParser } from '../src/documents/index.js';
 import { runCommand } from '../test/helpers/children.js';
 import { corpus } from './scifact.js';
@@ -81,7 +81,7 @@ function noteMissing(made: Format[], what: string): Format[] {
 
 /** Documents per second read alone, through one parser process (its start excluded: one file read first). */
 async function readRate(folder: string): Promise<number> {
-  const parser = new DocumentParser({ ...defaultConfig().content.documents, maxTextBytes: 1024 * 1024 });
+  const parser = new DocumentParser(parserLimitsOf(defaultConfig()));
   const files = readdirSync(folder).map((name) => join(folder, name));
   await parser.parseFile(files[0]!, { name: files[0] });
   const started = performance.now();

@@ -4,7 +4,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { pino } from 'pino';
 import { Corpus } from './corpus/index.js';
 import { openModels, type Models } from './models/index.js';
-import type { Config } from './config/index.js';
+import { parserLimitsOf, type Config } from './config/index.js';
 import { PolicyUriFetcher } from './content/index.js';
 import { ContentReader } from './methods/content.js';
 import { DocumentBodies } from './methods/document-bodies.js';
@@ -134,8 +134,21 @@ function contentFetcher(config: Config, configFile: string | undefined): PolicyU
 function contentReaders(settings: Config, configFile: string | undefined) {
   // The fetcher protects the whole root of the named corpora, also when the app serves one of them alone.
   const fetcher = contentFetcher(settings, configFile);
-  const parser = new DocumentParser({ ...settings.content.documents, maxTextBytes: settings.index.maxDocumentBytes });
+  const parser = new DocumentParser(parserLimitsOf(settings));
   return { content: new ContentReader(fetcher), bodies: new DocumentBodies(fetcher, parser) };
+}
+
+function metricsOf(
+  config: Config,
+  models: Models,
+  corpus: Corpus | undefined,
+  bodies: DocumentBodies,
+  downstream: AppOptions['downstream'],
+): Metrics {
+  const metrics = new Metrics(config.server.version, models, corpus);
+  metrics.documents(bodies.parser);
+  if (downstream !== undefined) metrics.downstream(downstream);
+  return metrics;
 }
 
 /**
@@ -153,8 +166,7 @@ export function createApp(settings: Config, options: AppOptions = {}): App {
   } catch (error) {
     throw new AppStartError(error as Error, models.close());
   }
-  const metrics = new Metrics(config.server.version, models, corpus);
-  if (options.downstream !== undefined) metrics.downstream(options.downstream);
+  const metrics = metricsOf(config, models, corpus, readers.bodies, options.downstream);
   const keys = new ApiKeys(config.auth.apiKeys);
   const catalog = catalogOf(config, keys, shelf);
   const served: Served = { config, models, ...readers, metrics, logger, shelf, catalog };

@@ -165,6 +165,29 @@ export class Metrics {
   }
 
   /**
+   * Document files given to index/add being read in parser processes, and waiting for one (docs/documents.md): waiting
+   * near `4 × content.documents.processes` means document writes are being refused -32011.
+   */
+  documents(parser: { readonly reading: number; readonly waiting: number }): void {
+    new Gauge({
+      name: 'rcp_documents_reading',
+      help: 'Document files being read in parser processes (content.documents.processes at most).',
+      registers: [this.registry],
+      collect() {
+        this.set(parser.reading);
+      },
+    });
+    new Gauge({
+      name: 'rcp_documents_waiting',
+      help: 'Document files waiting for a parser process (4 per process at most; past that, -32011).',
+      registers: [this.registry],
+      collect() {
+        this.set(parser.waiting);
+      },
+    });
+  }
+
+  /**
    * Bytes an HTTP listener holds for its clients (§15.5): of bodies still being received, all connections together
    * (bounded by limits.maxBufferedBodyBytes), and of answers written but not yet read by their clients (bounded by
    * limits.maxUnsentBytes). Either near its bound means requests are being refused -32011 for it.

@@ -1,4 +1,5 @@
 import { extname } from 'node:path';
+import { bomEncoding } from './decode.js';
 import { DocumentRefusal, type DocumentFormat } from './parsed.js';
 
 /** What is known of a file besides its bytes: its name (for its extension) and a declared media type (§4.8). */
@@ -42,13 +43,17 @@ export const DOCUMENT_MEDIA_TYPES = Object.keys(MEDIA_TYPES);
  */
 export function detectFormat(bytes: Uint8Array, hint: DocumentHint = {}): DocumentFormat {
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.length, SNIFF_BYTES));
-  const binary = binaryFormat(head);
-  if (binary !== undefined) return binary;
-  if (head.includes(0)) throw new DocumentRefusal(`binary, not a document format read here${kindOf(head)}`);
   const declared = declaredFormat(hint);
+  const binary = binaryFormat(head, declared);
+  if (binary !== undefined) return binary;
+  // UTF-16 text is full of NULs; its byte order mark says it is text.
+  const bom = bomEncoding(head);
+  if (bom === undefined && head.includes(0)) {
+    throw new DocumentRefusal(`binary, not a document format read here${kindOf(head)}`);
+  }
   if (declared === 'pdf' || declared === 'docx') throw new DocumentRefusal(`declared ${declared}, but is text`);
-  const start = head
-    .toString('latin1', 0, 1024)
+  const start = new TextDecoder(bom ?? 'latin1')
+    .decode(head.subarray(0, 2048))
     .replace(/^\uFEFF|^\xEF\xBB\xBF/, '')
     .trimStart()
     .toLowerCase();
@@ -57,9 +62,11 @@ export function detectFormat(bytes: Uint8Array, hint: DocumentHint = {}): Docume
   return 'text';
 }
 
-function binaryFormat(head: Buffer): DocumentFormat | undefined {
-  // A PDF's header may follow up to 1 KB of other bytes (PDF 32000-1 §7.5.2, as readers allow).
-  if (head.subarray(0, 1024).includes('%PDF-')) return 'pdf';
+function binaryFormat(head: Buffer, declared: DocumentFormat | undefined): DocumentFormat | undefined {
+  // A PDF's header may follow up to 1 KB of other bytes, as readers allow; a file declared text must begin with it
+  // (a note that mentions %PDF-1.7 is a note).
+  const text = declared !== undefined && declared !== 'pdf' && declared !== 'docx';
+  if (text ? head.subarray(0, 5).equals(PDF) : head.subarray(0, 1024).includes(PDF)) return 'pdf';
   // A zip is read as a .docx; the parser process refuses one that holds no Word document (its listing is read there).
   if (head.subarray(0, 4).equals(ZIP)) return 'docx';
   if (head.subarray(0, 8).equals(OLE)) {
@@ -68,6 +75,7 @@ function binaryFormat(head: Buffer): DocumentFormat | undefined {
   return undefined;
 }
 
+const PDF = Buffer.from('%PDF-');
 const ZIP = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 const OLE = Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]);
 

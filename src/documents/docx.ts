@@ -35,18 +35,19 @@ export async function parseDocx(bytes: Uint8Array, maxTextBytes: number, maxUnpa
     throw new DocumentRefusal(`a damaged Word document (${(error as Error).message.split('\n', 1)[0]})`);
   }
   const parsed = parseHtml(html, maxTextBytes);
-  const properties = core === undefined ? {} : coreProperties(core);
+  // Core properties are a few hundred bytes: a larger part is not searched for them.
+  const properties = core === undefined || core.length > CORE_CHARS ? {} : coreProperties(core);
   return {
     text: parsed.text,
     meta: { ...parsed.meta, ...properties, format: 'docx' },
   } satisfies ParsedDocument;
 }
 
-/** Inflates every part but the media, counting; past `max` bytes in all, the file is refused. */
+/** Inflates every part (media too: the document may name any part as its body), counting; past `max` bytes, refused. */
 async function boundUnpacked(zip: JSZip, max: number): Promise<void> {
   let total = 0;
   for (const entry of Object.values(zip.files)) {
-    if (entry.dir || entry.name.startsWith('word/media/')) continue;
+    if (entry.dir) continue;
     await new Promise<void>((resolve, reject) => {
       const stream = entry.nodeStream('nodebuffer');
       stream
@@ -63,6 +64,8 @@ async function boundUnpacked(zip: JSZip, max: number): Promise<void> {
   }
 }
 
+const CORE_CHARS = 64 * 1024;
+
 /** dc:title and dc:creator of the core properties (OPC), when they are set. */
 function coreProperties(xml: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -70,7 +73,7 @@ function coreProperties(xml: string): Record<string, string> {
     ['title', 'dc:title'],
     ['author', 'dc:creator'],
   ] as const) {
-    const value = new RegExp(`<${tag}[^>]*>([^<]*)</${tag}>`).exec(xml)?.[1];
+    const value = new RegExp(`<${tag}(?:\\s[^>]{0,256})?>([^<]{0,4096})</${tag}>`).exec(xml)?.[1];
     if (value !== undefined && oneLine(value) !== '') out[key] = decodeXml(oneLine(value));
   }
   return out;

@@ -131,7 +131,8 @@ class PageReader {
     this.#skipStack.push(skipped);
     if (skipped) this.#skip += 1;
     if (name === 'html' && attributes.lang !== undefined) this.#lang = attributes.lang;
-    if (name === 'title') this.#inTitle = true;
+    // The page's own title, not an SVG's or one in other skipped content.
+    if (name === 'title' && this.#skip === 0) this.#inTitle = true;
     if (this.#skip > 0) return;
     if (name === 'main' || name === 'article' || attributes.role === 'main') this.#main += 1;
     const level = HEADING.exec(name)?.[1];

@@ -37,12 +37,13 @@ export function oneLine(text: string): string {
 }
 
 /**
- * A paragraph as one line: its white space folded, and a line that would read as a heading (`# 1 rated`) escaped
- * as Markdown escapes it (`\# 1 rated`), so that only headings are headings.
+ * A paragraph as one line: its white space folded, and a line that would read as a heading (`# 1 rated`) or open a
+ * code fence (`~~~`, which would hide every heading and page break after it) escaped as Markdown escapes it
+ * (`\# 1 rated`), so that only headings are headings and only code is code.
  */
 export function proseLine(text: string): string {
   const line = oneLine(text);
-  return /^#{1,6}(\s|$)/.test(line) ? `\\${line}` : line;
+  return /^(#{1,6}(\s|$)|`{3}|~{3})/.test(line) ? `\\${line}` : line;
 }
 
 /**

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { RpcError } from '../protocol/errors.js';
 import { detectFormat, type DocumentHint } from './detect.js';
-import { DocumentRefusal, type ParsedDocument } from './parsed.js';
+import { DocumentRefusal, type DocumentFormat, type ParsedDocument } from './parsed.js';
 import type { ParseReply, ParseRequest } from './parser-process.js';
 import { readFileBytes } from './read-file.js';
 
@@ -13,6 +13,8 @@ export interface ParserLimits {
   readonly maxFileBytes: number;
   /** The largest text a file may make (the corpus's `index.maxDocumentBytes`). */
   readonly maxTextBytes: number;
+  /** The largest metadata, as JSON, a file may give (the corpus's `index.maxMetadataBytes`). */
+  readonly maxMetadataBytes: number;
   /** What a compressed format (a .docx) may unpack to. */
   readonly maxUnpackedBytes: number;
   /** The time one file may take. */
@@ -23,8 +25,11 @@ export interface ParserLimits {
   readonly processes: number;
 }
 
-/** Files waiting for a parser at most; past them a parse is refused at once (-32011), never queued without bound. */
-const MAX_WAITING = 64;
+/**
+ * Files waiting for a parser at most, per process reading them; past them a parse is refused at once (-32011) rather
+ * than queued: a request waiting here holds one of the server's places for work in flight.
+ */
+const WAITING_PER_PROCESS = 4;
 
 /** How often a busy parser's resident memory is read (from /proc on Linux), and the size of a page there. */
 
@@ -41,25 +46,55 @@ const PAGE_BYTES = 4096;
 export class DocumentParser {
   readonly #idle: ParserProcess[] = [];
   readonly #waiting: (() => void)[] = [];
+  /** The callers with a file being read or waiting (`lane`): one at a time each. */
+  readonly #lanes = new Set<string>();
   #running = 0;
   #closed = false;
 
   constructor(readonly limits: ParserLimits) {}
+
+  /** Files being read now, and files waiting for a parser (the operator's gauge, docs/operations.md). */
+  get reading(): number {
+    return this.#running;
+  }
+
+  get waiting(): number {
+    return this.#waiting.length;
+  }
 
   /** A file's document; a `DocumentRefusal` saying why it is none. */
   async parseFile(path: string, hint: DocumentHint, signal?: AbortSignal): Promise<ParsedDocument> {
     return this.parse(await readFileBytes(path, this.limits.maxFileBytes), hint, signal);
   }
 
-  async parse(bytes: Uint8Array, hint: DocumentHint, signal?: AbortSignal): Promise<ParsedDocument> {
-    const { maxFileBytes, maxTextBytes, maxUnpackedBytes } = this.limits;
+  /**
+   * `lane` names the caller (index/add's): a caller's second file while one is read or waits is refused at once
+   * (-32011), so that no caller holds more than one of the parser's turns and the server's places with it.
+   */
+  async parse(bytes: Uint8Array, hint: DocumentHint, signal?: AbortSignal, lane?: string): Promise<ParsedDocument> {
+    const { maxFileBytes } = this.limits;
     if (bytes.length > maxFileBytes) {
       throw new DocumentRefusal(`${bytes.length} bytes exceed the ${maxFileBytes}-byte file limit (not read)`);
     }
     const format = detectFormat(bytes, hint);
+    if (lane !== undefined) {
+      if (this.#lanes.has(lane))
+        throw RpcError.rateLimited(1000, 'a document of this caller is being read: one at a time');
+      this.#lanes.add(lane);
+    }
+    try {
+      return await this.#read(bytes, format, signal);
+    } finally {
+      if (lane !== undefined) this.#lanes.delete(lane);
+    }
+  }
+
+  async #read(bytes: Uint8Array, format: DocumentFormat, signal: AbortSignal | undefined): Promise<ParsedDocument> {
+    const { maxTextBytes, maxMetadataBytes, maxUnpackedBytes } = this.limits;
     const parser = await this.#take(signal);
     try {
-      const request = { length: bytes.length, format, bounds: { maxTextBytes, maxUnpackedBytes } };
+      const bounds = { maxTextBytes, maxMetadataBytes, maxUnpackedBytes };
+      const request = { length: bytes.length, format, bounds };
       return await parser.run(request, bytes, this.limits, signal);
     } finally {
       this.#give(parser);
@@ -73,9 +108,8 @@ export class DocumentParser {
 
   async #take(signal: AbortSignal | undefined): Promise<ParserProcess> {
     while (this.#running >= this.limits.processes) {
-      if (this.#waiting.length >= MAX_WAITING) {
-        throw RpcError.rateLimited(1000, `${MAX_WAITING} documents already wait for a parser`);
-      }
+      const most = WAITING_PER_PROCESS * this.limits.processes;
+      if (this.#waiting.length >= most) throw RpcError.rateLimited(1000, `${most} documents already wait for a parser`);
       await new Promise<void>((resolve, reject) => {
         const onAbort = () => {
           this.#waiting.splice(this.#waiting.indexOf(turn), 1);

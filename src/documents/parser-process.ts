@@ -1,3 +1,4 @@
+import { Worker } from 'node:worker_threads';
 import { parseBytes, type ParseBounds } from './parse.js';
 import { DocumentRefusal, type DocumentFormat, type ParsedDocument } from './parsed.js';
 
@@ -22,6 +23,7 @@ const arrived: Buffer[] = [];
 let wanted: { buffer: Buffer; filled: number; done: (bytes: Buffer) => void } | undefined;
 
 process.on('disconnect', () => process.exit(0));
+outliveNoParent();
 process.stdin.on('data', (chunk: Buffer) => {
   arrived.push(chunk);
   fill();
@@ -60,4 +62,18 @@ async function answer(bytes: Buffer, request: ParseRequest): Promise<ParseReply>
     const refused = error instanceof DocumentRefusal;
     return { ok: false, refused, error: error instanceof Error ? error.message : String(error) };
   }
+}
+
+/**
+ * Ends this process once its parent is gone, even in the middle of a parse that never yields (a pathological regex or
+ * YAML document holds the event loop, so 'disconnect' would wait for it): a thread of its own looks at the parent's
+ * pid every 200 ms, and kills the process when it has changed (the orphan was re-parented).
+ */
+function outliveNoParent(): void {
+  const watchdog = new Worker(
+    `const { workerData: parent } = require('node:worker_threads');
+     setInterval(() => { if (process.ppid !== parent) process.kill(process.pid, 'SIGKILL'); }, 200);`,
+    { eval: true, workerData: process.ppid },
+  );
+  watchdog.unref();
 }

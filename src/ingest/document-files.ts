@@ -76,7 +76,8 @@ export async function parseFile(file: FolderFile, parser: DocumentParser): Promi
 function documentOf(file: FolderFile, parsed: ParsedDocument): SourceItem {
   const name = basename(file.path);
   const title = typeof parsed.meta.title === 'string' ? parsed.meta.title : basename(name, extname(name));
-  return { id: file.id, text: parsed.text, meta: { ...parsed.meta, title, path: file.id }, origin: file.id };
+  const meta = { ...parsed.meta, title, path: file.id };
+  return { id: file.id, text: parsed.text, meta, origin: file.id, file: file.path };
 }
 
 /** Whether `path` is a folder (else a file); undefined when it does not exist. */

@@ -1,5 +1,5 @@
 import { contentHash, type Corpus } from '../corpus/index.js';
-import { defaultConfig } from '../config/index.js';
+import { defaultConfig, parserLimitsOf } from '../config/index.js';
 import { RpcError } from '../protocol/errors.js';
 import { shardOf } from '../protocol/placement.js';
 import { DocumentParser } from '../documents/index.js';
@@ -113,7 +113,11 @@ export async function ingest(
   const run = new IngestRun(corpus, options, progress);
   const parser =
     options.parser ??
-    new DocumentParser({ ...defaultConfig().content.documents, maxTextBytes: limits.maxDocumentBytes });
+    new DocumentParser({
+      ...parserLimitsOf(defaultConfig()),
+      maxTextBytes: limits.maxDocumentBytes,
+      maxMetadataBytes: limits.maxMetadataBytes,
+    });
   try {
     for await (const item of readSources(paths, limits, parser)) await run.take(item);
   } finally {
@@ -138,6 +142,8 @@ export class IngestRun {
   readonly skipped: Record<string, number> = {};
   #batch: SourceDocument[] = [];
   #writing: Promise<void> = Promise.resolve();
+  /** The files written this run, by id: two folders named may hold a file at the same path under them. */
+  readonly #files = new Map<string, string>();
   /** The ids of the write in flight: one of them read again waits for it, so that its stored hash is compared. */
   #writingIds = new Set<string>();
 
@@ -155,10 +161,14 @@ export class IngestRun {
       this.skipped[item.skipped] = (this.skipped[item.skipped] ?? 0) + 1;
     } else if (partition !== undefined && shardOf(item.id, partition.count) !== partition.index) {
       this.elsewhere += 1;
+    } else if (item.file !== undefined && (this.#files.get(item.id) ?? item.file) !== item.file) {
+      const first = this.#files.get(item.id)!;
+      this.#reject({ origin: item.file, reason: `has the id of ${first} (${item.id}): it is not written over it` });
     } else if (item.vector !== undefined && this.options.chunk) {
       // One vector is one chunk (docs/corpus.md): chunking would leave the other chunks without one.
       this.#reject({ origin: item.origin, reason: 'a record with "vector" is one chunk; ingest it without --chunk' });
     } else {
+      if (item.file !== undefined) this.#files.set(item.id, item.file);
       if (this.#writingIds.has(item.id)) await this.#writing;
       const hash = item.prepared?.hash ?? contentHash(item.text, item.meta ?? {}, this.options, item.vector);
       if (this.corpus.store.hashOf(item.id) === hash) {

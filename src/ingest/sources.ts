@@ -28,6 +28,8 @@ export interface SourceDocument extends CorpusDocument {
   readonly vector?: Float32Array | undefined;
   /** A line of an export: the document as another corpus stored it, chunks and vectors (exported.ts). */
   readonly prepared?: PreparedDocument | undefined;
+  /** A document file's path as found (its id is the path under the folder named, or its name). */
+  readonly file?: string | undefined;
   /** A line of an export embedded again: who wrote the document (§15.2), kept. */
   readonly writtenBy?: DocumentOrigin | undefined;
 }

@@ -1,8 +1,8 @@
 import { stat } from 'node:fs/promises';
-import { basename } from 'node:path';
+import { basename, isAbsolute, relative, sep } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Corpus } from '../corpus/index.js';
-import type { DocumentParser } from '../documents/index.js';
+import { cannotRead, type DocumentParser } from '../documents/index.js';
 import { folderFiles, isFolder, parseFile, type FolderFile } from './document-files.js';
 import { IngestRun, Progress, type IngestOptions } from './ingest.js';
 import { isRejection } from './sources.js';
@@ -46,25 +46,23 @@ export async function watchSources(
   const seen = new Map(baseline);
   /** Files found changed at the last look, as they were then: read when the next look finds them the same. */
   const pending = new Map<string, Seen>();
+  const reported = new Set<string>();
   while (!options.signal.aborted) {
     await sleep(options.intervalMs, undefined, { signal: options.signal }).catch(() => undefined);
     if (options.signal.aborted) break;
-    const now = await scanSources(options.paths);
-    const gone = [...seen.keys()].filter((id) => !now.has(id));
-    for (const id of [...pending.keys()]) if (!now.has(id)) pending.delete(id);
+    const look = await scanSources(options.paths);
+    reportUnreadable(look.unreadable, reported, out);
+    // A file under a folder that could not be read this time is not gone: its document stays as it was.
+    const unseen = (file: Seen) => !look.unreadable.some(({ path }) => within(file.path, path));
+    const gone = [...seen.values()].filter((file) => !look.files.has(file.id) && unseen(file)).map((file) => file.id);
+    for (const id of [...pending.keys()]) if (!look.files.has(id)) pending.delete(id);
     const ready: Seen[] = [];
-    for (const file of now.values()) {
+    for (const file of look.files.values()) {
       if (same(file, seen.get(file.id))) pending.delete(file.id);
       else if (same(file, pending.get(file.id))) ready.push(file);
       else pending.set(file.id, file);
     }
-    if (gone.length > 0) {
-      summary.deleted += (await corpus.delete(gone)).deleted;
-      for (const id of gone) {
-        seen.delete(id);
-        out.write(`watch: deleted ${id}\n`);
-      }
-    }
+    if (gone.length > 0) summary.deleted += await deleteGone(corpus, gone, seen, out);
     if (ready.length > 0) await writeChanged(corpus, ready, options, out, summary);
     for (const file of ready) {
       seen.set(file.id, file);
@@ -72,6 +70,31 @@ export async function watchSources(
     }
   }
   return summary;
+}
+
+async function deleteGone(corpus: Corpus, gone: string[], seen: Map<string, Seen>, out: NodeJS.WritableStream) {
+  const { deleted } = await corpus.delete(gone);
+  for (const id of gone) {
+    seen.delete(id);
+    out.write(`watch: deleted ${id}\n`);
+  }
+  return deleted;
+}
+
+/** Says once that a path could not be read (and again if it recovers and fails later). */
+function reportUnreadable(unreadable: readonly Unreadable[], reported: Set<string>, out: NodeJS.WritableStream): void {
+  const now = new Set(unreadable.map(({ path }) => path));
+  for (const path of reported) if (!now.has(path)) reported.delete(path);
+  for (const { path, reason } of unreadable) {
+    if (reported.has(path)) continue;
+    reported.add(path);
+    out.write(`watch: ${path}: ${reason}; the documents under it are kept as they were\n`);
+  }
+}
+
+function within(path: string, dir: string): boolean {
+  const rel = relative(dir, path);
+  return rel === '' || !(rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel));
 }
 
 async function writeChanged(
@@ -107,19 +130,38 @@ function same(file: Seen, before: Seen | undefined): boolean {
   return before !== undefined && before.mtimeMs === file.mtimeMs && before.size === file.size;
 }
 
-/** The document files the paths hold now, by id (folders walked; a single document file by its name). */
-export async function scanSources(paths: readonly string[]): Promise<Map<string, Seen>> {
+/** A path a look could not read, and why. */
+interface Unreadable {
+  readonly path: string;
+  readonly reason: string;
+}
+
+/**
+ * The document files the paths hold now, by id (folders walked; a single document file by its name), and the paths
+ * that could not be read this time (a folder that cannot be listed, a file that cannot be looked at): not gone.
+ */
+export async function scanSources(
+  paths: readonly string[],
+): Promise<{ files: Map<string, Seen>; unreadable: Unreadable[] }> {
   const files = new Map<string, Seen>();
+  const unreadable: Unreadable[] = [];
   for (const path of paths) {
     if (/\.jsonl?$/i.test(path)) continue;
-    const folder = await isFolder(path).catch(() => undefined);
+    const folder = await isFolder(path).catch((error: unknown) => {
+      unreadable.push({ path, reason: cannotRead(error) });
+      return undefined;
+    });
     if (folder === undefined) continue;
     const found = folder ? folderFiles(path) : [{ id: basename(path), path }];
     for await (const file of found) {
+      if ('reason' in file) unreadable.push({ path: file.origin, reason: file.reason });
       if (!('path' in file)) continue;
-      const info = await stat(file.path).catch(() => undefined);
+      const info = await stat(file.path).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') unreadable.push({ path: file.path, reason: cannotRead(error) });
+        return undefined;
+      });
       if (info?.isFile() === true) files.set(file.id, { ...file, mtimeMs: info.mtimeMs, size: info.size });
     }
   }
-  return files;
+  return { files, unreadable };
 }

@@ -14,7 +14,7 @@ import type { ContentBlock, IndexAddParams } from '../protocol/schemas/params.js
 export class DocumentBodies {
   constructor(
     private readonly fetcher: UriFetcher,
-    private readonly parser: DocumentParser,
+    readonly parser: DocumentParser,
   ) {}
 
   /** Stops the parser processes (the composition's, at close). */
@@ -22,7 +22,12 @@ export class DocumentBodies {
     this.parser.close();
   }
 
-  async documents(documents: IndexAddParams['documents'], signal: AbortSignal): Promise<readonly CorpusDocument[]> {
+  /** The documents with their bodies read; `caller` has one file read at a time (parser-pool.ts). */
+  async documents(
+    documents: IndexAddParams['documents'],
+    signal: AbortSignal,
+    caller: string,
+  ): Promise<readonly CorpusDocument[]> {
     if (documents.every((document) => typeof document.text === 'string')) return documents as CorpusDocument[];
     const out: CorpusDocument[] = [];
     for (const [i, document] of documents.entries()) {
@@ -30,13 +35,13 @@ export class DocumentBodies {
         out.push({ ...document, text: document.text });
         continue;
       }
-      const parsed = await this.#parse(document.text, `documents.${i}.text`, signal);
+      const parsed = await this.#parse(document.text, `documents.${i}.text`, signal, caller);
       out.push({ ...document, text: parsed.text, meta: { ...parsed.meta, ...document.meta } });
     }
     return out;
   }
 
-  async #parse(block: ContentBlock, field: string, signal: AbortSignal): Promise<ParsedDocument> {
+  async #parse(block: ContentBlock, field: string, signal: AbortSignal, caller: string): Promise<ParsedDocument> {
     if (block.type !== 'text' && block.type !== 'blob') throw RpcError.optionUnsupported(`${field}.type`, block.type);
     const bodies = [block.text, block.data, block.uri].filter((body) => body !== undefined).length;
     if (bodies !== 1) {
@@ -45,24 +50,31 @@ export class DocumentBodies {
     const mediaType = block.mimeType;
     if (block.text !== undefined) {
       if (mediaType === undefined || /^text\/plain\b/i.test(mediaType)) return { text: block.text, meta: {} };
-      return this.#read(Buffer.from(block.text), { mediaType }, field, signal);
+      return this.#read(Buffer.from(block.text), { mediaType }, field, signal, caller);
     }
     if (block.data !== undefined) {
       if (mediaType === undefined) throw RpcError.invalidParams(`${field}.mimeType`, 'required with data (§4.8)');
       if (!DOCUMENT_MEDIA_TYPES.includes(mediaType.split(';', 1)[0]!.trim().toLowerCase())) {
         throw RpcError.optionUnsupported(`${field}.mimeType`, mediaType);
       }
-      return this.#read(this.#decoded(block.data, `${field}.data`), { mediaType }, field, signal);
+      return this.#read(this.#decoded(block.data, `${field}.data`), { mediaType }, field, signal, caller);
     }
     const fetched = await this.fetcher.fetchBytes(block.uri!, `${field}.uri`, signal, DOCUMENT_MEDIA_TYPES);
     const name = new URL(block.uri!).pathname;
-    const parsed = await this.#read(fetched.bytes, { mediaType: mediaType ?? fetched.mediaType, name }, field, signal);
+    const parsed = await this.#read(
+      fetched.bytes,
+      { mediaType: mediaType ?? fetched.mediaType, name },
+      field,
+      signal,
+      caller,
+    );
     return { text: parsed.text, meta: { ...parsed.meta, uri: block.uri } };
   }
 
-  /** Base64 decoded, its size bounded before a byte is decoded. */
+  /** Base64 decoded, its size bounded before a byte is decoded; anything but base64 refused (not skipped over). */
   #decoded(data: string, field: string): Buffer {
     const { maxFileBytes } = this.parser.limits;
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(data)) throw RpcError.invalidParams(field, 'is not base64 (§4.8)');
     if (Math.floor((data.length * 3) / 4) > maxFileBytes + 2) {
       throw RpcError.invalidParams(field, `decodes to more than the ${maxFileBytes}-byte file limit`);
     }
@@ -74,9 +86,10 @@ export class DocumentBodies {
     hint: { mediaType?: string | undefined; name?: string },
     field: string,
     signal: AbortSignal,
+    caller: string,
   ): Promise<ParsedDocument> {
     try {
-      return await this.parser.parse(bytes, hint, signal);
+      return await this.parser.parse(bytes, hint, signal, caller);
     } catch (error) {
       if (error instanceof DocumentRefusal)
         throw RpcError.invalidParams(field, `${error.message}; nothing was written`);

@@ -51,7 +51,7 @@ export function indexMethods(
       const key = ctx.meta.idempotencyKey;
       if (key !== undefined && (typeof key !== 'string' || key.length > 256))
         throw RpcError.invalidParams('_meta.idempotencyKey', 'must be a string of at most 256 characters');
-      const documents = await bodies.documents(params.documents, ctx.signal);
+      const documents = await bodies.documents(params.documents, ctx.signal, ctx.caller);
       const result = await corpus.add(documents, {
         chunk: params.chunk === true,
         contextual: params.contextual === true,

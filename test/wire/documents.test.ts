@@ -1,10 +1,20 @@
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCommand, track, untilLogged } from '../helpers/children.js';
+import { runCommand, track, until, untilLogged } from '../helpers/children.js';
 import { startHttpProcess, type ServerProcess } from '../helpers/processes.js';
 import { INITIALIZE, ROOT, request } from '../helpers/wire.js';
 
@@ -119,6 +129,11 @@ describe('index/add with a document as a Content block (§4.8)', () => {
       error?: { code: number; message: string; data?: { field?: string } };
     };
   };
+  /** A gauge of the server's metrics. */
+  const gauge = async (name: string) => {
+    const text = await (await fetch(`${server.origin}/metrics`)).text();
+    return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  };
   const pdf = (name: string) => ({
     type: 'blob',
     mimeType: 'application/pdf',
@@ -157,7 +172,24 @@ describe('index/add with a document as a Content block (§4.8)', () => {
     });
   });
 
+  it('reads one file of a caller at a time: its next is refused at once (-32011), and others go on', async () => {
+    // A PDF whose pages all draw one long content stream: each page costs the reader its whole length.
+    const slow = { type: 'blob', mimeType: 'application/pdf', data: slowPdf(12).toString('base64') };
+    const reading = call('index/add', { documents: [{ id: 'slow', text: slow }] });
+    await until(async () => (await gauge('rcp_documents_reading')) === 1, 'the slow PDF being read');
+    const refused = await call('index/add', { documents: [{ id: 'second', text: pdf('paged.pdf') }] });
+    expect(refused.error).toMatchObject({ code: -32011 });
+    expect(refused.error?.message).toMatch(/rate limited|busy/i);
+    const found = await call('retrieve', { query: 'tadpoles', k: 1, mode: 'sparse' });
+    expect(found.error).toBeUndefined();
+    expect((await reading).error).toBeUndefined();
+  });
+
   it('refuses what it cannot read with why, and writes nothing of the call', async () => {
+    const garbled = await call('index/add', {
+      documents: [{ text: { type: 'blob', mimeType: 'application/pdf', data: 'aGVsbG8=garbage***' } }],
+    });
+    expect(garbled.error).toMatchObject({ code: -32602, data: { field: 'documents.0.text.data' } });
     const encrypted = await call('index/add', {
       documents: [
         { id: 'ok', text: 'fine' },
@@ -172,6 +204,26 @@ describe('index/add with a document as a Content block (§4.8)', () => {
     expect(image.error).toMatchObject({ code: -32005 });
     const found = await call('retrieve', { query: 'fine', k: 5, mode: 'sparse' });
     expect((found.result?.hits as Hit[]).map((hit) => hit.chunk.docId)).not.toContain('ok');
+  });
+});
+
+describe('ids from several folders', () => {
+  it('a file at the same path under a second folder is rejected, not written over the first', async () => {
+    for (const [folder, text] of [
+      ['ca', 'apple orchard blossom'],
+      ['cb', 'banana plantation harvest'],
+    ] as const) {
+      mkdirSync(join(WORK, folder));
+      writeFileSync(join(WORK, folder, 'notes.txt'), text);
+    }
+    const data = join(WORK, 'collide-data');
+    const run = await runCommand(['ingest', '--data', data, join(WORK, 'ca'), join(WORK, 'cb')]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/^ingested 1 documents .* 1 rejected$/m);
+    expect(run.stdout).toContain(
+      `rejected ${join(WORK, 'cb', 'notes.txt')}: has the id of ${join(WORK, 'ca', 'notes.txt')}`,
+    );
+    expect((await retrieveStdio(data, 'apple orchard'))[0]?.text).toBe('apple orchard blossom');
   });
 });
 
@@ -207,4 +259,84 @@ describe('ingest --watch', () => {
     expect(await retrieveStdio(data, 'heron shallows')).toEqual([]);
     expect(await retrieveStdio(data, 'beetle wing cases')).toEqual([]);
   });
+
+  it('keeps the documents of a folder it cannot read for a while, and says so', async () => {
+    const folder = join(WORK, 'flaky');
+    const data = join(WORK, 'flaky-data');
+    mkdirSync(join(folder, 'sub'), { recursive: true });
+    writeFileSync(join(folder, 'sub', 'z1.txt'), 'zebra stripes on the savanna');
+    writeFileSync(join(folder, 'top.txt'), 'top of the folder');
+    const child = track(
+      spawn(process.execPath, ['bin/rcp-server.js', 'ingest', '--data', data, '--watch', '--interval', '100', folder], {
+        cwd: ROOT,
+        env: { ...process.env, RCP_LOG_LEVEL: 'warn' },
+      }),
+    );
+    let stderr = '';
+    let stdout = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+    const watcher = { child, stderr: () => stderr };
+    await untilLogged(watcher, /watch: watching/);
+    // The folder turned into a link to itself: it cannot be looked into (ELOOP), which is not its files gone.
+    renameSync(join(folder, 'sub'), join(folder, 'sub-away'));
+    symlinkSync(join(folder, 'sub'), join(folder, 'sub'));
+    await untilLogged(watcher, /watch: .*sub: cannot be read \(ELOOP.*; the documents under it are kept as they were/);
+    rmSync(join(folder, 'sub'));
+    renameSync(join(folder, 'sub-away'), join(folder, 'sub'));
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(stdout).toMatch(/^watch: 0 written, 0 deleted, 0 rejected$/m);
+    expect((await retrieveStdio(data, 'zebra stripes'))[0]?.text).toBe('zebra stripes on the savanna');
+  });
 });
+
+/**
+ * A PDF of `pages` pages that all draw one content stream of 100,000 no-op transforms (written here, byte by byte):
+ * small to send, slow to read.
+ */
+function slowPdf(pages: number): Buffer {
+  const content = deflateSync(
+    Buffer.from(`${'1 0 0 1 0 0 cm\n'.repeat(100_000)}BT /F1 12 Tf 72 700 Td (slowpdf) Tj ET`),
+  );
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    `<< /Type /Pages /Count ${pages} /Kids [${Array.from({ length: pages }, (_, i) => `${i + 5} 0 R`).join(' ')}] >>`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+    `<< /Length ${content.length} /Filter /FlateDecode >>`,
+    ...Array.from(
+      { length: pages },
+      () =>
+        '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 3 0 R >> >> >>',
+    ),
+  ];
+  const parts: Buffer[] = [Buffer.from('%PDF-1.4\n')];
+  const offsets: number[] = [];
+  let length = parts[0]!.length;
+  objects.forEach((body, i) => {
+    offsets.push(length);
+    const object =
+      i === 3
+        ? Buffer.concat([
+            Buffer.from(`${i + 1} 0 obj\n${body}\nstream\n`),
+            content,
+            Buffer.from('\nendstream\nendobj\n'),
+          ])
+        : Buffer.from(`${i + 1} 0 obj\n${body}\nendobj\n`);
+    parts.push(object);
+    length += object.length;
+  });
+  const xref = [
+    'xref',
+    `0 ${objects.length + 1}`,
+    '0000000000 65535 f ',
+    ...offsets.map((at) => `${String(at).padStart(10, '0')} 00000 n `),
+  ];
+  parts.push(
+    Buffer.from(
+      `${xref.join('\n')}\ntrailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`,
+    ),
+  );
+  return Buffer.concat(parts);
+}

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { defaultConfig } from '../../src/config/index.js';
+import { defaultConfig, parserLimitsOf } from '../../src/config/index.js';
 import { DocumentParser } from '../../src/documents/index.js';
 import { BoundedLines, type Line } from '../../src/ingest/lines.js';
 import { countSources, readSources, type SourceItem } from '../../src/ingest/sources.js';
@@ -82,7 +82,7 @@ describe('readSources: a bad line is rejected as that line, and reading goes on'
   afterAll(() => rmSync(work, { recursive: true, force: true }));
   const limits = { maxDocumentBytes: 16, maxMetadataBytes: 2 };
   // JSON Lines never reach it: no parser process is started.
-  const parser = new DocumentParser({ ...defaultConfig().content.documents, maxTextBytes: 16 });
+  const parser = new DocumentParser({ ...parserLimitsOf(defaultConfig()), maxTextBytes: 16 });
 
   it('lists what is wrong with each line, numbered as in the file', async () => {
     const file = join(work, 'c.jsonl');

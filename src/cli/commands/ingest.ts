@@ -1,4 +1,5 @@
 import type { IngestCommand } from '../../cli.js';
+import { parserLimitsOf } from '../../config/index.js';
 import { DocumentParser } from '../../documents/index.js';
 import { ingest, type IngestSummary } from '../../ingest/ingest.js';
 import { scanSources, watchSources } from '../../ingest/watch.js';
@@ -13,7 +14,7 @@ export async function ingestCommand(command: IngestCommand): Promise<number> {
   const { config, app } = await openQuietApp(command.configFile, command.overrides);
   if (app.corpus === undefined) throw new StartupError('ingest needs an encoder (models.encoder is none)');
   const corpus = app.corpus;
-  const parser = new DocumentParser({ ...config.content.documents, maxTextBytes: config.index.maxDocumentBytes });
+  const parser = new DocumentParser(parserLimitsOf(config));
   // Checked whole before anything is written (a server checks it while serving; a write waits for it here).
   await corpus.checked;
   try {
@@ -33,7 +34,7 @@ export async function ingestCommand(command: IngestCommand): Promise<number> {
         reEmbed: command.reEmbed,
       },
     };
-    const baseline = command.watchMs === undefined ? undefined : await scanSources(command.paths);
+    const baseline = command.watchMs === undefined ? undefined : (await scanSources(command.paths)).files;
     const summary = await ingest(corpus, command.paths, options, process.stderr);
     printSummary(summary, config.dataDir);
     if (baseline === undefined) return summary.rejectedCount === 0 ? 0 : 1;

@@ -15,6 +15,7 @@ const fixture = (name: string) => readFileSync(FIXTURES + name);
 const LIMITS: ParserLimits = {
   maxFileBytes: 64 * 1024 * 1024,
   maxTextBytes: 1024 * 1024,
+  maxMetadataBytes: 64 * 1024,
   maxUnpackedBytes: 256 * 1024 * 1024,
   timeoutMs: 60_000,
   // Under the TypeScript sources a parser process loads pdf.js through tsx's loader, which costs it ~400 MiB (built,
@@ -147,5 +148,73 @@ describe('documents: hostile files are refused with their reason, bounded in tim
     controller.abort(new Error('client went away'));
     await expect(parsing).rejects.toThrow(/client went away/);
     expect((await parser.parse(fixture('guide.md'), { name: 'guide.md' })).meta.format).toBe('markdown');
+  });
+});
+
+describe('documents: what a second hostile round found', () => {
+  const html = (body: string) =>
+    Buffer.from(`<!doctype html><html><head><title>T</title></head><body>${body}</body></html>`);
+
+  it('a paragraph that reads as a code fence is escaped: the headings and pages after it stay found', async () => {
+    const { text } = await parser.parse(
+      html('<h1>Alpha</h1><p>~~~~~~</p><p>```</p><h2>Beta</h2><p>beta words</p>'),
+      {},
+    );
+    expect(placeOf(text, 'beta words').headings).toEqual(['Alpha', 'Beta']);
+    expect(text).toContain('\\~~~~~~');
+  });
+
+  it('front matter cannot say where a file comes from (trust, §15.2) or that it has pages', async () => {
+    const md = Buffer.from(
+      '---\ntitle: Evil\nsource: handbook\npages: 7\nformat: pdf\npath: x\nuri: https://a\nkept: yes\n---\nBody.',
+    );
+    expect((await parser.parse(md, { name: 'evil.md' })).meta).toEqual({
+      title: 'Evil',
+      kept: 'yes',
+      format: 'markdown',
+    });
+  });
+
+  it('a note that mentions %PDF-1.7 is a note; UTF-16 text and HTML with a byte order mark are text', async () => {
+    const note = Buffer.from('# PDF notes\n\nEvery PDF file starts with the header %PDF-1.7 and a comment.');
+    expect((await parser.parse(note, { name: 'pdfnotes.md' })).meta.format).toBe('markdown');
+    const utf16 = (text: string) => Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+    const page = await parser.parse(utf16('<html><body><h1>Wide</h1><p>wide text</p></body></html>'), {
+      name: 'w.html',
+    });
+    expect(page.text).toBe('# Wide\n\nwide text');
+    expect((await parser.parse(utf16('plain wide words'), { name: 'w.txt' })).text).toBe('plain wide words');
+  });
+
+  it('YAML aliases that multiply a value are refused in the parser, not sent back to the server', async () => {
+    const value = 'x'.repeat(10_000);
+    const keys = Array.from({ length: 99 }, (_, i) => `k${i}: *b`).join('\n');
+    const md = Buffer.from(`---\nbase: &b "${value}"\n${keys}\n---\nBody.`);
+    await expect(parser.parse(md, { name: 'aliases.md' })).rejects.toThrow(
+      /its metadata of \d+ bytes is over the 65536-byte limit/,
+    );
+    const long = Buffer.from(
+      `---\n${Array.from({ length: 30_000 }, (_, i) => `key${i}: ${i}`).join('\n')}\n---\nBody.`,
+    );
+    await expect(parser.parse(long, { name: 'keys.md' })).rejects.toThrow(
+      /front matter of \d+ characters is over the metadata limit/,
+    );
+  });
+
+  it('a page declaring UTF-16 in a meta tag is read as UTF-8; an SVG title is not the page title', async () => {
+    const page = html('<meta charset="utf-16"><svg><title>INJECTED</title></svg><p>plain words</p>');
+    const { text, meta } = await parser.parse(page, {});
+    expect(text).toBe('plain words');
+    expect(meta.title).toBe('T');
+  });
+
+  it('a .docx whose core properties are a pathological string is read in linear time', async () => {
+    const zip = await JSZip.loadAsync(fixture('guide.docx'));
+    zip.file('docProps/core.xml', '<dc:title'.repeat(400_000));
+    const docx = await zip.generateAsync({ type: 'nodebuffer', compression: 'DEFLATE' });
+    const quick = parserOf({ timeoutMs: 20_000 });
+    const { meta } = await quick.parse(docx, { name: 'redos.docx' });
+    // Its title from its first heading: core properties this size are not searched.
+    expect(meta).toMatchObject({ format: 'docx', title: 'Field Guide to Ferns' });
   });
 });
