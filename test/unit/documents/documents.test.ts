@@ -1,9 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import JSZip from 'jszip';
 import { afterAll, describe, expect, it } from 'vitest';
 import { headingPathAt, outlineOf, pageAt } from '../../../src/corpus/index.js';
 import { DocumentParser, type ParserLimits } from '../../../src/documents/index.js';
+import { track, until } from '../../helpers/children.js';
 
 /**
  * Documents read as docs/documents.md says, from files made by real tools (test/fixtures/documents/make.sh: pandoc,
@@ -217,4 +219,62 @@ describe('documents: what a second hostile round found', () => {
     // Its title from its first heading: core properties this size are not searched.
     expect(meta).toMatchObject({ format: 'docx', title: 'Field Guide to Ferns' });
   });
+});
+
+describe('documents: a parser process never outlives its parent', () => {
+  /** The pid of `parent`'s child, from /proc (Linux). */
+  const childOf = (parent: number) =>
+    readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .find((pid) => statOf(Number(pid))?.ppid === parent);
+  /** A process's state and parent from /proc/PID/stat; undefined once it is gone. */
+  function statOf(pid: number): { state: string; ppid: number; cpuMs: number } | undefined {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        .replace(/^.*\) /s, '')
+        .split(' ');
+      // utime and stime, in clock ticks of 10 ms.
+      return { state: fields[0]!, ppid: Number(fields[1]), cpuMs: 10 * (Number(fields[11]) + Number(fields[12])) };
+    } catch {
+      return undefined;
+    }
+  }
+  const dead = (pid: number) => ['Z', 'X', undefined].includes(statOf(pid)?.state);
+
+  it.runIf(process.platform === 'linux')(
+    'even in the middle of a parse that never yields (killed with kill -9)',
+    async () => {
+      // A page of a few million paragraphs: htmlparser2 reads it in one synchronous stretch of seconds.
+      const script = `
+      import { DocumentParser } from ${JSON.stringify(new URL('../../../src/documents/index.ts', import.meta.url).href)};
+      const parser = new DocumentParser({ maxFileBytes: 1 << 28, maxTextBytes: 1 << 28, maxMetadataBytes: 65536,
+        maxUnpackedBytes: 1 << 28, timeoutMs: 600000, maxMemoryMb: 8192, processes: 1 });
+      const started = performance.now();
+      await parser.parse(Buffer.from('<html><body>' + '<p>a '.repeat(6_000_000)), { name: 'big.html' });
+      console.log('parsed in', Math.round(performance.now() - started));
+      parser.close();`;
+      const run = () =>
+        spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+      // The same parse with its parent alive: how long it takes here, now.
+      const alive = track(run());
+      let said = '';
+      alive.stdout.on('data', (chunk: Buffer) => (said += chunk.toString()));
+      await new Promise((resolve) => alive.once('close', resolve));
+      const parseMs = Number(/parsed in (\d+)/.exec(said)?.[1]);
+      expect(parseMs).toBeGreaterThan(1000);
+      // Killed while its parser works: the parser, left with no parent, stops at once, not when its parse is done.
+      const parent = track(run());
+      let child: string | undefined;
+      await until(() => (child = childOf(parent.pid!)) !== undefined, 'a parser process');
+      const childPid = Number(child);
+      // Well into the parse: a third of its time spent (its start, reading the file, is not a third of it).
+      await until(() => (statOf(childPid)?.cpuMs ?? 0) > parseMs / 3, 'the parser at work');
+      parent.kill('SIGKILL');
+      const killed = performance.now();
+      await until(() => dead(childPid), 'the parser ended');
+      expect(performance.now() - killed).toBeLessThan(parseMs / 2);
+    },
+  );
 });
