@@ -1,12 +1,12 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
-import type { DocumentParser } from '../documents/index.js';
+import { cannotRead, type DocumentParser } from '../documents/index.js';
 import { isExportHead, type CorpusDocument, type DocumentOrigin, type PreparedDocument } from '../corpus/index.js';
 import { exportHeader, exportLineBytes, fromExported, isExportHeader, type ExportHeader } from './exported.js';
 import { BoundedLines, isBlank, type Line } from './lines.js';
 import { parseVector } from './vector.js';
-import { cannotRead, looksBinary, NOT_UTF8, utf8 } from './text-file.js';
+import { looksBinary, NOT_UTF8, utf8 } from './text-file.js';
 import { countFolderFiles, folderFiles, parseFile, parsedInOrder } from './document-files.js';
 import { StartupError } from '../startup-error.js';
 

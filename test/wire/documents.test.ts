@@ -228,11 +228,8 @@ describe('ids from several folders', () => {
 });
 
 describe('ingest --watch', () => {
-  it('adds new files once settled, writes changed ones, deletes removed ones, and stops on SIGINT', async () => {
-    const folder = join(WORK, 'watched');
-    const data = join(WORK, 'watch-data');
-    mkdirSync(folder);
-    writeFileSync(join(folder, 'first.md'), '# First\n\nThe heron stands in the shallows.\n');
+  /** `rcp-server ingest --watch` over `folder`, once it watches; `stop` sends SIGINT and waits for its end. */
+  async function startWatch(folder: string, data: string) {
     const child = track(
       spawn(process.execPath, ['bin/rcp-server.js', 'ingest', '--data', data, '--watch', '--interval', '100', folder], {
         cwd: ROOT,
@@ -244,16 +241,32 @@ describe('ingest --watch', () => {
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
-    const watcher = { child, stderr: () => stderr };
+    const watcher = {
+      child,
+      stderr: () => stderr,
+      stop: async () => {
+        child.kill('SIGINT');
+        return { code: await exited, stdout };
+      },
+    };
     await untilLogged(watcher, /watch: watching/);
+    return watcher;
+  }
+
+  it('adds new files once settled, writes changed ones, deletes removed ones, and stops on SIGINT', async () => {
+    const folder = join(WORK, 'watched');
+    const data = join(WORK, 'watch-data');
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'first.md'), '# First\n\nThe heron stands in the shallows.\n');
+    const watcher = await startWatch(folder, data);
     copyFileSync(join(FIXTURES, 'paged.pdf'), join(folder, 'pond.pdf'));
     await untilLogged(watcher, /watch: wrote 1 changed document \(pond\.pdf;/);
     writeFileSync(join(folder, 'first.md'), '# First\n\nThe kingfisher dives from a willow branch.\n');
     await untilLogged(watcher, /watch: wrote 1 changed document \(first\.md;/);
     rmSync(join(folder, 'pond.pdf'));
     await untilLogged(watcher, /watch: deleted pond\.pdf/);
-    child.kill('SIGINT');
-    expect(await exited).toBe(0);
+    const { code, stdout } = await watcher.stop();
+    expect(code).toBe(0);
     expect(stdout).toMatch(/^watch: 2 written, 1 deleted, 0 rejected$/m);
     expect((await retrieveStdio(data, 'kingfisher willow')).map((hit) => hit.chunk.docId)).toEqual(['first.md']);
     expect(await retrieveStdio(data, 'heron shallows')).toEqual([]);
@@ -266,27 +279,15 @@ describe('ingest --watch', () => {
     mkdirSync(join(folder, 'sub'), { recursive: true });
     writeFileSync(join(folder, 'sub', 'z1.txt'), 'zebra stripes on the savanna');
     writeFileSync(join(folder, 'top.txt'), 'top of the folder');
-    const child = track(
-      spawn(process.execPath, ['bin/rcp-server.js', 'ingest', '--data', data, '--watch', '--interval', '100', folder], {
-        cwd: ROOT,
-        env: { ...process.env, RCP_LOG_LEVEL: 'warn' },
-      }),
-    );
-    let stderr = '';
-    let stdout = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
-    const watcher = { child, stderr: () => stderr };
-    await untilLogged(watcher, /watch: watching/);
+    const watcher = await startWatch(folder, data);
     // The folder turned into a link to itself: it cannot be looked into (ELOOP), which is not its files gone.
     renameSync(join(folder, 'sub'), join(folder, 'sub-away'));
     symlinkSync(join(folder, 'sub'), join(folder, 'sub'));
     await untilLogged(watcher, /watch: .*sub: cannot be read \(ELOOP.*; the documents under it are kept as they were/);
     rmSync(join(folder, 'sub'));
     renameSync(join(folder, 'sub-away'), join(folder, 'sub'));
-    child.kill('SIGINT');
-    expect(await exited).toBe(0);
+    const { code, stdout } = await watcher.stop();
+    expect(code).toBe(0);
     expect(stdout).toMatch(/^watch: 0 written, 0 deleted, 0 rejected$/m);
     expect((await retrieveStdio(data, 'zebra stripes'))[0]?.text).toBe('zebra stripes on the savanna');
   });
