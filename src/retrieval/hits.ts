@@ -65,14 +65,16 @@ export function buildHit(corpus: HitCorpus, hit: Scored, shape: HitShape): JsonO
   if (chunk === undefined) return undefined;
   const meta = corpus.metaOf(chunk.docId);
   const source = typeof meta.source === 'string' ? meta.source : chunk.docId;
-  const structure = structureOf(corpus, chunk, meta);
+  // What the hit is: its chunk, or for `unit: "document"` its whole document (§7.7.2), which the citation then names.
+  const span = shape.unit === 'document' ? documentSpan(corpus, chunk) : chunk;
+  const structure = structureOf(corpus, chunk.docId, span, meta);
   const body: JsonObject = {
     id: idAt(chunk, shape.unit),
     score: hit.score,
     unit: shape.unit,
     scores: hit.scores,
     meta,
-    citation: citationOf(chunk, meta, source, structure.pages?.[0]),
+    citation: citationOf(span, meta, source, structure.pages?.[0]),
     chunk: {
       docId: chunk.docId,
       index: chunk.ordinal,
@@ -87,34 +89,42 @@ export function buildHit(corpus: HitCorpus, hit: Scored, shape: HitShape): JsonO
   return body;
 }
 
+interface Span {
+  readonly start: number;
+  readonly end: number;
+  readonly text: string;
+}
+
+/** A whole document as a span of itself (a document deleted since: its chunk's span). */
+function documentSpan(corpus: Pick<CorpusReader, 'getDocument'>, chunk: ChunkBody): Span {
+  const text = corpus.getDocument(chunk.docId)?.text;
+  return text === undefined ? chunk : { start: 0, end: text.length, text };
+}
+
 /**
- * Where a chunk lies in its document's structure (docs/documents.md): the headings above it and its first and last
- * page (a paginated document: one whose text has page breaks, or whose metadata counts its `pages`). A chunk at the
- * start of its document has nothing above it, so its document is not read for it.
+ * Where a span lies in its document's structure (docs/documents.md): the headings above it and its first and last
+ * page (a paginated document: one whose text has page breaks, or whose reader counted its `pages`). A span at the
+ * start of its document with no form feed in it has nothing above it and one page, so its document is not read.
  */
 function structureOf(
   corpus: Pick<CorpusReader, 'outlineOf'>,
-  chunk: ChunkBody,
+  docId: string,
+  span: Span,
   meta: Record<string, unknown>,
 ): { headings: string[]; pages?: [number, number] } {
-  const breaks = chunk.text.split('\f').length - 1;
-  const outline = chunk.start === 0 ? undefined : corpus.outlineOf(chunk.docId);
-  const paginated = typeof meta.pages === 'number' || breaks > 0 || (outline?.breaks.length ?? 0) > 0;
-  const first = outline === undefined ? 1 : (pageAt(outline, chunk.start) ?? 1);
-  return {
-    headings: outline === undefined ? [] : headingPathAt(outline, chunk.start),
-    ...(paginated ? { pages: [first, first + breaks] } : {}),
-  };
+  const counted = typeof meta.pages === 'number';
+  if (span.start === 0 && !span.text.includes('\f')) return { headings: [], ...(counted ? { pages: [1, 1] } : {}) };
+  const outline = corpus.outlineOf(docId);
+  if (outline === undefined) return { headings: [] };
+  const headings = headingPathAt(outline, span.start);
+  if (!counted && outline.breaks.length === 0) return { headings };
+  const first = pageAt(outline, span.start) ?? 1;
+  return { headings, pages: [first, Math.max(first, pageAt(outline, span.end - 1) ?? 1)] };
 }
 
 /** §7.7 citation offsets (the chunk is a verbatim slice of its document), and its page in a paginated one. */
-function citationOf(
-  chunk: ChunkBody,
-  meta: Record<string, unknown>,
-  source: string,
-  page: number | undefined,
-): JsonObject {
-  const citation: JsonObject = { source, start: chunk.start, end: chunk.end, ...(page === undefined ? {} : { page }) };
+function citationOf(span: Span, meta: Record<string, unknown>, source: string, page: number | undefined): JsonObject {
+  const citation: JsonObject = { source, start: span.start, end: span.end, ...(page === undefined ? {} : { page }) };
   if (typeof meta.title === 'string') citation.title = meta.title;
   if (typeof meta.uri === 'string') citation.uri = meta.uri;
   return citation;

@@ -172,6 +172,23 @@ describe('index/add with a document as a Content block (§4.8)', () => {
     });
   });
 
+  it('a form feed inside fenced code is no page; a whole document cites itself whole, with all its pages', async () => {
+    const markdown = '# Code Doc\n\nSome intro.\n\n## Snippet\n\n```\nx = 1\f\ny = 2\n```\n\nThe fencedword is here.';
+    await call('index/add', {
+      documents: [{ id: 'code', text: { type: 'text', mimeType: 'text/markdown', text: markdown } }],
+      chunk: true,
+    });
+    const code = (await call('retrieve', { query: 'fencedword', k: 1, mode: 'sparse' })).result?.hits as Hit[];
+    expect(code[0]!.chunk['x-rcp-server-headings']).toEqual(['Code Doc', 'Snippet']);
+    expect(code[0]!.chunk['x-rcp-server-pages']).toBeUndefined();
+    expect(code[0]!.citation.page).toBeUndefined();
+    const whole = await call('retrieve', { query: 'tadpoles hatch spring', k: 1, mode: 'sparse', unit: 'document' });
+    const hit = (whole.result?.hits as Hit[])[0]!;
+    expect(hit.citation).toMatchObject({ source: 'pond', start: 0, end: hit.text.length, page: 1 });
+    expect(hit.chunk['x-rcp-server-pages']).toEqual([1, 3]);
+    expect(hit.chunk['x-rcp-server-headings']).toBeUndefined();
+  });
+
   it('reads one file of a caller at a time: its next is refused at once (-32011), and others go on', async () => {
     // A PDF whose pages all draw one long content stream: each page costs the reader its whole length.
     const slow = { type: 'blob', mimeType: 'application/pdf', data: slowPdf(12).toString('base64') };

@@ -27,6 +27,7 @@ export function notRetained(pinned: string, held: string, elsewhere = false): Rp
  */
 export class SnapshotReader implements CorpusReader {
   readonly indexVersion: string;
+  #lastOutline: { id: string; outline: Outline | undefined } | undefined;
 
   constructor(
     private readonly live: CorpusReader,
@@ -129,9 +130,13 @@ export class SnapshotReader implements CorpusReader {
     return text === undefined ? this.#gone() : { text };
   }
 
+  /** A document's outline as this version holds it; the last one read is kept (one answer's hits often share it). */
   outlineOf(id: string): Outline | undefined {
-    const document = this.getDocument(id);
-    return document === undefined ? undefined : outlineOf(document.text);
+    if (this.#lastOutline?.id !== id) {
+      const document = this.getDocument(id);
+      this.#lastOutline = { id, outline: document === undefined ? undefined : outlineOf(document.text) };
+    }
+    return this.#lastOutline.outline;
   }
 
   /** A removed row the store no longer keeps (another process's window is shorter): the version is not whole. */

@@ -41,4 +41,28 @@ describe('outline', () => {
     ]);
     expect(pageAt(outlineOf('no pages here'), 3)).toBeUndefined();
   });
+
+  it('reads headings of lines ending \\r\\n, a setext heading of several lines whole, and no list item as one', () => {
+    const crlf = outlineOf('# Alpha Title\r\n\r\nIntro.\r\n\r\n## Beta Section\r\n\r\nBody.');
+    expect(crlf.headings.map((heading) => heading.title)).toEqual(['Alpha Title', 'Beta Section']);
+    const setext = outlineOf('First line of a long\nheading here\n=====\n\n- list item\n---\n\ntext');
+    expect(setext.headings.map(({ level, title }) => [level, title])).toEqual([
+      [1, 'First line of a long heading here'],
+    ]);
+  });
+
+  it('finds a heading path by search, not by walking every heading before it (230,000 headings)', () => {
+    const text = '# h\n'.repeat(230_000) + '## last\nbody';
+    const outline = outlineOf(text);
+    let walked = 0;
+    const counting = new Proxy(outline.headings, {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) walked += 1;
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    expect(headingPathAt({ ...outline, headings: counting }, text.indexOf('body'))).toEqual(['h', 'last']);
+    // A binary search and the path's depth: a few dozen reads, where a walk read all 230,001.
+    expect(walked).toBeLessThan(100);
+  });
 });
