@@ -60,7 +60,8 @@ function makeFolders(work: string): Format[] {
     mkdirSync(join(work, format));
     for (const name of readdirSync(md)) {
       const out = join(work, format, name.replace(/\.md$/, `.${format}`));
-      execFileSync('pandoc', [join(md, name), ...(format === 'html' ? ['-s'] : []), '-o', out]);
+      const title = ['--metadata', `title=${name}`];
+      execFileSync('pandoc', [join(md, name), ...(format === 'html' ? ['-s', ...title] : []), '-o', out]);
     }
     made.push(format);
   }
