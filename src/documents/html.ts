@@ -103,7 +103,8 @@ class BoundedParser extends Parser {
 class PageReader {
   /** Depth inside skipped elements (by the parser's own open and close events, so unclosed tags cannot leak). */
   #skip = 0;
-  #skipStack: boolean[] = [];
+  /** Per open element: whether it is skipped furniture, whether it is the page's main content. */
+  readonly #stack: { skipped: boolean; main: boolean }[] = [];
   #main = 0;
   #heading: number | undefined;
   /** Depth inside `<pre>`: its text is kept as written, as a fenced block. */
@@ -128,13 +129,14 @@ class PageReader {
 
   onopentag(name: string, attributes: Record<string, string>): void {
     const skipped = SKIPPED.has(name) || SKIPPED_ROLES.has(attributes.role ?? '') || 'hidden' in attributes;
-    this.#skipStack.push(skipped);
+    const main = !skipped && this.#skip === 0 && (name === 'main' || name === 'article' || attributes.role === 'main');
+    this.#stack.push({ skipped, main });
     if (skipped) this.#skip += 1;
+    if (main) this.#main += 1;
     if (name === 'html' && attributes.lang !== undefined) this.#lang = attributes.lang;
     // The page's own title, not an SVG's or one in other skipped content.
     if (name === 'title' && this.#skip === 0) this.#inTitle = true;
     if (this.#skip > 0) return;
-    if (name === 'main' || name === 'article' || attributes.role === 'main') this.#main += 1;
     const level = HEADING.exec(name)?.[1];
     if (this.#pre > 0) {
       if (name === 'br') this.#current.push('\n');
@@ -158,7 +160,7 @@ class PageReader {
   onclosetag(name: string): void {
     this.depth -= 1;
     if (name === 'title') this.#inTitle = false;
-    const skipped = this.#skipStack.pop() ?? false;
+    const { skipped, main } = this.#stack.pop() ?? { skipped: false, main: false };
     if (skipped) {
       this.#skip -= 1;
       return;
@@ -168,7 +170,7 @@ class PageReader {
       this.#pre = Math.max(0, this.#pre - 1);
       if (this.#pre === 0) this.#endBlock(true);
     } else if (this.#pre === 0 && (HEADING.test(name) || BLOCKS.has(name))) this.#endBlock();
-    if (name === 'main' || name === 'article') this.#main = Math.max(0, this.#main - 1);
+    if (main) this.#main -= 1;
   }
 
   #endBlock(preformatted = false): void {

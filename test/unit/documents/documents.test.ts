@@ -203,6 +203,11 @@ describe('documents: what a second hostile round found', () => {
     );
   });
 
+  it('the main content is what a role="main" element holds, and nothing after it', async () => {
+    const page = html('<div role="main"><p>the article itself</p></div><div><p>related links after it</p></div>');
+    expect((await parser.parse(page, {})).text).toBe('the article itself');
+  });
+
   it('a page declaring UTF-16 in a meta tag is read as UTF-8; an SVG title is not the page title', async () => {
     const page = html('<meta charset="utf-16"><svg><title>INJECTED</title></svg><p>plain words</p>');
     const { text, meta } = await parser.parse(page, {});
