@@ -76,11 +76,9 @@ export const Hit = Type.Object({
     Type.Object({
       docId: Type.Optional(Type.String()),
       index: Type.Optional(Type.Integer()),
+      // Also `x-rcp-server-headings` and `x-rcp-server-pages` (docs/documents.md): §6.2 extension fields, which this
+      // schema leaves unconstrained, as §4.6 has peers accept any field they do not know.
       context: Type.Optional(Type.String()),
-      // §6.2 extension fields (docs/documents.md): the headings the chunk lies under, outermost first, and the
-      // first and last page it is on (paginated documents).
-      'x-rcp-server-headings': Type.Optional(Type.Array(Type.String())),
-      'x-rcp-server-pages': Type.Optional(Type.Array(Type.Integer({ minimum: 1 }), { minItems: 2, maxItems: 2 })),
     }),
   ),
 });
