@@ -89,7 +89,7 @@ function localPath(url: URL, refuse: Refuse): string {
 }
 
 /** Whether `path` is `dir` or lies beneath it (both absolute and normalised). */
-function within(path: string, dir: string): boolean {
+export function within(path: string, dir: string): boolean {
   const rel = relative(dir, path);
   return rel === '' || !(rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel));
 }

@@ -4,6 +4,7 @@
  */
 
 export type * from './ports.js';
+export { within } from './file-reader.js';
 export {
   PolicyUriFetcher,
   isPrivateAddress,

@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
-import { basename, isAbsolute, relative, sep } from 'node:path';
+import { basename } from 'node:path';
+import { within } from '../content/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Corpus } from '../corpus/index.js';
 import { cannotRead, type DocumentParser } from '../documents/index.js';
@@ -90,11 +91,6 @@ function reportUnreadable(unreadable: readonly Unreadable[], reported: Set<strin
     reported.add(path);
     out.write(`watch: ${path}: ${reason}; the documents under it are kept as they were\n`);
   }
-}
-
-function within(path: string, dir: string): boolean {
-  const rel = relative(dir, path);
-  return rel === '' || !(rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel));
 }
 
 async function writeChanged(
