@@ -718,6 +718,7 @@ function registerRetrieve(
       rerankMaxCandidates: config.models.rerankMaxCandidates,
       fields,
       maxQueryChars,
+      space: config.index.space,
       filterLimits: { maxDepth: maxFilterDepth, maxNodes: maxFilterNodes },
       maxResponseBytes: config.limits.maxResponseBytes,
       maxAnswerBytesInFlight: config.limits.maxUnsentBytes,

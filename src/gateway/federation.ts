@@ -164,7 +164,8 @@ function registerIndex(registry: MethodRegistry, shards: readonly RemoteEngine[]
       return { deleted };
     },
   };
-  const index = { ...(byId[0]?.info?.capabilities.index as JsonObject), shards: byId.length };
+  // §6.2: how many shards the gateway's writes are split over is this server's fact, so a vendor field.
+  const index = { ...(byId[0]?.info?.capabilities.index as JsonObject), 'x-rcp-server-shards': byId.length };
   registry.register(add, index).register(remove, {});
 }
 
@@ -195,7 +196,7 @@ async function shardCall(
       RpcErrorCode.Timeout,
       `engine ${engine.id} did not answer ${method} within ${Math.round(left)} ms: its part may have been applied ` +
         '(retry with the same idempotencyKey)',
-      { ...error.data, engine: engine.id },
+      { ...error.data, ...vendorData({ engine: engine.id }) },
     );
   }
 }
@@ -212,7 +213,7 @@ interface ShardWrite {
  * truth about what was applied (§12): each shard's write is its own, so shards that answered applied theirs even
  * though another failed. With none applied, the first failure is answered as the shard gave it; otherwise its code is
  * kept (a retry of the whole write is an upsert or a repeated delete, so it is as retryable as the failure was) and
- * the message and `data.applied` / `data.failed` name the ids on each side (a failed shard's own message says
+ * the message and `data['x-rcp-server-applied']` / `data['x-rcp-server-failed']` name the ids on each side (a failed shard's own message says
  * whether its part was applied: nothing, or perhaps).
  */
 async function allShards(method: string, writes: readonly ShardWrite[]): Promise<void> {
@@ -229,6 +230,18 @@ async function allShards(method: string, writes: readonly ShardWrite[]): Promise
     first.code,
     `${method} applied to ${count(applied)} of ${count(writes)} documents (engines ${names(applied)}); ` +
       `the other ${count(failed)} failed on engines ${names(failed)}: ${first.message}`,
-    { ...first.data, applied: applied.flatMap((shard) => shard.ids), failed: failed.flatMap((shard) => shard.ids) },
+    {
+      ...first.data,
+      ...vendorData({ applied: applied.flatMap((shard) => shard.ids), failed: failed.flatMap((shard) => shard.ids) }),
+    },
   );
+}
+
+/**
+ * §6.2 `error.data` fields beyond §12.1's, under the vendor prefix; each also under its unprefixed name, which this
+ * server used before, for one release (docs/protocol.md, "Deprecated names").
+ */
+function vendorData(fields: Record<string, unknown>): Record<string, unknown> {
+  const prefixed = Object.entries(fields).map(([name, value]): [string, unknown] => [`x-rcp-server-${name}`, value]);
+  return { ...fields, ...Object.fromEntries(prefixed) };
 }

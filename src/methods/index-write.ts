@@ -62,7 +62,7 @@ export function indexMethods(
         caller: ctx.caller,
         commit: ctx.commit,
       });
-      return { ...result };
+      return withVersion(result);
     },
   };
   const remove: MethodDefinition<typeof IndexDeleteParams> = {
@@ -74,11 +74,20 @@ export function indexMethods(
         throw RpcError.payloadTooLarge(`${params.ids.length} ids exceed ${limits.maxDocuments} per call`, 'ids');
       }
       params.ids.forEach((id, i) => requireWellFormed(id, `ids.${i}`));
-      return { ...(await corpus.delete(params.ids, { signal: ctx.signal, commit: ctx.commit })) };
+      return withVersion(await corpus.delete(params.ids, { signal: ctx.signal, commit: ctx.commit }));
     },
   };
   return [
     [add, capability],
     [remove, capability],
   ];
+}
+
+/**
+ * A write's answer with the version it made: `x-rcp-server-indexVersion` (§6.2: §7.10 and §7.11 define no version on
+ * a write's result), which a client pins retrieve to (§7.7.1) to read its own write. The unprefixed `indexVersion` is
+ * the name this server used before and is still sent for one release (docs/protocol.md, "Deprecated names").
+ */
+function withVersion<T extends { readonly indexVersion: string }>(result: T): JsonObject {
+  return { ...result, 'x-rcp-server-indexVersion': result.indexVersion };
 }

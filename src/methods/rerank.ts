@@ -4,6 +4,9 @@ import type { MethodDefinition } from '../protocol/registry.js';
 import { RerankParams } from '../protocol/schemas/params.js';
 import type { ContentReader } from './content.js';
 
+const DOCUMENTS_DEPRECATED =
+  'rerank: `documents` is a deprecated name for `passages` (§7.6), accepted for one more release; send `passages`';
+
 /** §6: `rerank.methods` ⊆ these. */
 export type RerankMethod = 'cross-encoder' | 'colbert' | 'llm';
 
@@ -33,8 +36,12 @@ export interface RerankLimits {
 }
 
 /**
- * `rerank` (§7.6): `scores[i]` belongs to `passages[i]`; `order` is best-first and cut to `topN`; `results` repeats
- * the ordering as `{index, score}` for clients that expect that shape. The first configured reranker is the default.
+ * `rerank` (§7.6): `scores[i]` belongs to `passages[i]`; `order` is best-first and cut to `topN`;
+ * `x-rcp-server-results` repeats the ordering as `{index, score}` for clients that expect that shape (§6.2: a vendor
+ * field). The first configured reranker is the default.
+ *
+ * Deprecated names (docs/protocol.md), kept for one release: `documents` is taken for `passages` (the upstream
+ * harness sends it) and logged, and the ordering is also sent as `results` (the harness reads it).
  */
 export function rerankMethod(
   rerankers: readonly Reranker[],
@@ -55,7 +62,8 @@ export function rerankMethod(
       const started = performance.now();
       const field = params.passages !== undefined ? 'passages' : 'documents';
       const candidates = params.passages ?? params.documents;
-      if (candidates === undefined) throw RpcError.invalidParams('passages', 'required (or its synonym documents)');
+      if (candidates === undefined) throw RpcError.invalidParams('passages', 'required');
+      if (field === 'documents') ctx.log('warning', DOCUMENTS_DEPRECATED);
       if (candidates.length > limits.maxCandidates) {
         throw RpcError.payloadTooLarge(
           `${candidates.length} passages exceed rerank.maxCandidates ${limits.maxCandidates}`,
@@ -74,10 +82,12 @@ export function rerankMethod(
       const order = [...scores.keys()]
         .sort((a, b) => (scores[b] ?? 0) - (scores[a] ?? 0) || a - b)
         .slice(0, params.topN);
+      const results = order.map((index) => ({ index, score: scores[index] }));
       return {
         scores: Array.from(scores),
         order,
-        results: order.map((index) => ({ index, score: scores[index] })),
+        'x-rcp-server-results': results,
+        results,
         // §17.2: per-request telemetry, as on retrieve.
         usage: {
           candidates: passages.length,

@@ -19,6 +19,7 @@ import { cursorAfter, openPage, pageOf } from '../retrieval/paging.js';
 import { planQueries } from '../retrieval/query-plan.js';
 import { atLeast, rankLists, type Scored } from '../retrieval/ranking.js';
 import { recall } from '../retrieval/recall.js';
+import { advertisedScales, scoreScaleOf, type Space } from '../retrieval/score-scale.js';
 import { applyRecency } from '../retrieval/recency.js';
 import { FUSIONS, MODES, resolveOptions, UNITS, type OptionSettings } from '../retrieval/retrieve-options.js';
 import { SessionDedup, type SeenStore } from '../retrieval/session-dedup.js';
@@ -53,6 +54,8 @@ export interface RetrieveSettings extends OptionSettings {
   readonly content: ContentReader;
   /** §6.1 the theoretical minimum of Hit.score, when there is one (advertised for federated convex fusion). */
   readonly scoreFloor?: number | undefined;
+  /** The dense index's space (`index.space`): what a dense score is (§6.1 `scoreScale`). */
+  readonly space: Space;
   /** §7.7.1 whether recent versions stay queryable (index.snapshots). */
   readonly snapshots?: boolean | undefined;
   /** §7.7.2 the calibration behind `confidence`, when it holds for what this server serves by default. */
@@ -113,11 +116,12 @@ function capabilityOf(settings: RetrieveSettings, rerankers: readonly Reranker[]
     // §7.7.1: a window of recent versions stays queryable, exactly (index.snapshots).
     ...(settings.snapshots ? { snapshots: true } : {}),
     defaultMode: settings.defaultMode,
+    ...advertisedScales(settings.defaultMode, settings.space),
     ...(settings.scoreFloor === undefined ? {} : { scoreFloor: settings.scoreFloor }),
     // §7.7.2: advertised only when the default pipeline's hits carry it (other pipelines' hits have none).
     ...(settings.calibration === undefined ? {} : { confidence: true }),
-    /** Which index serves `mode: "sparse"`: lexical BM25, not a learned-sparse model. */
-    sparse: 'bm25',
+    // Which index serves `mode: "sparse"`: lexical BM25, not a learned-sparse model (§6.2: a vendor field).
+    'x-rcp-server-sparse': 'bm25',
   };
 }
 
@@ -175,7 +179,8 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   });
   const fusedBy = lists.length > 1 ? options.fusion.method : undefined;
   const served = { hits: hits.length, candidates, reranked: funnel.reranked, tokens: packed.tokens, fusedBy };
-  const usage = reportUsage({ ...served, notes, mode: options.mode, started }, ctx);
+  const scale = scoreScaleOf({ mode: options.mode, reranked, recency: params.recency !== undefined }, settings.space);
+  const usage = reportUsage({ ...served, notes, mode: options.mode, started, scoreScale: scale }, ctx);
   return {
     hits,
     indexVersion,

@@ -28,5 +28,6 @@ export function transformMethod(
       return { queries: await corpus.transformQuery(query, transform, n ?? 3, ctx.signal) };
     },
   };
-  return [definition, { methods: [...TRANSFORM_METHODS], maxQueries: MAX_QUERIES }];
+  // §6.2: the bound on `n` is this server's, so a vendor field.
+  return [definition, { methods: [...TRANSFORM_METHODS], 'x-rcp-server-maxQueries': MAX_QUERIES }];
 }

@@ -54,6 +54,8 @@ export interface UsageFacts {
   readonly mode: string;
   /** The fusion method, when recall gave more than one list to fuse. */
   readonly fusedBy: string | undefined;
+  /** §6.1 the scale of this answer's scores (score-scale.ts). */
+  readonly scoreScale: string;
   /** `performance.now()` when the request began. */
   readonly started: number;
 }
@@ -70,6 +72,7 @@ export function reportUsage(facts: UsageFacts, ctx: Pick<RequestContext, 'log'>,
     latencyMs,
     ...(facts.tokens === undefined ? {} : { tokens: facts.tokens }),
     ...(facts.notes.length > 0 ? { notes: facts.notes } : {}),
+    'x-rcp-server-scoreScale': facts.scoreScale,
   };
   for (const note of facts.notes) ctx.log('notice', note);
   const how = facts.fusedBy === undefined ? facts.mode : `${facts.mode}, ${facts.fusedBy}`;

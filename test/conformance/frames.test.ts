@@ -2,14 +2,22 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { alsoCheckFrames } from '../helpers/schema.js';
 import { connect, request, ROOT, TRANSPORTS, type Connection, type Frame } from '../helpers/wire.js';
 import { normativeViolation } from './normative.js';
+import { unprefixedFields } from './vendor-prefix.js';
 
 /**
  * Every frame a session emits — a result of each method this server serves, errors down the dispatch ladder (§4),
  * progress (§9) and log (§17.1) notifications, batch replies (§11) — validates against the normative rcp-1.0.json as
  * well as the project's own schemas (which the connection helper checks first), over each transport.
  */
-const seen: { frame: unknown; method: string | undefined; violation: string | undefined }[] = [];
-alsoCheckFrames((frame, method) => seen.push({ frame, method, violation: normativeViolation(frame, method) }));
+const seen: { frame: unknown; method: string | undefined; violation: string | undefined; unprefixed: string[] }[] = [];
+alsoCheckFrames((frame, method) =>
+  seen.push({
+    frame,
+    method,
+    violation: normativeViolation(frame, method),
+    unprefixed: unprefixedFields(frame, method),
+  }),
+);
 
 const CONFIG = { 'models.encoder': `${ROOT}/models/use-lite`, 'index.fields': { lang: 'keyword' } };
 const DOCUMENTS = [
@@ -90,6 +98,8 @@ describe.each(TRANSPORTS)('frames over %s validate against rcp-1.0.json', (trans
 
     const frames = seen.slice(before);
     expect(frames.filter((frame) => frame.violation !== undefined)).toEqual([]);
+    // §6.2: every name outside the spec carries the x- prefix (vendor-prefix.ts says which the spec's prose defines).
+    expect([...new Set(frames.flatMap((frame) => frame.unprefixed))]).toEqual([]);
     const methods = new Set(frames.map((frame) => frame.method));
     expect([...new Set(RESULTS.map(([method]) => method))].filter((method) => !methods.has(method))).toEqual([]);
     if (transport !== 'http') {

@@ -3,10 +3,12 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { normativeViolation } from './normative.js';
+import { unprefixedFields } from './vendor-prefix.js';
 
 /**
  * Every frame `npm test` saw the server emit, recorded there under RCP_RECORD_FRAMES=DIR, validates against the
- * normative rcp-1.0.json too. RCP_RECORDED_FRAMES names that folder here (CI passes the one its `npm test` wrote).
+ * normative rcp-1.0.json too, and names nothing outside the spec without the x- prefix (§6.2, vendor-prefix.ts).
+ * RCP_RECORDED_FRAMES names that folder here (CI passes the one its `npm test` wrote).
  */
 const DIR = process.env.RCP_RECORDED_FRAMES === undefined ? undefined : resolve(process.env.RCP_RECORDED_FRAMES);
 
@@ -17,6 +19,7 @@ function recordedSuite(dir: string): void {
       expect(files.length, `no recorded frames in ${dir}`).toBeGreaterThan(0);
       let frames = 0;
       const violations: string[] = [];
+      const unprefixed = new Set<string>();
       for (const name of files) {
         const lines = createInterface({ input: createReadStream(join(dir, name)), crlfDelay: Infinity });
         for await (const line of lines) {
@@ -24,9 +27,11 @@ function recordedSuite(dir: string): void {
           frames++;
           const violation = normativeViolation(frame, method);
           if (violation !== undefined && violations.length < 20) violations.push(`${violation}\n${line.slice(0, 500)}`);
+          for (const name of unprefixedFields(frame, method)) unprefixed.add(name);
         }
       }
       expect(violations).toEqual([]);
+      expect([...unprefixed]).toEqual([]);
       expect(frames).toBeGreaterThan(1000);
       process.stdout.write(`${frames} recorded frames from ${files.length} files validate against rcp-1.0.json\n`);
     });

@@ -48,7 +48,7 @@ describe.each(TRANSPORTS)('agents over %s', (transport) => {
   afterAll(() => client.close());
 
   it('advertises only the transform methods that run, and feedback', () => {
-    expect(capabilities.transform).toEqual({ methods: ['rewrite', 'multi-query'], maxQueries: 8 });
+    expect(capabilities.transform).toEqual({ methods: ['rewrite', 'multi-query'], 'x-rcp-server-maxQueries': 8 });
     expect(capabilities.feedback).toEqual({});
   });
 

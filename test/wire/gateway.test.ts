@@ -170,10 +170,17 @@ describe('§12 a gateway write that fails on one shard', () => {
     const onE1 = DOCUMENTS.filter((doc) => shardOf(doc.id, 2) === 0).map((doc) => doc.id);
     const onE2 = DOCUMENTS.filter((doc) => shardOf(doc.id, 2) === 1).map((doc) => doc.id);
     const failed = await call(gw.origin, 'index/add', { documents: DOCUMENTS });
-    const error = failed.error as { code: number; message: string; data: { applied: string[]; failed: string[] } };
+    type Sides = Record<'applied' | 'failed' | 'x-rcp-server-applied' | 'x-rcp-server-failed', string[]>;
+    const error = failed.error as { code: number; message: string; data: Sides };
     expect(error.code).toBe(-32010);
     expect(error.message).toContain(`applied to ${onE1.length} of ${DOCUMENTS.length} documents (engines e1)`);
-    expect([error.data.applied.sort(), error.data.failed.sort()]).toEqual([onE1.sort(), onE2.sort()]);
+    const { data } = error;
+    expect([data['x-rcp-server-applied'].sort(), data['x-rcp-server-failed'].sort()]).toEqual([
+      onE1.sort(),
+      onE2.sort(),
+    ]);
+    // §6.2: the unprefixed names are deprecated, still sent for one release (docs/protocol.md).
+    expect([data.applied.sort(), data.failed.sort()]).toEqual([onE1.sort(), onE2.sort()]);
     const found = result<RetrieveResult>(
       await call(gw.origin, 'retrieve', { query: 'anything', k: 20, mode: 'dense' }),
     );

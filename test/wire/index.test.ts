@@ -4,7 +4,7 @@ import { connect, INITIALIZE, request, ROOT, TRANSPORTS, type Connection, type F
 import { DOCUMENT_MEDIA_TYPES } from '../../src/documents/index.js';
 
 const ENCODER = `${ROOT}/models/use-lite`;
-type AddResult = { ids: string[]; chunks: number; indexVersion: string };
+type AddResult = { ids: string[]; chunks: number; indexVersion: string; 'x-rcp-server-indexVersion': string };
 const result = <T>(frame: Frame | Frame[]) => (frame as Frame).result as T;
 
 describe.each(TRANSPORTS)('index/add and index/delete over %s (§7.10, §7.11)', (transport) => {
@@ -46,6 +46,8 @@ describe.each(TRANSPORTS)('index/add and index/delete over %s (§7.10, §7.11)',
     const second = await add({ documents: [{ id: 'up', text: 'conformance upsert probe two' }] });
     expect(second.ids).toEqual(['up']);
     expect(Number(second.indexVersion)).toBe(Number(first.indexVersion) + 1);
+    // §6.2: the version under the vendor prefix; the unprefixed name is deprecated, sent for one release.
+    expect(second['x-rcp-server-indexVersion']).toBe(second.indexVersion);
   });
 
   it('§7.10 ids are compared exactly: "é" in NFC and in NFD are two documents, each answered with its own id', async () => {

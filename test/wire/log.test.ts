@@ -57,6 +57,15 @@ describe.each(['in-process', 'stdio'] as const)('notifications/log over %s', (tr
     expect(seen[2]?.message).toBe('1 hits from 1 candidates (hybrid, convex)');
   });
 
+  it('§6.2 a deprecated name is still served and logged at warning: rerank `documents`', async () => {
+    const connection = await session(transport, { log: {} }, { logLevel: 'warning' });
+    connection.send(request(2, 'rerank', { query: 'owls', documents: ['Owls hunt at night.', 'Stars form.'] }));
+    expect((await connection.reply(2)).result).toHaveProperty('scores');
+    const seen = logs(connection);
+    expect(seen.map((log) => [log.level, log.logger])).toEqual([['warning', 'rerank']]);
+    expect(seen[0]?.message).toContain('`documents` is a deprecated name for `passages`');
+  });
+
   it('defaults to info and honours a stricter level', async () => {
     const connection = await session(transport, { log: {} });
     await retrieve(connection, 2);

@@ -13,7 +13,8 @@ afterAll(() => rmSync(MODELS, { recursive: true, force: true }));
 const DEFAULT_ENCODER_DIR = join(ROOT, 'models', 'use-lite');
 const MAX_CANDIDATES = 6;
 const PASSAGES = ['the cancer risk of the study', 'a mouse model', 'vitamin dose and blood levels', 'brain cells'];
-type Rerank = { scores: number[]; order: number[]; results: { index: number; score: number }[] };
+type Ordering = { index: number; score: number }[];
+type Rerank = { scores: number[]; order: number[]; results: Ordering; 'x-rcp-server-results': Ordering };
 const result = (frame: Frame) => frame.result as Rerank;
 
 describe.each(TRANSPORTS)('rerank over %s, with a generated cross-encoder (§7.6)', (transport) => {
@@ -55,8 +56,11 @@ describe.each(TRANSPORTS)('rerank over %s, with a generated cross-encoder (§7.6
     }
   });
 
-  it('§7.6 order is best-first and cut to topN; results repeat it as {index, score}', async () => {
-    const { scores, order, results } = result(await call({ query: 'cancer risk', passages: PASSAGES, topN: 2 }));
+  it('§7.6 order is best-first and cut to topN; §6.2 x-rcp-server-results repeats it as {index, score}', async () => {
+    const answer = result(await call({ query: 'cancer risk', passages: PASSAGES, topN: 2 }));
+    const { scores, order, results } = answer;
+    // The deprecated unprefixed name is still sent beside it for one release (docs/protocol.md).
+    expect(answer['x-rcp-server-results']).toEqual(results);
     const best = [...scores.keys()].sort((a, b) => scores[b]! - scores[a]!);
     expect(order).toEqual(best.slice(0, 2));
     expect(results).toEqual(order.map((index) => ({ index, score: scores[index] })));

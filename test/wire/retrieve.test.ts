@@ -67,7 +67,14 @@ type Result = {
   hits: Hit[];
   nextCursor?: string;
   indexVersion: string;
-  usage: { candidates: number; reranked: number; latencyMs: number; notes?: string[]; tokens?: number };
+  usage: {
+    candidates: number;
+    reranked: number;
+    latencyMs: number;
+    notes?: string[];
+    tokens?: number;
+    'x-rcp-server-scoreScale'?: string;
+  };
 };
 
 describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
@@ -121,12 +128,18 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
       modes: ['dense', 'sparse', 'hybrid'],
       fusion: ['rrf', 'weighted', 'convex'],
       defaultMode: 'hybrid',
-      sparse: 'bm25',
+      'x-rcp-server-sparse': 'bm25',
       maxK: 20,
       mmr: true,
       tokenBudget: true,
     });
-    expect(capabilities.retrieve?.scoreScale).toBeUndefined(); // differs by mode: not advertised
+    // §6.1 the default pipeline's scale (hybrid fusion: relative to the answer), and each mode's (§6.2 vendor field).
+    expect(capabilities.retrieve?.scoreScale).toBe('unbounded');
+    expect(capabilities.retrieve?.['x-rcp-server-scoreScales']).toEqual({
+      dense: 'cosine',
+      sparse: 'bm25',
+      hybrid: 'unbounded',
+    });
     // §6.1 the floor is known: cosine ≥ -1 bounds every score the pipeline makes (no cross-encoder configured).
     expect(capabilities.retrieve?.scoreFloor).toBe(-1);
     expect(capabilities.filter).toMatchObject({ fields: FIELDS });
@@ -198,6 +211,10 @@ describe.each(TRANSPORTS)('retrieve over %s (§7.7)', (transport) => {
     expect(reranked.hits[0]!.scores.rerank).toBe(reranked.hits[0]!.score);
     const plain = await ok({ query: 'heart pumps blood', k: 3, rerank: false });
     expect(plain.usage.reranked).toBe(0);
+    // §6.1 each answer states its scores' scale: rerank scores ahead of recall scores have none named.
+    expect(reranked.usage['x-rcp-server-scoreScale']).toBe('unbounded');
+    expect((await ok({ query: 'heart', k: 1, mode: 'dense' })).usage['x-rcp-server-scoreScale']).toBe('cosine');
+    expect((await ok({ query: 'heart', k: 1, mode: 'sparse' })).usage['x-rcp-server-scoreScale']).toBe('bm25');
     expect(await fails({ query: 'q', k: 3, rerank: { method: 'llm' } })).toMatchObject({
       code: -32005,
       data: { option: 'rerank.method' },

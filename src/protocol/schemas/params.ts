@@ -93,7 +93,7 @@ export type EmbedSparseParams = Static<typeof EmbedSparseParams>;
 export const RerankParams = Type.Object({
   query: Type.Union([Type.String(), ContentBlock, Type.Array(ContentBlock)]),
   passages: Type.Optional(Type.Array(TextInput)),
-  /** Accepted as a synonym of `passages`: the upstream harness and several RAG clients send it. */
+  /** Deprecated (docs/protocol.md): taken for `passages`, which the upstream harness and some RAG clients send. */
   documents: Type.Optional(Type.Array(TextInput)),
   method: Type.Optional(Type.String()),
   model: Type.Optional(Type.String()),

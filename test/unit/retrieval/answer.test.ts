@@ -54,6 +54,7 @@ describe('§7.7 usage', () => {
     mode: 'hybrid',
     fusedBy: 'rrf',
     started: 1_000,
+    scoreScale: 'unbounded',
   };
 
   it.each([
@@ -61,7 +62,8 @@ describe('§7.7 usage', () => {
     { over: { tokens: 300 }, usage: { candidates: 40, reranked: 10, latencyMs: 42, tokens: 300 } },
     { over: { notes: ['n1'] }, usage: { candidates: 40, reranked: 10, latencyMs: 42, notes: ['n1'] } },
   ])('with $over the usage is $usage', ({ over, usage }) => {
-    expect(reportUsage({ ...FACTS, ...over }, fakeContext(), 1_041.6)).toEqual(usage);
+    const scale = { 'x-rcp-server-scoreScale': 'unbounded' };
+    expect(reportUsage({ ...FACTS, ...over }, fakeContext(), 1_041.6)).toEqual({ ...usage, ...scale });
   });
 
   it.each([
