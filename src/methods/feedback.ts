@@ -3,6 +3,7 @@ import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 import { FeedbackParams } from '../protocol/schemas/params.js';
+import { documentOfHitId } from '../retrieval/units.js';
 
 /**
  * `feedback` (§7.16): signals about how hits fared downstream, counted in metrics and otherwise not kept: nothing in
@@ -49,7 +50,7 @@ export function feedbackMethod(
       const recorded = signals.map((signal) => ({ ...signal, hitId: String(signal.hitId) }));
       for (const signal of recorded) {
         settings.onSignal(Object.keys(signal).filter((key) => key !== 'hitId'));
-        const documentId = signal.hitId.replace(/#\d+$/, '');
+        const documentId = documentOfHitId(signal.hitId);
         const source = corpus.metaOf(documentId).source;
         for (const [kind, flagged] of [
           ['poison', signal.poisonSuspected],

@@ -13,7 +13,8 @@ import { CursorCodec } from '../retrieval/cursor.js';
 import { diversify } from '../retrieval/diversify.js';
 import { rerankFunnel } from '../retrieval/funnel.js';
 import { groupUnits } from '../retrieval/grouping.js';
-import { buildHit, hitId, type TrustLevel } from '../retrieval/hits.js';
+import { focusPage } from '../retrieval/focus.js';
+import { bodyOf, buildHit, hitId, type TrustLevel } from '../retrieval/hits.js';
 import { packTokenBudget } from '../retrieval/packing.js';
 import { cursorAfter, openPage, pageOf } from '../retrieval/paging.js';
 import { planQueries } from '../retrieval/query-plan.js';
@@ -158,15 +159,18 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   ranked = skipSeen(ranked, seen, idOf);
   if (params.mmr !== undefined)
     ranked = await diversify(ranked, start.offset + k, params.mmr.lambda, corpus, ctx.signal);
-  // Packing and building hits read a stored text per hit: in time slices.
+  // Focusing, packing and building hits read a stored text per hit: in time slices.
   const building = new TimeSlice(ctx.signal);
-  const packed = await packTokenBudget(pageOf(ranked, start, k), params.tokenBudget, unit, corpus, encoder, building);
+  const page = pageOf(ranked, start, k);
+  const focus = await focusPage(page, queries.query, corpus, building, ctx.signal);
+  const bodyOfHit = (hit: Scored) => bodyOf(corpus, hit.label, unit, focus.get(hit.label));
+  const packed = await packTokenBudget(page, params.tokenBudget, bodyOfHit, encoder, building);
   ctx.progress('pack', 0.9, { message: `${packed.page.length} hits` });
 
   // The answer.
   const shape = { unit, includeText: params.includeText, includeVectors: params.includeVectors, trust: settings.trust };
   const limits = { maxResponseBytes: settings.maxResponseBytes, answers: retriever.answers };
-  const build = (hit: Scored) => withConfidence(buildHit(corpus, hit, shape), confidence?.(hit));
+  const build = (hit: Scored) => withConfidence(buildHit(corpus, hit, shape, focus.get(hit.label)), confidence?.(hit));
   const hits = await buildHits(packed.page, build, limits, building);
   corpus.verify();
   await rememberReturned(sessions, ctx.caller, params.sessionId, hits);

@@ -1,17 +1,21 @@
 import type { CorpusReader } from '../corpus/index.js';
-import { documentIdOf } from './hits.js';
+import { hitId } from './hits.js';
 import type { Scored } from './ranking.js';
 import type { Unit } from './retrieve-options.js';
 
 /**
- * §7.7.2 `unit`: for `document`, each document is represented once, by its best-ranked chunk (whose score the
- * document hit carries); for `chunk`, the ranking is unchanged.
+ * §7.7.2 `unit`: a `document` or a `page` is represented once, by its best-ranked chunk (whose score the hit
+ * carries); for `chunk` and `passage` (one window of each chunk) the ranking is unchanged.
  */
-export function groupUnits(ranked: Scored[], unit: Unit, corpus: Pick<CorpusReader, 'placeOf'>): Scored[] {
-  if (unit !== 'document') return ranked;
+export function groupUnits(
+  ranked: Scored[],
+  unit: Unit,
+  corpus: Pick<CorpusReader, 'placeOf' | 'getChunk' | 'outlineOf'>,
+): Scored[] {
+  if (unit === 'chunk' || unit === 'passage') return ranked;
   const seen = new Set<string>();
   return ranked.filter((hit) => {
-    const doc = documentIdOf(corpus, hit.label);
-    return !seen.has(doc) && seen.add(doc) !== undefined;
+    const id = hitId(corpus, hit.label, unit);
+    return !seen.has(id) && seen.add(id) !== undefined;
   });
 }

@@ -1,4 +1,6 @@
-import { headingPathAt, pageAt, type ChunkBody, type ChunkPlace, type CorpusReader } from '../corpus/index.js';
+import { headingPathAt, pageAt, type CorpusReader } from '../corpus/index.js';
+import type { Focus, Span } from './focus.js';
+import { pageOfChunk, spanOf, unitId, type UnitCorpus } from './units.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { Unit } from './retrieve-options.js';
 import type { Scored } from './ranking.js';
@@ -6,15 +8,23 @@ import type { Scored } from './ranking.js';
 /** Hit ids, bodies and the §7.7 Hit object, built from a ranked chunk label. */
 export type TrustLevel = 'trusted' | 'community' | 'untrusted';
 
-/** A hit's id: the client's document id, and for a chunk its place in the document. */
-export function idAt(place: ChunkPlace, unit: Unit): string {
-  return unit === 'document' ? place.docId : `${place.docId}#${place.ordinal}`;
+/**
+ * The id of a recalled label as a unit (units.ts); '' only for a chunk deleted since (never emitted: such a hit is
+ * not built). A passage's window depends on the query, so a passage is named here by its chunk: what fusion, session
+ * dedup (§7.7.3) and grouping compare; the hit itself carries its window's id.
+ */
+export function hitId(corpus: Pick<CorpusReader, 'placeOf' | 'getChunk' | 'outlineOf'>, label: number, unit: Unit) {
+  if (unit === 'chunk' || unit === 'passage') return chunkId(corpus, label);
+  const place = corpus.placeOf(label);
+  if (place === undefined || unit === 'document') return place?.docId ?? '';
+  const chunk = corpus.getChunk(label);
+  return chunk === undefined ? '' : unitId(place, 'page', chunk, pageOfChunk(corpus, chunk));
 }
 
-/** The id of a recalled label; '' only for a chunk deleted since (never emitted: such a hit is not built). */
-export function hitId(corpus: Pick<CorpusReader, 'placeOf'>, label: number, unit: Unit): string {
+/** The id of a recalled label's chunk (`doc#N`), from memory; '' for a chunk deleted since. */
+export function chunkId(corpus: Pick<CorpusReader, 'placeOf'>, label: number): string {
   const place = corpus.placeOf(label);
-  return place === undefined ? '' : idAt(place, unit);
+  return place === undefined ? '' : unitId(place, 'chunk', {}, 1);
 }
 
 /** The client's id of the document a label's chunk belongs to; '' for a chunk deleted since. */
@@ -22,15 +32,10 @@ export function documentIdOf(corpus: Pick<CorpusReader, 'placeOf'>, label: numbe
   return corpus.placeOf(label)?.docId ?? '';
 }
 
-/** A hit's body: the chunk's text, or its whole document's for `unit: "document"` (§7.7.2). */
-export function bodyOf(
-  corpus: Pick<CorpusReader, 'getChunk' | 'getDocument'>,
-  label: number,
-  unit: Unit,
-  chunk = corpus.getChunk(label),
-): string {
-  if (chunk === undefined) return '';
-  return unit === 'document' ? (corpus.getDocument(chunk.docId)?.text ?? chunk.text) : chunk.text;
+/** A hit's body (§7.7.2): the text of the span its unit covers (units.ts). */
+export function bodyOf(corpus: UnitCorpus, label: number, unit: Unit, focus?: Focus): string {
+  const chunk = corpus.getChunk(label);
+  return chunk === undefined ? '' : spanOf(corpus, chunk, unit, focus).text;
 }
 
 /**
@@ -59,22 +64,26 @@ export interface HitShape {
   readonly trust: Readonly<Record<string, TrustLevel>>;
 }
 
-/** The hit for a ranked chunk, or undefined when it has been deleted since recall. */
-export function buildHit(corpus: HitCorpus, hit: Scored, shape: HitShape): JsonObject | undefined {
+/**
+ * The hit for a ranked chunk, or undefined when it has been deleted since recall. `focus`: where in it the query is
+ * answered (focus.ts): the passage a `passage` hit is, and the quote its citation carries.
+ */
+export function buildHit(corpus: HitCorpus, hit: Scored, shape: HitShape, focus?: Focus): JsonObject | undefined {
   const chunk = corpus.getChunk(hit.label);
   if (chunk === undefined) return undefined;
   const meta = corpus.metaOf(chunk.docId);
   const source = typeof meta.source === 'string' ? meta.source : chunk.docId;
-  // What the hit is: its chunk, or for `unit: "document"` its whole document (§7.7.2), which the citation then names.
-  const span = shape.unit === 'document' ? documentSpan(corpus, chunk) : chunk;
+  const span = spanOf(corpus, chunk, shape.unit, focus);
   const structure = structureOf(corpus, chunk.docId, span, meta);
   const body: JsonObject = {
-    id: idAt(chunk, shape.unit),
+    id: unitId(chunk, shape.unit, span, structure.pages?.[0] ?? 1),
     score: hit.score,
     unit: shape.unit,
+    // §7.7.2: the corpus is flat (no summaries above its chunks), so every hit is of the leaf level.
+    level: 0,
     scores: hit.scores,
     meta,
-    citation: citationOf(span, meta, source, structure.pages?.[0]),
+    citation: citationOf(span, meta, source, structure.pages?.[0], focus?.quote),
     chunk: {
       docId: chunk.docId,
       index: chunk.ordinal,
@@ -84,21 +93,9 @@ export function buildHit(corpus: HitCorpus, hit: Scored, shape: HitShape): JsonO
     },
     trust: { level: trustOf(shape.trust, source, corpus.originOf(chunk.docId)) },
   };
-  if (shape.includeText !== false) body.text = bodyOf(corpus, hit.label, shape.unit, chunk);
+  if (shape.includeText !== false) body.text = span.text;
   if (shape.includeVectors === true) body.vector = Array.from(corpus.vectorOf(hit.label) ?? []);
   return body;
-}
-
-interface Span {
-  readonly start: number;
-  readonly end: number;
-  readonly text: string;
-}
-
-/** A whole document as a span of itself (a document deleted since: its chunk's span). */
-function documentSpan(corpus: Pick<CorpusReader, 'getDocument'>, chunk: ChunkBody): Span {
-  const text = corpus.getDocument(chunk.docId)?.text;
-  return text === undefined ? chunk : { start: 0, end: text.length, text };
 }
 
 /**
@@ -122,9 +119,19 @@ function structureOf(
   return { headings, pages: [first, Math.max(first, pageAt(outline, span.end - 1) ?? 1)] };
 }
 
-/** §7.7 citation offsets (the chunk is a verbatim slice of its document), and its page in a paginated one. */
-function citationOf(span: Span, meta: Record<string, unknown>, source: string, page: number | undefined): JsonObject {
+/**
+ * §7.7 citation offsets (the chunk is a verbatim slice of its document), its page in a paginated one, and the
+ * sentence that best answers the query, under this server's name (§6.2: §7.7's citation has no quote).
+ */
+function citationOf(
+  span: Span,
+  meta: Record<string, unknown>,
+  source: string,
+  page: number | undefined,
+  quote: Span | undefined,
+): JsonObject {
   const citation: JsonObject = { source, start: span.start, end: span.end, ...(page === undefined ? {} : { page }) };
+  if (quote !== undefined) citation['x-rcp-server-quote'] = { text: quote.text, start: quote.start, end: quote.end };
   if (typeof meta.title === 'string') citation.title = meta.title;
   if (typeof meta.uri === 'string') citation.uri = meta.uri;
   return citation;

@@ -1,9 +1,6 @@
-import type { CorpusReader } from '../corpus/index.js';
 import type { Encoder } from '../models/index.js';
 import type { TimeSlice } from '../protocol/time-slice.js';
-import { bodyOf } from './hits.js';
 import type { Scored } from './ranking.js';
-import type { Unit } from './retrieve-options.js';
 
 export interface Packed {
   readonly page: Scored[];
@@ -13,14 +10,13 @@ export interface Packed {
 
 /**
  * §7.7.2 token budget: best hits first while their bodies fit; the first that does not fit ends the page (k and
- * tokenBudget: whichever binds first wins). Bodies are counted in the encoder's tokens, in the caller's time slices
- * (each reads a stored text). Without a budget the page is returned whole.
+ * tokenBudget: whichever binds first wins). Bodies (what each hit's `text` will be: hits.ts `bodyOf`) are counted in
+ * the encoder's tokens, in the caller's time slices (each reads a stored text). Without a budget the page is returned whole.
  */
 export async function packTokenBudget(
   page: Scored[],
   tokenBudget: number | undefined,
-  unit: Unit,
-  corpus: Pick<CorpusReader, 'getChunk' | 'getDocument'>,
+  bodyOf: (hit: Scored) => string,
   encoder: Pick<Encoder, 'tokenCount'>,
   slice: TimeSlice,
 ): Promise<Packed> {
@@ -28,7 +24,7 @@ export async function packTokenBudget(
   let tokens = 0;
   const packed: Scored[] = [];
   for (const hit of page) {
-    const size = await encoder.tokenCount(bodyOf(corpus, hit.label, unit), slice);
+    const size = await encoder.tokenCount(bodyOf(hit), slice);
     if (tokens + size > tokenBudget) break;
     tokens += size;
     packed.push(hit);

@@ -2,7 +2,7 @@ import type { CorpusReader } from '../corpus/index.js';
 import type { Encoder } from '../models/index.js';
 import type { RequestContext } from '../protocol/context.js';
 import { SCORE_FLOOR, type FusionInput } from './fusion.js';
-import { hitId } from './hits.js';
+import { chunkId } from './hits.js';
 import type { RecallQueries } from './query-plan.js';
 import type { FusionPlan, Mode } from './retrieve-options.js';
 
@@ -84,7 +84,7 @@ export async function recall(
     partial: {
       hits: (lists[0]?.hits ?? [])
         .slice(0, plan.k)
-        .map((hit) => ({ id: hitId(corpus, hit.label, 'chunk'), score: hit.score })),
+        .map((hit) => ({ id: chunkId(corpus, hit.label), score: hit.score })),
     },
   });
   return { lists, candidates };

@@ -10,7 +10,7 @@ import type { FusionMethod } from './fusion.js';
  */
 export const MODES = ['dense', 'sparse', 'hybrid'] as const;
 export const FUSIONS = ['rrf', 'weighted', 'convex'] as const;
-export const UNITS = ['chunk', 'document'] as const;
+export const UNITS = ['chunk', 'passage', 'page', 'document'] as const;
 export type Mode = (typeof MODES)[number];
 export type Unit = (typeof UNITS)[number];
 
@@ -121,10 +121,9 @@ export function resolveOptions<R extends NamedReranker>(
   const method = chosen(FUSIONS, params.fusion?.method, settings.fusion.method, (asked) =>
     lenient.unsupported('fusion.method', asked, `${settings.fusion.method} was used`),
   );
-  // `passage` is this server's chunk under the spec's other name: chunks, without a note.
-  const unit = chosen(UNITS, params.unit, 'chunk', (asked) => {
-    if (asked !== 'passage') lenient.unsupported('unit', asked, 'chunks were returned');
-  });
+  const unit = chosen(UNITS, params.unit, 'chunk', (asked) =>
+    lenient.unsupported('unit', asked, 'chunks were returned'),
+  );
   const reranker = chooseReranker(params.rerank, rerankers, lenient);
   const sizes = funnelSizes(params, settings);
   const predicate =

@@ -22,7 +22,10 @@ export function skipSeen(ranked: Scored[], seen: SeenIds | undefined, idOf: IdOf
   return seen === undefined ? ranked : ranked.filter((hit) => !seen.has(idOf(hit.label)));
 }
 
-/** The session remembers the hits this answer returns, by id, so later retrieves skip them. */
+/**
+ * The session remembers the hits this answer returns, by id, so later retrieves skip them: a passage by its chunk's
+ * id, which is what the ranking is compared by (hits.ts `hitId`), so a chunk once quoted is not quoted again.
+ */
 export async function rememberReturned(
   sessions: Pick<SeenStore, 'remember'>,
   caller: string,
@@ -33,6 +36,12 @@ export async function rememberReturned(
     await sessions.remember(
       caller,
       sessionId,
-      hits.map((hit) => String(hit.id)),
+      hits.map((hit) => (hit.unit === 'passage' ? chunkIdOf(hit) : String(hit.id))),
     );
+}
+
+/** A hit's chunk id (`doc#N`, units.ts), from its `chunk` field. */
+function chunkIdOf(hit: JsonObject): string {
+  const chunk = hit.chunk as { docId: string; index: number };
+  return `${chunk.docId}#${chunk.index}`;
 }

@@ -1,4 +1,5 @@
 import { RpcErrorCode } from '../../protocol/codes.js';
+import type { TextKind } from '../../models/index.js';
 import { RpcError } from '../../protocol/errors.js';
 import type { DerivedIndexes } from '../indexes.js';
 import { outlineOf, type Outline } from '../outline.js';
@@ -78,7 +79,9 @@ export class SnapshotReader implements CorpusReader {
     return Promise.reject(this.#notKept('query transformation'));
   }
 
-  termWeights(): Promise<Map<string, number>> {
+  /** A query's terms are the analyzer's alone (each weighs 1), as at any version; a document's weigh by statistics. */
+  termWeights(text: string, kind: TextKind, signal?: AbortSignal): Promise<Map<string, number>> {
+    if (kind === 'query') return this.live.termWeights(text, kind, signal);
     return Promise.reject(this.#notKept('term weights'));
   }
 

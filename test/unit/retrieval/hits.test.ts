@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bodyOf, buildHit, documentIdOf, hitId, trustOf, type HitShape } from '../../../src/retrieval/hits.js';
+import { documentOfHitId } from '../../../src/retrieval/units.js';
 import { fakeCorpus, scored } from './fake-corpus.js';
 
 const corpus = fakeCorpus(
@@ -65,6 +66,7 @@ describe('§7.7 Hit shape', () => {
       id: 'guide#1',
       score: 0.75,
       unit: 'chunk',
+      level: 0,
       scores: { dense: 0.75 },
       meta: { source: 'handbook', title: 'The Guide', uri: 'https://example.org/guide' },
       citation: { source: 'handbook', start: 100, end: 111, title: 'The Guide', uri: 'https://example.org/guide' },
@@ -100,5 +102,17 @@ describe('§7.7 Hit shape', () => {
   it('a chunk deleted since recall builds no hit', () => {
     const gone = fakeCorpus([{ docId: 'd', ordinal: 0, text: 'x' }], {}, new Set([0]));
     expect(buildHit(gone, scored([0, 1])[0]!, shape())).toBeUndefined();
+  });
+});
+
+describe('§7.16 the document a hit id names, whatever its unit', () => {
+  it.each([
+    ['guide#3', 'guide'],
+    ['guide#3:10-40', 'guide'],
+    ['guide#p2', 'guide'],
+    ['guide', 'guide'],
+    ['a#b#4', 'a#b'],
+  ])('%s names %s', (id, document) => {
+    expect(documentOfHitId(id)).toBe(document);
   });
 });

@@ -156,7 +156,8 @@ describe('option resolution', () => {
       reranker: 'cross-encoder',
     },
     { params: { k: 5, unit: 'document' }, mode: 'hybrid', fusion: 'rrf', unit: 'document', reranker: 'cross-encoder' },
-    { params: { k: 5, unit: 'passage' }, mode: 'hybrid', fusion: 'rrf', unit: 'chunk', reranker: 'cross-encoder' },
+    { params: { k: 5, unit: 'passage' }, mode: 'hybrid', fusion: 'rrf', unit: 'passage', reranker: 'cross-encoder' },
+    { params: { k: 5, unit: 'page' }, mode: 'hybrid', fusion: 'rrf', unit: 'page', reranker: 'cross-encoder' },
     {
       params: { k: 5, rerank: { method: 'colbert' } },
       mode: 'hybrid',
@@ -172,8 +173,9 @@ describe('option resolution', () => {
     expect(options.notes).toEqual([]);
   });
 
-  it('passage is this server’s chunk: no note, even under strict false', () => {
-    expect(resolve({ k: 5, unit: 'passage', strict: false }).notes).toEqual([]);
+  it('§7.7.2 an unadvertised unit is -32005 under strict, chunks with a note otherwise', () => {
+    expect(() => resolve({ k: 5, unit: 'community' })).toThrow(expect.objectContaining({ code: -32005 }));
+    expect(resolve({ k: 5, unit: 'community', strict: false }).notes[0]).toMatch(/^unit="community"/);
   });
 
   it('no cross-encoder configured: no reranker by default, and no note', () => {
