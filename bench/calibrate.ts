@@ -1,10 +1,12 @@
 /**
- * `node --import tsx bench/calibrate.ts [--scifact DIR] [--data DIR] [--folds 5] [--out FILE]`: fits the §7.7.2
- * `confidence` table the server ships (models/confidence/hybrid-convex-use-lite.json).
+ * `node --import tsx bench/calibrate.ts [--scifact DIR] [--data DIR] [--folds 5] [--mode M] [--fusion F] [--out FILE]`:
+ * fits a §7.7.2 `confidence` table the server ships (models/confidence/: one per pipeline, by default the default
+ * pipeline's, hybrid-convex-use-lite.json; `--mode dense`, `--mode sparse`, `--mode hybrid --fusion rrf` the others').
  *
- * SciFact's training queries run through `retrieve` with the server's defaults (k 100, chunks) on a data dir that
- * already holds SciFact's corpus (`rcp-server ingest --data DIR ../shared/data/scifact/corpus.jsonl`); each returned
- * hit's fused score is paired with its judgement (relevant when its document is in qrels/train.tsv). An isotonic fit
+ * SciFact's training queries run through `retrieve` with the server's defaults (k 100, chunks) but the mode and
+ * fusion asked, on a data dir that already holds SciFact's corpus (`rcp-server ingest --data DIR
+ * ../shared/data/scifact/corpus.jsonl`); each returned hit's score of that pipeline (the fused score, or the dense
+ * or sparse one) is paired with its judgement (relevant when its document is in qrels/train.tsv). An isotonic fit
  * (pool adjacent violators) of relevance on the fused score is cross-validated by query (k folds): the expected
  * calibration error (10 bins) on each held-out fold, over its top-10 hits and over all its hits, is printed and kept
  * in the table; the table itself is the fit on every training query. SciFact comes from `--scifact DIR` or
@@ -22,7 +24,9 @@ import {
   interpolate,
   type Observation,
 } from '../src/retrieval/calibration.js';
-import { SHIPPED_TABLE, type CalibrationTable } from '../src/retrieval/confidence.js';
+import { SHIPPED_TABLES, type CalibrationTable } from '../src/retrieval/confidence.js';
+import type { FusionMethod } from '../src/retrieval/fusion.js';
+import type { Mode } from '../src/retrieval/retrieve-options.js';
 import { scifactPath } from './scifact.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -40,7 +44,11 @@ interface Judged extends Observation {
 const args = process.argv.slice(2);
 const data = resolve(take(args, '--data') ?? resolve(ROOT, 'indexes/scifact'));
 const folds = Number(take(args, '--folds') ?? 5);
-const out = resolve(take(args, '--out') ?? SHIPPED_TABLE);
+const mode = (take(args, '--mode') ?? 'hybrid') as Mode;
+const fusionAsked = take(args, '--fusion') as FusionMethod | undefined;
+const feature: CalibrationTable['feature'] = mode === 'hybrid' ? 'fused' : mode;
+const named = mode === 'hybrid' ? `hybrid-${fusionAsked ?? 'convex'}` : mode;
+const out = resolve(take(args, '--out') ?? resolve(SHIPPED_TABLES, `${named}-use-lite.json`));
 const queries = scifactPath('queries.jsonl');
 const qrels = scifactPath('qrels/train.tsv');
 
@@ -50,12 +58,13 @@ let encoder = '';
 try {
   await app.corpus?.ready;
   encoder = app.models.encoder?.info.identity ?? '';
-  // The defaults a client gets (hybrid, convex at the configured alpha, no rerank), k at the default candidateK.
-  const request = { k: config.retrieve.candidateK, includeText: false, rerank: false };
+  // The defaults a client gets (no rerank) in the mode and fusion asked, k at the default candidateK.
+  const fusion = fusionAsked === undefined ? {} : { fusion: { method: fusionAsked } };
+  const request = { k: config.retrieve.candidateK, includeText: false, rerank: false, mode, ...fusion };
   await runJudged(app, queries, qrels, request, ({ query, ranked, hits, relevant }) => {
     hits.forEach((hit, rank) => {
-      const fused = hit.scores?.fused;
-      if (fused !== undefined) observations.push({ query, rank, x: fused, relevant: relevant.has(ranked[rank]!) });
+      const x = hit.scores?.[feature];
+      if (x !== undefined) observations.push({ query, rank, x, relevant: relevant.has(ranked[rank]!) });
     });
   });
 } finally {
@@ -92,17 +101,18 @@ const { bm25, space } = config.index;
 const { alpha, method } = config.retrieve.fusion;
 const table: CalibrationTable & { heldOut: unknown } = {
   about:
-    `Isotonic fit of P(relevant) on the fused score, SciFact train (${queryIds.length} queries, ` +
+    `Isotonic fit of P(relevant) on the ${feature} score, SciFact train (${queryIds.length} queries, ` +
     `${observations.length} hits, top ${config.retrieve.candidateK}); made by bench/calibrate.ts.`,
   pipeline: {
     encoder,
     space,
     bm25: { k1: bm25.k1, b: bm25.b, stem: bm25.stem },
-    mode: config.retrieve.defaultMode,
-    fusion: method,
+    mode,
+    fusion: fusionAsked ?? method,
     alpha,
+    ...((fusionAsked ?? method) === 'rrf' ? { rrfK: config.retrieve.fusion.rrfK } : {}),
   },
-  feature: 'fused',
+  feature,
   heldOut: {
     folds,
     ece10Top10: perFold.map((fold) => round(fold.ece10)),

@@ -17,7 +17,7 @@ import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
 import { retrieveMethod } from './methods/retrieve.js';
 import type { FieldType, Snapshots, StoreSpace } from './corpus/index.js';
-import { loadTable, tableFor } from './retrieval/confidence.js';
+import { loadTables, tablesFor } from './retrieval/confidence.js';
 import { OPERATORS } from './retrieval/filter.js';
 import { Metrics } from './metrics.js';
 import { MethodRegistry } from './protocol/registry.js';
@@ -729,15 +729,12 @@ function registerRetrieve(
       // recency only shrinks); inner products and cross-encoder logits have no floor, so then none is claimed.
       scoreFloor:
         config.index.space === 'cosine' && !rerankers.some((r) => r.method === 'cross-encoder') ? -1 : undefined,
-      // §7.7.2 `confidence` (and its advertisement) only where the table was fitted on what is served by default.
       snapshots: config.index.snapshots.versions > 0,
-      calibration: tableFor(loadTable(config.retrieve.confidenceTable), {
+      // §7.7.2 `confidence` from the tables fitted on this server's encoder and scoring, one per pipeline.
+      calibrations: tablesFor(loadTables(config.retrieve.confidenceTable), {
         encoder: models.encoder.info.identity,
         space: config.index.space,
         bm25: config.index.bm25,
-        mode: config.retrieve.defaultMode,
-        fusion: config.retrieve.fusion.method,
-        alpha: config.retrieve.fusion.alpha,
       }),
     }),
   );

@@ -59,8 +59,8 @@ export interface RetrieveSettings extends OptionSettings {
   readonly space: Space;
   /** §7.7.1 whether recent versions stay queryable (index.snapshots). */
   readonly snapshots?: boolean | undefined;
-  /** §7.7.2 the calibration behind `confidence`, when it holds for what this server serves by default. */
-  readonly calibration?: CalibrationTable | undefined;
+  /** §7.7.2 the calibrations behind `confidence`, one per pipeline, each fitted on this server's scoring. */
+  readonly calibrations: readonly CalibrationTable[];
 }
 
 /** What one retrieve handler works with: the ports, the settings, and the state kept across requests. */
@@ -119,11 +119,21 @@ function capabilityOf(settings: RetrieveSettings, rerankers: readonly Reranker[]
     defaultMode: settings.defaultMode,
     ...advertisedScales(settings.defaultMode, settings.space),
     ...(settings.scoreFloor === undefined ? {} : { scoreFloor: settings.scoreFloor }),
-    // §7.7.2: advertised only when the default pipeline's hits carry it (other pipelines' hits have none).
-    ...(settings.calibration === undefined ? {} : { confidence: true }),
+    // §7.7.2: advertised when the default pipeline's hits carry it (hits of other calibrated pipelines do too).
+    ...(defaultConfidence(settings, rerankers) ? { confidence: true } : {}),
     // Which index serves `mode: "sparse"`: lexical BM25, not a learned-sparse model (§6.2: a vendor field).
     'x-rcp-server-sparse': 'bm25',
   };
+}
+
+/** Whether a request that sets no option gets hits with a confidence: a table fits the default pipeline. */
+function defaultConfidence(settings: RetrieveSettings, rerankers: readonly Reranker[]): boolean {
+  const mode = settings.defaultMode;
+  const fusion = { ...settings.fusion, weights: {} };
+  // A cross-encoder reranks by default (retrieve-options.ts), and reranked scores are no table's.
+  const reranked = rerankers.some((reranker) => reranker.method === 'cross-encoder');
+  const request = { mode, fusion, reranked, lists: mode === 'hybrid' ? 2 : 1 };
+  return confidenceOf(settings.calibrations, request) !== undefined;
 }
 
 const RECENCY_ON_A_PIN = 'recency: ages are counted from now, so a pinned version ranks by the clock too';
@@ -151,7 +161,7 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   const funnel = await rerankFunnel(ranked, options.reranker, options.topN, queries.query, corpus, ctx);
   ranked = groupUnits(atLeast(funnel.ranked, params.minScore), unit, corpus);
   const reranked = options.reranker !== undefined;
-  const confidence = confidenceOf(settings.calibration, { ...options, reranked, lists: lists.length });
+  const confidence = confidenceOf(settings.calibrations, { ...options, reranked, lists: lists.length });
 
   // The page: where the cursor left off, without what the session has seen, diversified, packed.
   const start = openPage(cursors, declaredOf(params), indexVersion, ctx.caller);

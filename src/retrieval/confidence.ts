@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { JsonObject } from '../protocol/messages.js';
 import { interpolate, type IsotonicFit } from './calibration.js';
@@ -8,39 +9,47 @@ import type { Mode } from './retrieve-options.js';
 
 /**
  * §7.7.2 `confidence`: a calibrated probability that a hit is relevant, read off a table fitted on judged queries
- * (bench/calibrate.ts). The table holds for the one pipeline it was fitted on — the encoder, the lexical scoring,
- * hybrid recall and its fusion — and for no other: a hit of any other pipeline carries no confidence.
+ * (bench/calibrate.ts). A table holds for the one pipeline it was fitted on — the encoder, the lexical scoring, the
+ * mode, and for hybrid recall its fusion — and for no other: the server ships one per pipeline it can calibrate
+ * (models/confidence/: dense, sparse, hybrid convex and hybrid rrf), and a hit of a pipeline with none (a rerank,
+ * another alpha, custom fusion weights) carries no confidence.
  */
 
-/** The pipeline a table was fitted on: what makes its fused scores mean what they meant then. */
-export interface CalibratedPipeline {
-  readonly encoder: string;
-  readonly space: string;
-  readonly bm25: { readonly k1: number; readonly b: number; readonly stem: boolean };
+/** The pipeline a table was fitted on: what makes its scores mean what they meant then. */
+export interface CalibratedPipeline extends ServedScoring {
   readonly mode: Mode;
   readonly fusion: FusionMethod;
   readonly alpha: number;
+  /** RRF's constant, for an rrf table (its scores are 1/(rrfK + rank) sums). */
+  readonly rrfK?: number | undefined;
 }
+
+/** What makes a score of this server mean what it means: the encoder and the lexical scoring. */
+export interface ServedScoring {
+  readonly encoder: string;
+  readonly space: string;
+  readonly bm25: { readonly k1: number; readonly b: number; readonly stem: boolean };
+}
+
+/** The hit score a table maps (`scores.fused`, `scores.dense` or `scores.sparse`). */
+export const FEATURES = ['fused', 'dense', 'sparse'] as const;
 
 export interface CalibrationTable extends IsotonicFit {
   /** How the table was produced (one line). */
   readonly about: string;
   readonly pipeline: CalibratedPipeline;
-  /** The hit score the table maps: the fused score (`scores.fused`). */
-  readonly feature: 'fused';
+  readonly feature: (typeof FEATURES)[number];
 }
 
-/** The table shipped with the server: SciFact training judgements, the default pipeline over USE-lite. */
-export const SHIPPED_TABLE = fileURLToPath(
-  new URL('../../models/confidence/hybrid-convex-use-lite.json', import.meta.url),
-);
+/** The tables shipped with the server: SciFact training judgements over USE-lite, one per pipeline. */
+export const SHIPPED_TABLES = fileURLToPath(new URL('../../models/confidence/', import.meta.url));
 
 /** A table from JSON, checked: knots finite, x ascending, p non-decreasing in [0,1]; else an Error saying why. */
 export function parseTable(text: string, source: string): CalibrationTable {
   const table = JSON.parse(text) as Partial<CalibrationTable>;
   const fail = (why: string) => new Error(`confidence table ${source}: ${why}`);
   const { x, p, pipeline } = table;
-  if (table.feature !== 'fused') throw fail('feature must be "fused"');
+  if (!(FEATURES as readonly unknown[]).includes(table.feature)) throw fail(`feature must be one of ${FEATURES}`);
   if (!Array.isArray(x) || !Array.isArray(p) || x.length !== p.length || x.length === 0)
     throw fail('x and p must be arrays of one length, not empty');
   if (![...x, ...p].every((v) => typeof v === 'number' && Number.isFinite(v))) throw fail('knots must be numbers');
@@ -57,39 +66,39 @@ export function parseTable(text: string, source: string): CalibrationTable {
   return table as CalibrationTable;
 }
 
-/** The table at `path` ('' the shipped one); undefined for `none`. */
-export function loadTable(path: string): CalibrationTable | undefined {
-  if (path === 'none') return undefined;
-  const file = path === '' ? SHIPPED_TABLE : path;
-  return parseTable(readFileSync(file, 'utf8'), file);
+/** The tables at `path`: '' the shipped ones, `none` none, else the one table in that file. */
+export function loadTables(path: string): CalibrationTable[] {
+  if (path === 'none') return [];
+  const files =
+    path === ''
+      ? readdirSync(SHIPPED_TABLES)
+          .filter((name) => name.endsWith('.json'))
+          .sort()
+          .map((name) => join(SHIPPED_TABLES, name))
+      : [path];
+  return files.map((file) => parseTable(readFileSync(file, 'utf8'), file));
 }
 
 /**
- * The table when it was fitted on this server's encoder and scoring and on the pipeline a request gets by default;
- * undefined when it says nothing about what this server serves (then `retrieve.confidence` is not advertised, §6.1).
+ * The tables fitted on this server's encoder and scoring: the others say nothing about what it serves (and when none
+ * holds for its default pipeline, `retrieve.confidence` is not advertised, §6.1).
  */
-export function tableFor(
-  table: CalibrationTable | undefined,
-  served: CalibratedPipeline,
-): CalibrationTable | undefined {
-  if (table === undefined) return undefined;
-  const { encoder, space, bm25, mode, fusion, alpha } = table.pipeline;
-  const same =
-    encoder === served.encoder &&
-    space === served.space &&
-    bm25.k1 === served.bm25.k1 &&
-    bm25.b === served.bm25.b &&
-    bm25.stem === served.bm25.stem &&
-    mode === served.mode &&
-    fusion === served.fusion &&
-    alpha === served.alpha;
-  return same ? table : undefined;
+export function tablesFor(tables: readonly CalibrationTable[], served: ServedScoring): CalibrationTable[] {
+  return tables.filter(({ pipeline: { encoder, space, bm25 } }) => {
+    const same = encoder === served.encoder && space === served.space;
+    return same && bm25.k1 === served.bm25.k1 && bm25.b === served.bm25.b && bm25.stem === served.bm25.stem;
+  });
 }
 
 /** What a request's pipeline was, as far as confidence cares. */
 export interface RequestPipeline {
   readonly mode: Mode;
-  readonly fusion: { readonly method: FusionMethod; readonly alpha: number };
+  readonly fusion: {
+    readonly method: FusionMethod;
+    readonly alpha: number;
+    readonly rrfK: number;
+    readonly weights: Readonly<Record<string, number>>;
+  };
   /** Whether a reranker rescored the head (its scores are not the table's). */
   readonly reranked: boolean;
   /** How many recall lists were fused (hybrid over an empty index side still fuses two). */
@@ -99,24 +108,31 @@ export interface RequestPipeline {
 /** A hit's confidence, or undefined when this request's hits have none. */
 export type Confidence = (hit: Pick<Scored, 'scores'>) => number | undefined;
 
-/**
- * The confidence of this request's hits: the table's probability at each hit's fused score, when the request ran
- * the table's pipeline (hybrid, its fusion and alpha, two lists fused, no rerank); otherwise none.
- */
-export function confidenceOf(table: CalibrationTable | undefined, request: RequestPipeline): Confidence | undefined {
+/** The confidence of this request's hits: the first table fitted on its pipeline, at each hit's score; else none. */
+export function confidenceOf(
+  tables: readonly CalibrationTable[],
+  request: RequestPipeline,
+): Confidence | undefined {
+  const table = tables.find((candidate) => fitsPipeline(candidate.pipeline, request));
   if (table === undefined) return undefined;
-  const { pipeline } = table;
-  const same =
-    request.mode === pipeline.mode &&
-    request.fusion.method === pipeline.fusion &&
-    request.fusion.alpha === pipeline.alpha &&
-    !request.reranked &&
-    request.lists === 2;
-  if (!same) return undefined;
   return (hit) => {
-    const fused = hit.scores.fused;
-    return fused === undefined ? undefined : interpolate(table, fused);
+    const x = hit.scores[table.feature];
+    return x === undefined ? undefined : interpolate(table, x);
   };
+}
+
+/**
+ * Whether a request ran a table's pipeline: no rerank; the table's mode; for hybrid, two lists fused by the table's
+ * method, at its alpha (convex) or its rrfK (rrf), with no custom weights (which move rrf and weighted scores).
+ */
+function fitsPipeline(pipeline: CalibratedPipeline, request: RequestPipeline): boolean {
+  if (request.reranked || request.mode !== pipeline.mode) return false;
+  if (request.mode !== 'hybrid') return request.lists === 1;
+  const { method, alpha, rrfK, weights } = request.fusion;
+  if (request.lists !== 2 || method !== pipeline.fusion) return false;
+  if (method === 'convex') return alpha === pipeline.alpha;
+  const unweighted = Object.keys(weights).length === 0;
+  return unweighted && (method !== 'rrf' || rrfK === (pipeline.rrfK ?? 60));
 }
 
 /** The hit with its confidence, when it has one. */

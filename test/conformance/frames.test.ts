@@ -51,6 +51,8 @@ const RESULTS: [string, Record<string, unknown>][] = [
     },
   ],
   ['retrieve', { query: 'blood', k: 1, unit: 'document', mode: 'sparse' }],
+  ['retrieve', { query: 'owls in the dark', k: 2, unit: 'passage' }],
+  ['retrieve', { query: 'stars', k: 2, unit: 'page', mode: 'dense' }],
   ['retrieve', { query: 'stars', k: 1, fusion: { method: 'graph-walk' }, strict: false }],
   ['query/transform', { query: 'owl hunting', method: 'multi-query', n: 2 }],
   ['query/transform', { query: 'owl huntng', method: 'rewrite' }],

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, INITIALIZE, request, ROOT, TRANSPORTS, type Connection, type Frame } from '../helpers/wire.js';
 
-/** §7.7.2 `confidence` over the default model: the shipped calibration, advertised only where hits carry it. */
+/** §7.7.2 `confidence` over the default model: the shipped calibrations, advertised where default hits carry it. */
 const ENCODER = `${ROOT}/models/use-lite`;
 
 const DOCUMENTS = [
@@ -54,12 +54,22 @@ describe.each(TRANSPORTS)('§7.7.2 confidence over %s', (transport) => {
     expect(found.at(-1)!.confidence).toBeLessThan(0.1);
   });
 
-  it('§7.7.2 a pipeline the table was not fitted on returns hits without confidence', async () => {
+  it('§7.7.2 the other calibrated pipelines carry it too, each from its own table: dense, sparse, rrf', async () => {
+    for (const params of [{ mode: 'dense' }, { mode: 'sparse' }, { fusion: { method: 'rrf' } }]) {
+      const found = await hits({ query: 'heart blood', k: 3, ...params });
+      expect(found.length, JSON.stringify(params)).toBeGreaterThan(0);
+      for (const hit of found) expect(hit.confidence, JSON.stringify(params)).toBeGreaterThanOrEqual(0);
+      const confidences = found.map((hit) => hit.confidence!);
+      expect(confidences).toEqual([...confidences].sort((a, b) => b - a));
+    }
+  });
+
+  it('§7.7.2 a pipeline no table was fitted on returns hits without confidence', async () => {
     for (const params of [
-      { mode: 'dense' },
-      { mode: 'sparse' },
-      { fusion: { method: 'rrf' } },
+      { fusion: { method: 'weighted' } },
+      { fusion: { method: 'rrf', rrfK: 10 } },
       { fusion: { method: 'convex', alpha: 0.8 } },
+      { mode: 'dense', rerank: { method: 'colbert' } },
     ]) {
       const found = await hits({ query: 'heart blood', k: 3, ...params });
       expect(found.length, JSON.stringify(params)).toBeGreaterThan(0);
@@ -75,7 +85,7 @@ describe('§6.1 confidence is not advertised where no hit would carry it', () =>
   it.each([
     ['the table turned off', { 'retrieve.confidenceTable': 'none' }],
     ['another default alpha', { 'retrieve.fusion.alpha': 0.7 }],
-    ['a dense default mode', { 'retrieve.defaultMode': 'dense' }],
+    ['weighted fusion by default', { 'retrieve.fusion.method': 'weighted' }],
   ])('%s', async (_, config) => {
     const { client, capabilities } = await open('in-process', config);
     try {

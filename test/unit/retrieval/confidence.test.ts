@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   bootstrapMean,
@@ -9,10 +10,10 @@ import {
 } from '../../../src/retrieval/calibration.js';
 import {
   confidenceOf,
-  loadTable,
+  loadTables,
   parseTable,
-  SHIPPED_TABLE,
-  tableFor,
+  SHIPPED_TABLES,
+  tablesFor,
   withConfidence,
   type CalibrationTable,
   type RequestPipeline,
@@ -35,17 +36,17 @@ const TABLE: CalibrationTable = {
   p: [0, 0.1, 0.4, 0.9],
 };
 
-const DEFAULT_REQUEST: RequestPipeline = {
-  mode: 'hybrid',
-  fusion: { method: 'convex', alpha: 0.5 },
-  reranked: false,
-  lists: 2,
-};
+const FUSION = { method: 'convex', alpha: 0.5, rrfK: 60, weights: {} } as const;
+const DEFAULT_REQUEST: RequestPipeline = { mode: 'hybrid', fusion: FUSION, reranked: false, lists: 2 };
+
+/** Tables of the same scoring for the dense mode and for rrf fusion. */
+const DENSE: CalibrationTable = { ...TABLE, pipeline: { ...PIPELINE, mode: 'dense' }, feature: 'dense' };
+const RRF: CalibrationTable = { ...TABLE, pipeline: { ...PIPELINE, fusion: 'rrf', rrfK: 60 }, x: [0, 1], p: [0, 1] };
 
 const fused = (score: number) => ({ scores: { dense: 0.3, sparse: 4, fused: score } });
 
 describe('§7.7.2 confidence: a calibrated probability per hit', () => {
-  const confidence = confidenceOf(TABLE, DEFAULT_REQUEST)!;
+  const confidence = confidenceOf([TABLE], DEFAULT_REQUEST)!;
 
   it.each([
     [-5, 0],
@@ -78,17 +79,33 @@ describe('§7.7.2 confidence: a calibrated probability per hit', () => {
   it.each<[string, Partial<RequestPipeline>]>([
     ['dense mode', { mode: 'dense', lists: 1 }],
     ['sparse mode', { mode: 'sparse', lists: 1 }],
-    ['rrf fusion', { fusion: { method: 'rrf', alpha: 0.5 } }],
-    ['weighted fusion', { fusion: { method: 'weighted', alpha: 0.5 } }],
-    ['another alpha', { fusion: { method: 'convex', alpha: 0.7 } }],
+    ['rrf fusion', { fusion: { ...FUSION, method: 'rrf' } }],
+    ['weighted fusion', { fusion: { ...FUSION, method: 'weighted' } }],
+    ['another alpha', { fusion: { ...FUSION, alpha: 0.7 } }],
     ['a rerank', { reranked: true }],
     ['one list fused', { lists: 1 }],
   ])('§7.7.2 is absent for a pipeline the table was not fitted on: %s', (_, change) => {
-    expect(confidenceOf(TABLE, { ...DEFAULT_REQUEST, ...change })).toBeUndefined();
+    expect(confidenceOf([TABLE], { ...DEFAULT_REQUEST, ...change })).toBeUndefined();
   });
 
   it('§7.7.2 is absent without a table', () => {
-    expect(confidenceOf(undefined, DEFAULT_REQUEST)).toBeUndefined();
+    expect(confidenceOf([], DEFAULT_REQUEST)).toBeUndefined();
+  });
+
+  it('§7.7.2 each pipeline reads its own table, at its own score', () => {
+    const tables = [TABLE, DENSE, RRF];
+    const hit = { scores: { dense: 0.95, sparse: 4, fused: 0.5 } };
+    expect(confidenceOf(tables, DEFAULT_REQUEST)!(hit)).toBe(0);
+    expect(confidenceOf(tables, { ...DEFAULT_REQUEST, mode: 'dense', lists: 1 })!(hit)).toBeCloseTo(0.65, 10);
+    expect(confidenceOf(tables, { ...DEFAULT_REQUEST, fusion: { ...FUSION, method: 'rrf' } })!(hit)).toBe(0.5);
+  });
+
+  it.each<[string, Partial<RequestPipeline>]>([
+    ['another rrfK', { fusion: { ...FUSION, method: 'rrf', rrfK: 10 } }],
+    ['custom weights', { fusion: { ...FUSION, method: 'rrf', weights: { dense: 2 } } }],
+    ['the dense mode reranked', { mode: 'dense', lists: 1, reranked: true }],
+  ])('§7.7.2 rrf and dense tables hold only for their pipeline: not for %s', (_, change) => {
+    expect(confidenceOf([DENSE, RRF], { ...DEFAULT_REQUEST, ...change })).toBeUndefined();
   });
 
   it.each<[string, object]>([
@@ -96,15 +113,12 @@ describe('§7.7.2 confidence: a calibrated probability per hit', () => {
     ['inner-product space', { space: 'ip' }],
     ['other BM25 parameters', { bm25: { k1: 0.9, b: 0.4, stem: true } }],
     ['no stemming', { bm25: { k1: 1.2, b: 0.75, stem: false } }],
-    ['a dense default mode', { mode: 'dense' }],
-    ['rrf by default', { fusion: 'rrf' }],
-    ['another default alpha', { alpha: 0.6 }],
-  ])('§6.1 a table fitted elsewhere holds nothing for this server (%s): not advertised', (_, change) => {
-    expect(tableFor(TABLE, { ...PIPELINE, ...change })).toBeUndefined();
+  ])('§6.1 a table fitted on other scoring holds nothing for this server (%s)', (_, change) => {
+    expect(tablesFor([TABLE, DENSE], { ...PIPELINE, ...change })).toEqual([]);
   });
 
-  it('§6.1 a table fitted on what this server serves holds', () => {
-    expect(tableFor(TABLE, PIPELINE)).toBe(TABLE);
+  it('§6.1 the tables fitted on what this server serves hold', () => {
+    expect(tablesFor([TABLE, DENSE], PIPELINE)).toEqual([TABLE, DENSE]);
   });
 
   it('§7.7.2 the hit carries it only when there is one', () => {
@@ -130,15 +144,25 @@ describe('confidence tables', () => {
   });
 
   it('`none` loads no table', () => {
-    expect(loadTable('none')).toBeUndefined();
+    expect(loadTables('none')).toEqual([]);
   });
 
-  it('the shipped table is a valid monotone fit for the default hybrid convex pipeline', () => {
-    const table = loadTable('')!;
-    expect(table).toEqual(parseTable(readFileSync(SHIPPED_TABLE, 'utf8'), SHIPPED_TABLE));
-    expect(table.pipeline).toMatchObject({ mode: 'hybrid', fusion: 'convex', alpha: 0.5 });
-    expect(table.pipeline.encoder).toMatch(/^google\/universal-sentence-encoder-lite/);
-    expect(table.about).toMatch(/bench\/calibrate\.ts/);
+  it('the shipped tables are valid monotone fits: dense, sparse, hybrid convex and hybrid rrf', () => {
+    const tables = loadTables('');
+    const file = join(SHIPPED_TABLES, 'hybrid-convex-use-lite.json');
+    expect(tables).toContainEqual(parseTable(readFileSync(file, 'utf8'), file));
+    expect(
+      tables.map(({ pipeline: { mode, fusion }, feature }) => [mode, mode === 'hybrid' ? fusion : '', feature]),
+    ).toEqual([
+      ['dense', '', 'dense'],
+      ['hybrid', 'convex', 'fused'],
+      ['hybrid', 'rrf', 'fused'],
+      ['sparse', '', 'sparse'],
+    ]);
+    for (const table of tables) {
+      expect(table.pipeline.encoder).toMatch(/^google\/universal-sentence-encoder-lite/);
+      expect(table.about).toMatch(/bench\/calibrate\.ts/);
+    }
   });
 });
 
