@@ -49,7 +49,8 @@ export function parseTable(text: string, source: string): CalibrationTable {
   const table = JSON.parse(text) as Partial<CalibrationTable>;
   const fail = (why: string) => new Error(`confidence table ${source}: ${why}`);
   const { x, p, pipeline } = table;
-  if (!(FEATURES as readonly unknown[]).includes(table.feature)) throw fail(`feature must be one of ${FEATURES}`);
+  if (!(FEATURES as readonly unknown[]).includes(table.feature))
+    throw fail(`feature must be one of ${FEATURES.join(', ')}`);
   if (!Array.isArray(x) || !Array.isArray(p) || x.length !== p.length || x.length === 0)
     throw fail('x and p must be arrays of one length, not empty');
   if (![...x, ...p].every((v) => typeof v === 'number' && Number.isFinite(v))) throw fail('knots must be numbers');
@@ -109,10 +110,7 @@ export interface RequestPipeline {
 export type Confidence = (hit: Pick<Scored, 'scores'>) => number | undefined;
 
 /** The confidence of this request's hits: the first table fitted on its pipeline, at each hit's score; else none. */
-export function confidenceOf(
-  tables: readonly CalibrationTable[],
-  request: RequestPipeline,
-): Confidence | undefined {
+export function confidenceOf(tables: readonly CalibrationTable[], request: RequestPipeline): Confidence | undefined {
   const table = tables.find((candidate) => fitsPipeline(candidate.pipeline, request));
   if (table === undefined) return undefined;
   return (hit) => {
