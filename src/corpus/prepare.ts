@@ -4,6 +4,7 @@ import { TimeSlice } from '../protocol/time-slice.js';
 import { requireWellFormed } from '../protocol/validation.js';
 import type { Encoder } from '../models/index.js';
 import { chunkText } from './chunking.js';
+import { screenText } from './screen/screen.js';
 import { validateMetadata, type FieldType, type MetadataLimits } from './metadata.js';
 import type { CorpusDocument, WriteCaller } from './ports.js';
 import { MAX_PREPARED_CONTEXT, requireStorableVector, validatePrepared, type PreparedDocument } from './prepared.js';
@@ -80,7 +81,8 @@ export async function prepareDocuments(
   return staged.map((document, i) => {
     const own = prepared[i];
     if (own !== undefined) {
-      const chunks = own.chunks.map((chunk) => storedChunk(chunk, encoder));
+      // An export carries no screens (docs/trust.md): an imported chunk is screened as it is stored.
+      const chunks = own.chunks.map((chunk) => ({ ...storedChunk(chunk, encoder), screen: screenText(chunk.text) }));
       return { ...document, ...own, hash: importedHash(documents[i]!, own), chunks };
     }
     const vector = given[i];
@@ -119,12 +121,13 @@ async function stageDocuments(documents: readonly CorpusDocument[], options: Add
       );
     }
     const title = typeof meta.title === 'string' ? meta.title : undefined;
-    const chunks = pieces.map((piece) => ({
-      text: piece.text,
-      start: piece.start,
-      end: piece.end,
-      context: options.contextual ? situatingContext(title, piece.headings) : '',
-    }));
+    const chunks = [];
+    for (const piece of pieces) {
+      const context = options.contextual ? situatingContext(title, piece.headings) : '';
+      // docs/trust.md: each chunk's injection screen is stored with it (~0.1 ms a kilobyte, in time slices).
+      chunks.push({ text: piece.text, start: piece.start, end: piece.end, context, screen: screenText(piece.text) });
+      await slice.due();
+    }
     const id = document.id ?? randomUUID();
     const origin = options.origins?.[i] ?? options.origin ?? 'client';
     const hash = contentHash(document.text, meta, options, options.vectors?.[i]);

@@ -14,6 +14,7 @@ import { diversify } from '../retrieval/diversify.js';
 import { rerankFunnel } from '../retrieval/funnel.js';
 import { groupUnits } from '../retrieval/grouping.js';
 import { buildHit, hitId, type TrustLevel } from '../retrieval/hits.js';
+import type { InjectionSettings } from '../retrieval/trust.js';
 import { packTokenBudget } from '../retrieval/packing.js';
 import { cursorAfter, openPage, pageOf } from '../retrieval/paging.js';
 import { planQueries } from '../retrieval/query-plan.js';
@@ -44,6 +45,8 @@ export interface RetrieveSettings extends OptionSettings {
   /** The key cursors are signed with, shared by replicas ('' or absent: this process's own). */
   readonly cursorSecret?: string | undefined;
   readonly trust: Readonly<Record<string, TrustLevel>>;
+  /** docs/trust.md: when a hit is `injectionSuspected`, and whether its hidden characters are removed. */
+  readonly injection: InjectionSettings;
   /** §15.5 the longest query (the filter's bounds are OptionSettings'). */
   readonly maxQueryChars: number;
   /** §15.5 the largest answer: hits are built only while they fit. */
@@ -160,7 +163,8 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   ctx.progress('pack', 0.9, { message: `${packed.page.length} hits` });
 
   // The answer.
-  const shape = { unit, includeText: params.includeText, includeVectors: params.includeVectors, trust: settings.trust };
+  const { trust, injection } = settings;
+  const shape = { unit, includeText: params.includeText, includeVectors: params.includeVectors, trust, injection };
   const limits = { maxResponseBytes: settings.maxResponseBytes, answers: retriever.answers };
   const build = (hit: Scored) => withConfidence(buildHit(corpus, hit, shape), confidence?.(hit));
   const hits = await buildHits(packed.page, build, limits, building);

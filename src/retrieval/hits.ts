@@ -2,6 +2,7 @@ import { headingPathAt, pageAt, type ChunkBody, type ChunkPlace, type CorpusRead
 import type { JsonObject } from '../protocol/messages.js';
 import type { Unit } from './retrieve-options.js';
 import type { Scored } from './ranking.js';
+import { trustFor, type InjectionSettings } from './trust.js';
 
 /** Hit ids, bodies and the §7.7 Hit object, built from a ranked chunk label. */
 export type TrustLevel = 'trusted' | 'community' | 'untrusted';
@@ -48,7 +49,7 @@ export function trustOf(
 
 export type HitCorpus = Pick<
   CorpusReader,
-  'getChunk' | 'getDocument' | 'metaOf' | 'originOf' | 'vectorOf' | 'outlineOf'
+  'getChunk' | 'getDocument' | 'metaOf' | 'originOf' | 'vectorOf' | 'outlineOf' | 'screenOf'
 >;
 
 /** What a request asks of each hit's shape. */
@@ -57,6 +58,7 @@ export interface HitShape {
   readonly includeText?: boolean | undefined;
   readonly includeVectors?: boolean | undefined;
   readonly trust: Readonly<Record<string, TrustLevel>>;
+  readonly injection: InjectionSettings;
 }
 
 /** The hit for a ranked chunk, or undefined when it has been deleted since recall. */
@@ -82,9 +84,14 @@ export function buildHit(corpus: HitCorpus, hit: Scored, shape: HitShape): JsonO
       ...(structure.headings.length === 0 ? {} : { 'x-rcp-server-headings': structure.headings }),
       ...(structure.pages === undefined ? {} : { 'x-rcp-server-pages': structure.pages }),
     },
-    trust: { level: trustOf(shape.trust, source, corpus.originOf(chunk.docId)) },
   };
-  if (shape.includeText !== false) body.text = bodyOf(corpus, hit.label, shape.unit, chunk);
+  // The screen reads what the hit's body is: its chunk, or its whole document (§7.7.2).
+  const document = shape.unit === 'document' ? corpus.getDocument(chunk.docId)?.text : undefined;
+  const level = trustOf(shape.trust, source, corpus.originOf(chunk.docId));
+  const text = shape.includeText === false ? undefined : (document ?? chunk.text);
+  const trusted = trustFor(level, corpus.screenOf(chunk, document), shape.injection, text);
+  body.trust = trusted.trust;
+  if (trusted.text !== undefined) body.text = trusted.text;
   if (shape.includeVectors === true) body.vector = Array.from(corpus.vectorOf(hit.label) ?? []);
   return body;
 }
