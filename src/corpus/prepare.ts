@@ -81,8 +81,11 @@ export async function prepareDocuments(
   return staged.map((document, i) => {
     const own = prepared[i];
     if (own !== undefined) {
-      // An export carries no screens (docs/trust.md): an imported chunk is screened as it is stored.
-      const chunks = own.chunks.map((chunk) => ({ ...storedChunk(chunk, encoder), screen: screenText(chunk.text) }));
+      // An export carries no screens (docs/trust.md): its chunks were screened as they were staged.
+      const chunks = own.chunks.map((chunk, c) => ({
+        ...storedChunk(chunk, encoder),
+        screen: document.chunks[c]?.screen,
+      }));
       return { ...document, ...own, hash: importedHash(documents[i]!, own), chunks };
     }
     const vector = given[i];
@@ -108,11 +111,14 @@ async function stageDocuments(documents: readonly CorpusDocument[], options: Add
   let made = 0;
   for (const [i, document] of documents.entries()) {
     const meta = document.meta ?? {};
+    // An export's chunks are its own (prepared.ts), staged here to be screened.
+    const own = options.prepared?.[i]?.chunks.map(({ text, start, end }) => ({ text, start, end, headings: [] }));
     const pieces =
-      count === undefined || options.prepared?.[i] !== undefined
+      own ??
+      (count === undefined
         ? [{ text: document.text, headings: [], start: 0, end: document.text.length }]
-        : await chunkText(document.text, count, encoder.info.maxTokens, slice);
-    made += options.prepared?.[i]?.chunks.length ?? pieces.length;
+        : await chunkText(document.text, count, encoder.info.maxTokens, slice));
+    made += pieces.length;
     if (options.maxChunks !== undefined && made > options.maxChunks) {
       throw RpcError.payloadTooLarge(
         `documents 0-${i} already make ${made} chunks, more than the ${options.maxChunks} one index/add may ` +

@@ -100,6 +100,29 @@ describe('docs/trust.md the injection screen in the store of record', () => {
     }
   });
 
+  it('an imported document (an export’s chunks, which carry no screens) is screened as it is stored', async () => {
+    const corpus = await open('imported');
+    try {
+      const vector = new Float32Array(encoder.info.dimension).fill(0.1);
+      const cut = INJECTED.indexOf('Ignore');
+      const chunks = [
+        { text: INJECTED.slice(0, cut), context: '', start: 0, end: cut, vector },
+        { text: INJECTED.slice(cut), context: '', start: cut, end: INJECTED.length, vector },
+      ];
+      await corpus.add([{ id: 'injected', text: INJECTED }], {
+        ...WRITE,
+        origin: 'client',
+        prepared: [{ chunks, hash: 'exported', origin: 'client' }],
+      });
+      const db = new Database(join(ROOT, 'imported', 'corpus.sqlite'), { readonly: true });
+      const screens = db.prepare('SELECT screen FROM chunks ORDER BY ordinal').pluck().all() as string[];
+      db.close();
+      expect(screens.map((screen) => (JSON.parse(screen) as { f: string[] }).f)).toEqual([[], ['override']]);
+    } finally {
+      await corpus.close();
+    }
+  });
+
   it('a removed chunk keeps its screen among the retired rows (§7.7.1 snapshots)', async () => {
     const corpus = await open('retired', { snapshots: SNAPSHOTS });
     try {
