@@ -35,15 +35,12 @@ const TOKEN_AT_LINE_START = 0.75;
 const MAX_SPECIAL = 32;
 /** Characters read of a line or sentence's start. */
 const HEAD = 48;
-/** Lines and sentences read; a text of more has its first ones read (MAX_SCREENED bounds it before). */
-const MAX_STARTS = 400_000;
 
 /** The strongest role marker's weight in `text` (0: none). */
 export function markerWeight(text: string): number {
   const lower = text.toLowerCase();
   let weight = Math.max(specialTokens(lower), templateTokens(lower));
-  let starts = 0;
-  for (let at = 0; at < lower.length && starts < MAX_STARTS; starts++) {
+  for (let at = 0; at < lower.length;) {
     const head = lower.slice(contentStart(lower, at), contentStart(lower, at) + HEAD);
     for (const [marker, w] of TURN_MARKERS) if (w > weight && head.startsWith(marker)) weight = w;
     if (head.startsWith('<|') && isSpecialToken(head, 0)) weight = Math.max(weight, TOKEN_AT_LINE_START);

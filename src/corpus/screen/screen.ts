@@ -25,10 +25,11 @@ export interface Screen {
 }
 
 /**
- * Characters of one text screened: the chunker's chunks are far shorter, a whole document (`unit: "document"`) at
- * most `index.maxDocumentBytes`; past this the rest is not read (the bound on one call, ~30 ms).
+ * Characters of one text screened: the chunker's chunks are far shorter, a whole document (`unit: "document"`, or a
+ * document stored unchunked) at most `index.maxDocumentBytes`, 1 MiB by default; past this the rest is not read.
+ * The bound on one call: ~100 ms of one core, and some tens of megabytes for its words while it runs.
  */
-export const MAX_SCREENED = 4 * 1024 * 1024;
+export const MAX_SCREENED = 1024 * 1024;
 
 const SIGNAL_ORDER: readonly Signal[] = [
   'override',
