@@ -5,13 +5,13 @@
  * time it takes per megabyte.
  */
 import { readFileSync } from 'node:fs';
+import { defaultConfig } from '../src/config/index.js';
 import { screenText } from '../src/corpus/screen/screen.js';
 import type { Labelled } from '../scripts/injection-set.js';
 import { SET_FILE } from '../scripts/injection-set.js';
 import { corpus } from './scifact.js';
 
-/** `retrieve.injection.threshold`'s default. */
-const THRESHOLD = 0.5;
+const THRESHOLD = defaultConfig().retrieve.injection.threshold;
 
 export function benchInjection(): void {
   const set = JSON.parse(readFileSync(SET_FILE, 'utf8')) as Labelled[];

@@ -146,7 +146,7 @@ const DISCUSSION = set(
 );
 const DISCUSSION_WINDOW = 8;
 /** A discussed match counts for this fraction of its weight. */
-export const DISCUSSED = 0.35;
+const DISCUSSED = 0.35;
 
 export interface PhraseHit {
   readonly kind: PhraseKind;

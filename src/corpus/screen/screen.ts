@@ -14,7 +14,16 @@ import { wordsOf } from './words.js';
 /** Changes whenever what the screen finds changes: a stored result of another version is screened again. */
 export const SCREEN_VERSION = 1;
 
-export type Signal = 'override' | 'addressed-to-model' | 'role-marker' | 'hidden-characters' | 'encoded-payload';
+/** The kinds of sign, in the order a screen lists them (phrases.ts's PhraseKind among them). */
+export const SIGNALS = [
+  'override',
+  'addressed-to-model',
+  'role-marker',
+  'hidden-characters',
+  'encoded-payload',
+] as const;
+
+export type Signal = (typeof SIGNALS)[number];
 
 export interface Screen {
   readonly version: number;
@@ -30,14 +39,6 @@ export interface Screen {
  * The bound on one call: ~100 ms of one core, and some tens of megabytes for its words while it runs.
  */
 export const MAX_SCREENED = 1024 * 1024;
-
-const SIGNAL_ORDER: readonly Signal[] = [
-  'override',
-  'addressed-to-model',
-  'role-marker',
-  'hidden-characters',
-  'encoded-payload',
-];
 
 /** Screens `text` (its first MAX_SCREENED characters). */
 export function screenText(text: string): Screen {
@@ -63,7 +64,7 @@ const SIGN = 0.2;
 function screenOf(weights: ReadonlyMap<Signal, number>): Screen {
   let clean = 1;
   for (const weight of weights.values()) clean *= 1 - weight;
-  const signals = SIGNAL_ORDER.filter((signal) => (weights.get(signal) ?? 0) >= SIGN);
+  const signals = SIGNALS.filter((signal) => (weights.get(signal) ?? 0) >= SIGN);
   return { version: SCREEN_VERSION, score: Math.round(clean * 1000) / 1000, signals };
 }
 

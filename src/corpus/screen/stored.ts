@@ -1,4 +1,4 @@
-import { SCREEN_VERSION, type Screen, type Signal } from './screen.js';
+import { SCREEN_VERSION, SIGNALS, type Screen, type Signal } from './screen.js';
 
 /**
  * A screen as the store keeps it beside its chunk (`chunks.screen`, docs/trust.md): JSON of its version, score and
@@ -6,13 +6,7 @@ import { SCREEN_VERSION, type Screen, type Signal } from './screen.js';
  * screen), of another version, or not one this module wrote, reads as undefined, and the chunk is screened again.
  */
 
-const SIGNALS: ReadonlySet<string> = new Set<Signal>([
-  'override',
-  'addressed-to-model',
-  'role-marker',
-  'hidden-characters',
-  'encoded-payload',
-]);
+const KNOWN: ReadonlySet<string> = new Set(SIGNALS);
 
 export function storedScreen(screen: Screen): string {
   return JSON.stringify({ v: screen.version, s: screen.score, f: screen.signals });
@@ -29,6 +23,6 @@ export function parsedScreen(stored: string | null | undefined): Screen | undefi
   if (typeof value !== 'object' || value === null) return undefined;
   const { v, s, f } = value as { v?: unknown; s?: unknown; f?: unknown };
   if (v !== SCREEN_VERSION || typeof s !== 'number' || !(s >= 0 && s <= 1)) return undefined;
-  if (!Array.isArray(f) || !f.every((signal) => typeof signal === 'string' && SIGNALS.has(signal))) return undefined;
+  if (!Array.isArray(f) || !f.every((signal) => typeof signal === 'string' && KNOWN.has(signal))) return undefined;
   return { version: v, score: s, signals: f as Signal[] };
 }

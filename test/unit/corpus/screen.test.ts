@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { defaultConfig } from '../../../src/config/index.js';
 import { findHidden, withoutHidden } from '../../../src/corpus/screen/hidden.js';
 import { MAX_SCREENED, SCREEN_VERSION, screenText } from '../../../src/corpus/screen/screen.js';
 import { parsedScreen, storedScreen } from '../../../src/corpus/screen/stored.js';
@@ -8,7 +9,7 @@ import { buildSet, SET_FILE, type Labelled } from '../../../scripts/injection-se
 /** The injection screen (docs/trust.md; §7.7 Hit.trust, §15.2): what it finds, how well, and at what cost. */
 
 /** `retrieve.injection.threshold`'s default: at or below it a hit is `injectionSuspected`. */
-const THRESHOLD = 0.5;
+const THRESHOLD = defaultConfig().retrieve.injection.threshold;
 const suspected = (text: string) => screenText(text).score <= THRESHOLD;
 const tags = (text: string) => [...text].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('');
 
