@@ -32,7 +32,8 @@
  * (named corpora, docs/tenants.md: RSS per open and per closed corpus against none open, retrieve to a closed corpus
  * against an open one; RCP_BENCH_CORPORA, default 200) and documents (docs/documents.md: documents per second per
  * format, read alone and through ingest, against plain text of the same words; files made by pandoc and LibreOffice;
- * RCP_BENCH_DOCUMENTS, default 40). The suites that read SciFact take its folder from
+ * RCP_BENCH_DOCUMENTS, default 40) and injection (docs/trust.md: the injection screen's precision and recall on the
+ * labelled set, its false-positive rate on SciFact). The suites that read SciFact take its folder from
  * `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -64,6 +65,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   snapshots: async () => (await import('./snapshots.js')).benchSnapshots(),
   tenants: async () => (await import('./tenants.js')).benchTenants(),
   documents: async () => (await import('./documents.js')).benchDocuments(),
+  injection: async () => (await import('./injection.js')).benchInjection(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

@@ -739,6 +739,25 @@ export const ConfigSchema = Section({
           description: 'Trust level per `meta.source` (§15.2); anything unlisted is untrusted.',
         },
       ),
+      injection: Section(
+        {
+          threshold: Type.Number({
+            minimum: 0,
+            maximum: 1,
+            default: 0.5,
+            description:
+              "A hit is `trust.injectionSuspected` when its text's injection screen scores at or below this " +
+              '(docs/trust.md; 1: no sign found, 0: every sign).',
+          }),
+          sanitize: Type.Boolean({
+            default: false,
+            description:
+              "Remove hidden characters (zero-width, Unicode tags, bidi overrides) from hits' `text`, and mark such " +
+              'hits `trust.sanitized` (citation offsets still index the document as stored).',
+          }),
+        },
+        { description: 'The injection screen of retrieved text (§15.2, docs/trust.md): advisory signals only.' },
+      ),
     },
     { description: 'retrieve (§7.7): its bounds, and what a request gets when it does not say.' },
   ),

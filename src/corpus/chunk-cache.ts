@@ -1,9 +1,13 @@
 import { LRUCache } from 'lru-cache';
 import type { ChunkBody } from './ports.js';
 
-/** Bytes a cached chunk is counted for: its strings at two bytes a character, and the record around them. */
+/**
+ * Bytes a cached chunk is counted for: its strings at two bytes a character, the record around them, and its
+ * injection screen's (a small record and its list of signals, docs/trust.md).
+ */
 function bytesOf(chunk: ChunkBody): number {
-  return 2 * (chunk.docId.length + chunk.text.length + chunk.context.length) + 96;
+  const screen = chunk.screen === undefined ? 0 : 64 + 16 * chunk.screen.signals.length;
+  return 2 * (chunk.docId.length + chunk.text.length + chunk.context.length) + 96 + screen;
 }
 
 /**

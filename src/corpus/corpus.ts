@@ -5,6 +5,8 @@ import type { Encoder, ModelHealth, TextKind } from '../models/index.js';
 import { ChunkCache } from './chunk-cache.js';
 import type { Outline } from './outline.js';
 import { OutlineCache } from './outline-cache.js';
+import { ScreenCache } from './screen/screen-cache.js';
+import type { Screen } from './screen/screen.js';
 import { DerivedIndexes } from './indexes.js';
 import type {
   ChunkBody,
@@ -72,6 +74,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
   /** Recently served chunks (text and offsets, never vectors), bounded in bytes: no store read per hit when warm. */
   readonly #chunks: ChunkCache | undefined;
   readonly #outlines = new OutlineCache();
+  readonly #screens = new ScreenCache();
   /** Present when the corpus of record is a shared PostgreSQL store. */
   readonly replica: Replica | undefined;
 
@@ -456,6 +459,10 @@ export class Corpus implements CorpusWriter, CorpusReader {
       throw RpcError.backendUnavailable(`corpus: ${(error as Error).message}`, 5_000);
     }
     return this.#chunks === undefined ? read : this.#chunks.keep(read);
+  }
+
+  screenOf(chunk: ChunkBody, document?: string): Screen {
+    return this.#screens.of(chunk, document);
   }
 
   vectorOf(label: number): Float32Array | undefined {

@@ -16,3 +16,5 @@ export { DirLock } from './store/dir-lock.js';
 export { CATALOG_CHANNEL, PostgresCatalog, type DroppedRecords } from './store/postgres/catalog.js';
 export { listenTo } from './store/postgres/follower.js';
 export { spaceOf, type StoreSpace } from './store/postgres/schema.js';
+export { screenText, type Screen, type Signal } from './screen/screen.js';
+export { withoutHidden } from './screen/hidden.js';

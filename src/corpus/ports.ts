@@ -1,3 +1,4 @@
+import type { Screen } from './screen/screen.js';
 /**
  * The corpus's ports (docs/architecture.md §3): what methods and retrieval stages may ask of the store of record and
  * its indexes. src/corpus/ implements them; other layers reach them through src/corpus/index.ts.
@@ -54,6 +55,8 @@ export interface ChunkRecord {
   readonly start: number;
   readonly end: number;
   readonly vector: Float32Array;
+  /** The injection screen of its text (screen/screen.ts) as stored; absent in a row written before it was. */
+  readonly screen?: Screen | undefined;
 }
 
 /** A stored chunk without its vector: what a hit is built from (the vector, when asked for, is read apart). */
@@ -95,6 +98,12 @@ export interface CorpusReader {
   termWeights(text: string, kind: TextKind, signal?: AbortSignal): Promise<Map<string, number>>;
   labelsWhere(predicate: (meta: Record<string, unknown>) => boolean, signal?: AbortSignal): Promise<number[]>;
   getChunk(label: number): ChunkBody | undefined;
+  /**
+   * The injection screen of a hit's body (docs/trust.md): the chunk's stored one, or (a chunk stored without one, or
+   * `document`, the text of its page or whole document, as the body of a `unit: "page"` or `"document"` hit)
+   * screened now and kept, bounded.
+   */
+  screenOf(chunk: ChunkBody, document?: string): Screen;
   /** A chunk's stored vector alone. */
   vectorOf(label: number): Float32Array | undefined;
   /** The stored vectors of many chunks (a label not stored is absent), read in time slices. */

@@ -4,6 +4,7 @@ import { TimeSlice } from '../protocol/time-slice.js';
 import { requireWellFormed } from '../protocol/validation.js';
 import type { Encoder } from '../models/index.js';
 import { chunkText } from './chunking.js';
+import { screenText } from './screen/screen.js';
 import { validateMetadata, type FieldType, type MetadataLimits } from './metadata.js';
 import type { CorpusDocument, WriteCaller } from './ports.js';
 import { MAX_PREPARED_CONTEXT, requireStorableVector, validatePrepared, type PreparedDocument } from './prepared.js';
@@ -80,7 +81,11 @@ export async function prepareDocuments(
   return staged.map((document, i) => {
     const own = prepared[i];
     if (own !== undefined) {
-      const chunks = own.chunks.map((chunk) => storedChunk(chunk, encoder));
+      // An export carries no screens (docs/trust.md): its chunks were screened as they were staged.
+      const chunks = own.chunks.map((chunk, c) => ({
+        ...storedChunk(chunk, encoder),
+        screen: document.chunks[c]?.screen,
+      }));
       return { ...document, ...own, hash: importedHash(documents[i]!, own), chunks };
     }
     const vector = given[i];
@@ -106,11 +111,14 @@ async function stageDocuments(documents: readonly CorpusDocument[], options: Add
   let made = 0;
   for (const [i, document] of documents.entries()) {
     const meta = document.meta ?? {};
+    // An export's chunks are its own (prepared.ts), staged here to be screened.
+    const own = options.prepared?.[i]?.chunks.map(({ text, start, end }) => ({ text, start, end, headings: [] }));
     const pieces =
-      count === undefined || options.prepared?.[i] !== undefined
+      own ??
+      (count === undefined
         ? [{ text: document.text, headings: [], start: 0, end: document.text.length }]
-        : await chunkText(document.text, count, encoder.info.maxTokens, slice);
-    made += options.prepared?.[i]?.chunks.length ?? pieces.length;
+        : await chunkText(document.text, count, encoder.info.maxTokens, slice));
+    made += pieces.length;
     if (options.maxChunks !== undefined && made > options.maxChunks) {
       throw RpcError.payloadTooLarge(
         `documents 0-${i} already make ${made} chunks, more than the ${options.maxChunks} one index/add may ` +
@@ -119,12 +127,13 @@ async function stageDocuments(documents: readonly CorpusDocument[], options: Add
       );
     }
     const title = typeof meta.title === 'string' ? meta.title : undefined;
-    const chunks = pieces.map((piece) => ({
-      text: piece.text,
-      start: piece.start,
-      end: piece.end,
-      context: options.contextual ? situatingContext(title, piece.headings) : '',
-    }));
+    const chunks = [];
+    for (const piece of pieces) {
+      const context = options.contextual ? situatingContext(title, piece.headings) : '';
+      // docs/trust.md: each chunk's injection screen is stored with it (~0.1 ms a kilobyte, in time slices).
+      chunks.push({ text: piece.text, start: piece.start, end: piece.end, context, screen: screenText(piece.text) });
+      await slice.due();
+    }
     const id = document.id ?? randomUUID();
     const origin = options.origins?.[i] ?? options.origin ?? 'client';
     const hash = contentHash(document.text, meta, options, options.vectors?.[i]);

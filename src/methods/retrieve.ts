@@ -15,6 +15,7 @@ import { rerankFunnel } from '../retrieval/funnel.js';
 import { groupUnits } from '../retrieval/grouping.js';
 import { focusPage } from '../retrieval/focus.js';
 import { bodyOf, buildHit, hitId, type TrustLevel } from '../retrieval/hits.js';
+import type { InjectionSettings } from '../retrieval/trust.js';
 import { packTokenBudget } from '../retrieval/packing.js';
 import { cursorAfter, openPage, pageOf } from '../retrieval/paging.js';
 import { planQueries } from '../retrieval/query-plan.js';
@@ -46,6 +47,8 @@ export interface RetrieveSettings extends OptionSettings {
   /** The key cursors are signed with, shared by replicas ('' or absent: this process's own). */
   readonly cursorSecret?: string | undefined;
   readonly trust: Readonly<Record<string, TrustLevel>>;
+  /** docs/trust.md: when a hit is `injectionSuspected`, and whether its hidden characters are removed. */
+  readonly injection: InjectionSettings;
   /** §15.5 the longest query (the filter's bounds are OptionSettings'). */
   readonly maxQueryChars: number;
   /** §15.5 the largest answer: hits are built only while they fit. */
@@ -178,7 +181,8 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   ctx.progress('pack', 0.9, { message: `${packed.page.length} hits` });
 
   // The answer.
-  const shape = { unit, includeText: params.includeText, includeVectors: params.includeVectors, trust: settings.trust };
+  const { trust, injection } = settings;
+  const shape = { unit, includeText: params.includeText, includeVectors: params.includeVectors, trust, injection };
   const limits = { maxResponseBytes: settings.maxResponseBytes, answers: retriever.answers };
   const build = (hit: Scored) => withConfidence(buildHit(corpus, hit, shape, focus.get(hit.label)), confidence?.(hit));
   const hits = await buildHits(packed.page, build, limits, building);

@@ -4,6 +4,7 @@ import { pageOfChunk, spanOf, unitId, type UnitCorpus } from './units.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { Unit } from './retrieve-options.js';
 import type { Scored } from './ranking.js';
+import { trustFor, type InjectionSettings } from './trust.js';
 
 /** Hit ids, bodies and the §7.7 Hit object, built from a ranked chunk label. */
 export type TrustLevel = 'trusted' | 'community' | 'untrusted';
@@ -53,7 +54,7 @@ export function trustOf(
 
 export type HitCorpus = Pick<
   CorpusReader,
-  'getChunk' | 'getDocument' | 'metaOf' | 'originOf' | 'vectorOf' | 'outlineOf'
+  'getChunk' | 'getDocument' | 'metaOf' | 'originOf' | 'vectorOf' | 'outlineOf' | 'screenOf'
 >;
 
 /** What a request asks of each hit's shape. */
@@ -62,6 +63,7 @@ export interface HitShape {
   readonly includeText?: boolean | undefined;
   readonly includeVectors?: boolean | undefined;
   readonly trust: Readonly<Record<string, TrustLevel>>;
+  readonly injection: InjectionSettings;
 }
 
 /**
@@ -91,9 +93,14 @@ export function buildHit(corpus: HitCorpus, hit: Scored, shape: HitShape, focus?
       ...(structure.headings.length === 0 ? {} : { 'x-rcp-server-headings': structure.headings }),
       ...(structure.pages === undefined ? {} : { 'x-rcp-server-pages': structure.pages }),
     },
-    trust: { level: trustOf(shape.trust, source, corpus.originOf(chunk.docId)) },
   };
-  if (shape.includeText !== false) body.text = span.text;
+  // The screen reads what the hit's body is: its chunk (a passage lies within it), its page or its document.
+  const whole = shape.unit === 'page' || shape.unit === 'document' ? span.text : undefined;
+  const level = trustOf(shape.trust, source, corpus.originOf(chunk.docId));
+  const text = shape.includeText === false ? undefined : span.text;
+  const trusted = trustFor(level, corpus.screenOf(chunk, whole), shape.injection, text);
+  body.trust = trusted.trust;
+  if (trusted.text !== undefined) body.text = trusted.text;
   if (shape.includeVectors === true) body.vector = Array.from(corpus.vectorOf(hit.label) ?? []);
   return body;
 }

@@ -5,6 +5,7 @@ import type { DerivedIndexes } from '../indexes.js';
 import { outlineOf, type Outline } from '../outline.js';
 import type { ChunkBody, ChunkPlace, CorpusReader } from '../ports.js';
 import type { CorpusStore } from '../store/corpus-store.js';
+import type { Screen } from '../screen/screen.js';
 import type { VersionHistory } from './history.js';
 
 /**
@@ -98,6 +99,10 @@ export class SnapshotReader implements CorpusReader {
   getChunk(label: number): ChunkBody | undefined {
     const live = this.history.retired(label) === undefined ? this.live.getChunk(label) : undefined;
     return live ?? this.store.getChunk(label, 'retired_chunks') ?? this.#gone();
+  }
+
+  screenOf(chunk: ChunkBody, document?: string): Screen {
+    return this.live.screenOf(chunk, document);
   }
 
   vectorOf(label: number): Float32Array | undefined {

@@ -9,6 +9,7 @@ import { SAVED_INDEX } from '../hnsw/saved-file.js';
 import { DirLock, LOCK_FILE, sqliteCode, StoreError } from './dir-lock.js';
 import { paged, PAGE_ROWS } from './paged.js';
 import { chunkSum, intact } from './row-sums.js';
+import { parsedScreen } from '../screen/stored.js';
 import { holesOf, RETIRED_SCHEMA, SNAPSHOT_FLOOR, type Retention, type VersionRanges } from './retired.js';
 import { rowDamaged, STORE_FILE, storeDamaged } from './scrub.js';
 import type { ScrubReply, ScrubRequest } from './scrub-thread.js';
@@ -63,7 +64,7 @@ const SCHEMA = `
   CREATE TABLE IF NOT EXISTS chunks (
     label INTEGER PRIMARY KEY AUTOINCREMENT, doc_id TEXT NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL,
     context TEXT NOT NULL, vector BLOB NOT NULL, seq INTEGER NOT NULL,
-    start_offset INTEGER NOT NULL DEFAULT 0, end_offset INTEGER NOT NULL DEFAULT -1, sum BLOB);
+    start_offset INTEGER NOT NULL DEFAULT 0, end_offset INTEGER NOT NULL DEFAULT -1, sum BLOB, screen TEXT);
   CREATE INDEX IF NOT EXISTS chunks_place ON chunks (doc_id, ordinal);
   DROP INDEX IF EXISTS chunks_doc;
   CREATE INDEX IF NOT EXISTS chunks_seq ON chunks (seq);
@@ -84,6 +85,8 @@ interface ChunkRow {
   start_offset: number;
   end_offset: number;
   vector: Buffer;
+  /** Absent in a store written before screens, served read-only (never given the column). */
+  screen?: string | null;
 }
 
 /** A chunk row whole, with its write's seq and its sum (absent in a store written before sums). */
@@ -108,6 +111,7 @@ function chunkBodyOf(row: Omit<ChunkRow, 'vector'>): ChunkBody {
     context: row.context,
     start: row.start_offset,
     end: row.end_offset === -1 ? row.start_offset + row.text.length : row.end_offset,
+    screen: parsedScreen(row.screen),
   };
 }
 

@@ -17,7 +17,7 @@ export const RETIRED_SCHEMA = `
   CREATE TABLE IF NOT EXISTS retired_chunks (
     label INTEGER PRIMARY KEY, doc_id TEXT NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL,
     context TEXT NOT NULL, start_offset INTEGER NOT NULL, end_offset INTEGER NOT NULL, vector BLOB NOT NULL,
-    seq INTEGER NOT NULL, removed_seq INTEGER NOT NULL, sum BLOB);
+    seq INTEGER NOT NULL, removed_seq INTEGER NOT NULL, sum BLOB, screen TEXT);
   CREATE INDEX IF NOT EXISTS retired_chunks_removed ON retired_chunks (removed_seq);
   CREATE INDEX IF NOT EXISTS retired_chunks_seq ON retired_chunks (seq);
 `;
@@ -70,8 +70,8 @@ export function retireChunks(
   connection
     .sql(
       `INSERT OR REPLACE INTO retired_chunks
-        (label, doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, removed_seq, sum)
-        SELECT label, doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, ?, sum
+        (label, doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, removed_seq, sum, screen)
+        SELECT label, doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, ?, sum, screen
         FROM chunks WHERE ${column} = ? AND seq < ?`,
     )
     .run(seq, value, seq);

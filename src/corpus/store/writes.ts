@@ -3,6 +3,8 @@ import type { Changes } from './changes.js';
 import { addSumColumns, chunkSum, documentSum } from './row-sums.js';
 import { scopeOf } from '../../protocol/context.js';
 import { pruneRetired, retireChunks, retireDocument, type Retention } from './retired.js';
+import { storedScreen } from '../screen/stored.js';
+import type { Screen } from '../screen/screen.js';
 
 /**
  * The store's writes (§7.10, §7.11), as SQL on one connection: the writer thread's (writer-thread.ts). Each runs as
@@ -26,6 +28,8 @@ export interface NewChunk {
   readonly start: number;
   readonly end: number;
   readonly vector: Float32Array;
+  /** Its injection screen (docs/trust.md), kept beside it; a chunk without one is screened when read. */
+  readonly screen?: Screen | undefined;
 }
 
 export interface NewDocument extends StoredDocument {
@@ -72,11 +76,12 @@ export const SET_META =
 const PUT_DOCUMENT = `INSERT INTO documents (id, text, meta, hash, seq, origin, sum) VALUES (?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (id) DO UPDATE SET text = excluded.text, meta = excluded.meta, hash = excluded.hash,
     seq = excluded.seq, origin = excluded.origin, sum = excluded.sum`;
-const PUT_CHUNK = `INSERT INTO chunks (doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, sum)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING label`;
+const PUT_CHUNK = `INSERT INTO chunks (doc_id, ordinal, text, context, start_offset, end_offset, vector, screen, seq, sum)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING label`;
 /** A replica's chunk keeps the label the store of record gave it, so every replica ranks and pages alike. */
 const PUT_LABELLED_CHUNK = `INSERT OR IGNORE INTO chunks
-  (label, doc_id, ordinal, text, context, start_offset, end_offset, vector, seq, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+  (label, doc_id, ordinal, text, context, start_offset, end_offset, vector, screen, seq, sum)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 /** A connection and its statements, prepared once: compiling a statement per read cost more than the read. */
 export class Connection {
@@ -121,6 +126,7 @@ export function addColumns(db: Database.Database): void {
   if (!chunkColumns.includes('end_offset'))
     db.exec('ALTER TABLE chunks ADD COLUMN end_offset INTEGER NOT NULL DEFAULT -1');
   addSumColumns(db);
+  addScreenColumns(db, columns);
   if (!columns('idempotency').includes('caller')) {
     // Each caller's keyed writes are bounded on their own (IDEMPOTENCY_KEPT): the caller is the key's scope.
     db.exec(`ALTER TABLE idempotency ADD COLUMN caller TEXT NOT NULL DEFAULT '';
@@ -128,6 +134,16 @@ export function addColumns(db: Database.Database): void {
         WHERE instr(CAST(key AS BLOB), x'00') > 0;`);
   }
   db.exec('CREATE INDEX IF NOT EXISTS idempotency_caller ON idempotency (caller, seq)');
+}
+
+/**
+ * The screen column (docs/trust.md), nullable: a store written before it keeps its rows as they are, and a chunk
+ * with no screen is screened when read (CorpusReader.screenOf).
+ */
+function addScreenColumns(db: Database.Database, columns: (table: string) => string[]): void {
+  for (const table of ['chunks', 'retired_chunks']) {
+    if (!columns(table).includes('screen')) db.exec(`ALTER TABLE ${table} ADD COLUMN screen TEXT`);
+  }
 }
 
 const blob = (vector: Float32Array) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
@@ -162,7 +178,9 @@ export function upsertRows(
     sql(PUT_DOCUMENT).run(document.id, document.text, meta, document.hash, seq, document.origin, sum);
     document.chunks.forEach((chunk, ordinal) => {
       const row = chunkColumns(document.id, ordinal, chunk);
-      added.push((sql(PUT_CHUNK).get(...chunkValues(row), seq, chunkSum(row)) as { label: number }).label);
+      added.push(
+        (sql(PUT_CHUNK).get(...chunkValues(row, chunk.screen), seq, chunkSum(row)) as { label: number }).label,
+      );
     });
   }
   sql(SET_META).run('seq', String(seq));
@@ -190,8 +208,10 @@ function chunkColumns(docId: string, ordinal: number, chunk: NewChunk) {
   };
 }
 
-function chunkValues(row: ReturnType<typeof chunkColumns>) {
-  return [row.doc_id, row.ordinal, row.text, row.context, row.start_offset, row.end_offset, row.vector];
+/** A row's values for PUT_CHUNK, its screen last (not in its sum: derived state, checked as it is parsed). */
+function chunkValues(row: ReturnType<typeof chunkColumns>, screen: Screen | undefined) {
+  const stored = screen === undefined ? null : storedScreen(screen);
+  return [row.doc_id, row.ordinal, row.text, row.context, row.start_offset, row.end_offset, row.vector, stored];
 }
 
 /**
@@ -224,7 +244,8 @@ export function applyRows(connection: Connection, changes: Changes, retention?: 
   }
   const added = changes.chunks.filter((chunk) => {
     const row = chunkColumns(chunk.docId, chunk.ordinal, chunk);
-    return sql(PUT_LABELLED_CHUNK).run(chunk.label, ...chunkValues(row), seq, chunkSum(row)).changes > 0;
+    const values = chunkValues(row, chunk.screen);
+    return sql(PUT_LABELLED_CHUNK).run(chunk.label, ...values, seq, chunkSum(row)).changes > 0;
   });
   sql(SET_META).run('seq', String(seq));
   pruneRetired(connection, seq, retention, hole);

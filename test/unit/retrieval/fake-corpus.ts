@@ -1,4 +1,4 @@
-import { outlineOf, type ChunkBody, type CorpusReader } from '../../../src/corpus/index.js';
+import { outlineOf, screenText, type ChunkBody, type CorpusReader } from '../../../src/corpus/index.js';
 import type { LogLevel, ProgressUpdate } from '../../../src/protocol/context.js';
 import type { JsonObject } from '../../../src/protocol/messages.js';
 import type { Scored } from '../../../src/retrieval/ranking.js';
@@ -102,6 +102,7 @@ export function fakeCorpus(
     termWeights: () => Promise.resolve(new Map()),
     labelsWhere: () => Promise.resolve([]),
     getChunk: body,
+    screenOf: (chunk: ChunkBody, document?: string) => screenText(document ?? chunk.text),
     vectorOf: vector,
     vectorsOf: (labels) =>
       Promise.resolve(

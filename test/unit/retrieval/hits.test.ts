@@ -20,7 +20,13 @@ const corpus = fakeCorpus(
   new Set([]),
 );
 const TRUST = { handbook: 'trusted', forum: 'trusted', wiki: 'community' } as const;
-const shape = (over: Partial<HitShape> = {}): HitShape => ({ unit: 'chunk', trust: TRUST, ...over });
+const INJECTION = { threshold: 0.5, sanitize: false };
+const shape = (over: Partial<HitShape> = {}): HitShape => ({
+  unit: 'chunk',
+  trust: TRUST,
+  injection: INJECTION,
+  ...over,
+});
 
 describe('hit ids', () => {
   it.each([
@@ -71,7 +77,7 @@ describe('§7.7 Hit shape', () => {
       meta: { source: 'handbook', title: 'The Guide', uri: 'https://example.org/guide' },
       citation: { source: 'handbook', start: 100, end: 111, title: 'The Guide', uri: 'https://example.org/guide' },
       chunk: { docId: 'guide', index: 1 },
-      trust: { level: 'trusted' },
+      trust: { level: 'trusted', score: 1, injectionSuspected: false },
       text: 'second part',
     });
   });
@@ -96,7 +102,7 @@ describe('§7.7 Hit shape', () => {
   it('without a source in meta the citation names the document; no title or uri unless given', () => {
     const hit = buildHit(corpus, scored([2, 1])[0]!, shape());
     expect(hit?.citation).toEqual({ source: 'note', start: 0, end: 6 });
-    expect(hit?.trust).toEqual({ level: 'untrusted' });
+    expect(hit?.trust).toEqual({ level: 'untrusted', score: 0.6, injectionSuspected: false });
   });
 
   it('a chunk deleted since recall builds no hit', () => {

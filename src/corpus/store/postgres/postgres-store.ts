@@ -6,6 +6,7 @@ import { abandoned, unavailable, untilAborted } from './failures.js';
 import { PostgresSeen, type SeenBounds } from './seen.js';
 import { PostgresSessions } from './sessions.js';
 import { scopeOf } from '../../../protocol/context.js';
+import { parsedScreen, storedScreen } from '../../screen/stored.js';
 
 /** The most chunk rows one catch-up window reads (a replica far behind catches up in windows of about this size). */
 const WINDOW_CHUNKS = 2_000;
@@ -313,10 +314,10 @@ async function putChunks(client: pg.PoolClient, documents: readonly NewDocument[
   const rows = documents.flatMap((document) => document.chunks.map((chunk, ordinal) => ({ document, chunk, ordinal })));
   if (rows.length === 0) return;
   await client.query(
-    `INSERT INTO rcp_chunks (doc_id, ordinal, text, context, start_offset, end_offset, vector, seq)
-     SELECT doc_id, ordinal, text, context, start_offset, end_offset, vector, $8
-     FROM unnest($1::bytea[], $2::int[], $3::bytea[], $4::bytea[], $5::int[], $6::int[], $7::bytea[])
-       WITH ORDINALITY AS c(doc_id, ordinal, text, context, start_offset, end_offset, vector, n)
+    `INSERT INTO rcp_chunks (doc_id, ordinal, text, context, start_offset, end_offset, vector, screen, seq)
+     SELECT doc_id, ordinal, text, context, start_offset, end_offset, vector, screen, $9
+     FROM unnest($1::bytea[], $2::int[], $3::bytea[], $4::bytea[], $5::int[], $6::int[], $7::bytea[], $8::text[])
+       WITH ORDINALITY AS c(doc_id, ordinal, text, context, start_offset, end_offset, vector, screen, n)
      ORDER BY n`,
     [
       rows.map((row) => utf8(row.document.id)),
@@ -326,6 +327,7 @@ async function putChunks(client: pg.PoolClient, documents: readonly NewDocument[
       rows.map((row) => row.chunk.start),
       rows.map((row) => row.chunk.end),
       rows.map((row) => blob(row.chunk.vector)),
+      rows.map((row) => (row.chunk.screen === undefined ? null : storedScreen(row.chunk.screen))),
       seq,
     ],
   );
@@ -384,6 +386,7 @@ interface ChunkRow {
   start_offset: number;
   end_offset: number;
   vector: Buffer;
+  screen: string | null;
 }
 
 async function readWindow(client: pg.PoolClient, after: number, through: number): Promise<Omit<Changes, 'head'>> {
@@ -431,5 +434,6 @@ function chunkOf(row: ChunkRow) {
     start: row.start_offset,
     end: row.end_offset,
     vector: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4),
+    screen: parsedScreen(row.screen),
   };
 }

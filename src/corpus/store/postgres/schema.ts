@@ -52,6 +52,9 @@ const MIGRATIONS: readonly string[] = [
    UPDATE rcp_idempotency SET caller = substring(key FROM 1 FOR position('\\x00'::bytea IN key) - 1)
      WHERE position('\\x00'::bytea IN key) > 0;
    CREATE INDEX rcp_idempotency_caller ON rcp_idempotency (caller, seq);`,
+  // docs/trust.md each chunk's injection screen (JSON this server writes), null in rows written before: a replica
+  // screens such a chunk when it reads it.
+  `ALTER TABLE rcp_chunks ADD COLUMN screen text;`,
 ];
 
 /** Client text to the `bytea` it is stored as (see above), and back. */

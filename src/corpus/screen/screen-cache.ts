@@ -1,0 +1,29 @@
+import { LRUCache } from 'lru-cache';
+import type { ChunkBody } from '../ports.js';
+import { screenText, type Screen } from './screen.js';
+
+/**
+ * Screens a hit's body (docs/trust.md): a chunk's stored screen when it has one; else — a row written before screens
+ * were stored, or a whole document (`unit: "document"`, §7.7.2) — the body screened now and kept, by label, least
+ * recently used first out. A label names one chunk of one version of a document for ever (labels are never reused),
+ * so a kept screen never goes stale.
+ */
+export class ScreenCache {
+  readonly #cache = new LRUCache<string, Screen>({ max: SCREENS_KEPT });
+
+  /**
+   * `document`: the text of the span the chunk represents, when that is the body: its page (`unit: "page"`) or its
+   * whole document (`unit: "document"`). Both contain the chunk and the page lies within the document, so for one
+   * label the length tells which (equal lengths: the same text).
+   */
+  of(chunk: ChunkBody, document?: string): Screen {
+    if (document === undefined && chunk.screen !== undefined) return chunk.screen;
+    const key = document === undefined ? `c${chunk.label}` : `d${chunk.label}:${document.length}`;
+    let screen = this.#cache.get(key);
+    if (screen === undefined) this.#cache.set(key, (screen = screenText(document ?? chunk.text)));
+    return screen;
+  }
+}
+
+/** Screens kept: each is some 100 bytes. */
+const SCREENS_KEPT = 8192;
