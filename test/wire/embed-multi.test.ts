@@ -5,8 +5,8 @@ import { connect, INITIALIZE, request, ROOT, TRANSPORTS, type Connection, type F
 /** §7.5 embed/multi over every transport, with the default encoder's token vectors and the real MaxSim kernel. */
 const ENCODER = `${ROOT}/models/use-lite`;
 const BATCH_LIMIT = 8;
-/** Small enough that eight long inputs are refused, large enough for the short ones here. */
-const MAX_RESPONSE_BYTES = 1_000_000;
+/** Small enough that eight long inputs are refused (~12 MB), large enough for one chunk of 128 tokens (~1.5 MB). */
+const MAX_RESPONSE_BYTES = 2_000_000;
 const QUERY = 'how does the heart move blood';
 const PASSAGES = [
   'The heart pumps blood through the arteries and veins of the body.',
@@ -90,6 +90,23 @@ describe.each(TRANSPORTS)('embed/multi over %s (§7.5)', (transport) => {
     documents.forEach((document, i) => expect(Math.abs(maxSim(query!, document) - scores[i]!)).toBeLessThan(1e-4));
     // The best passage is the one about the heart.
     expect(scores.indexOf(Math.max(...scores))).toBe(0);
+  });
+
+  it("§7.5 token offsets align with chunk boundaries: a chunk's rows map onto its citation.start/end", async () => {
+    const paragraph = (topic: string) => `${`The ${topic} works hard every day and night. `.repeat(40)}\n\n`;
+    const document = `${paragraph('heart')}${paragraph('liver')}${paragraph('kidney')}`;
+    const added = await call('index/add', { documents: [{ id: `long-${transport}`, text: document }], chunk: true });
+    expect((added.result as { chunks: number }).chunks).toBeGreaterThan(1);
+    const found = await call('retrieve', { query: 'kidney', k: 1, mode: 'sparse', includeText: true });
+    const [hit] = (found.result as { hits: { text: string; citation: { start: number; end: number } }[] }).hits;
+    const { start, end } = hit!.citation;
+    expect(start).toBeGreaterThan(0);
+    const [spans] = (await multi({ inputs: [hit!.text], kind: 'document' }))['x-rcp-server-offsets']!;
+    for (const [from, to] of spans!) {
+      expect(start + to).toBeLessThanOrEqual(end);
+      expect(document.slice(start + from, start + to)).toBe(hit!.text.slice(from, to));
+    }
+    expect(spans!.map(([from, to]) => document.slice(start + from, start + to)).join('')).toContain('Thekidneyworks');
   });
 
   it('§7.3 accepts the legacy `texts`; an empty batch is no matrices', async () => {
