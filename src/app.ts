@@ -675,7 +675,8 @@ function registerModelMethods(
       maxResponseBytes: config.limits.maxResponseBytes,
       content,
     };
-    registry.register(...embedMultiMethod({ info: encoder.info, embedTokens }, limits));
+    const tokenCounter = () => encoder.tokenCounter();
+    registry.register(...embedMultiMethod({ info: encoder.info, embedTokens, tokenCounter }, limits));
   }
   const rerankers: Reranker[] = [];
   if (crossEncoder !== undefined) {

@@ -1,5 +1,6 @@
-import type { Encoder, TokenMatrix } from '../models/index.js';
+import { readablePrefix, type Encoder, type TokenMatrix } from '../models/index.js';
 import { RpcError } from '../protocol/errors.js';
+import { TimeSlice } from '../protocol/time-slice.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 import { EmbedMultiParams } from '../protocol/schemas/params.js';
@@ -31,7 +32,7 @@ export interface EmbedMultiLimits {
   readonly content: ContentReader;
 }
 
-type TokenEncoder = Pick<Required<Encoder>, 'info' | 'embedTokens'>;
+type TokenEncoder = Pick<Required<Encoder>, 'info' | 'embedTokens' | 'tokenCounter'>;
 
 /**
  * `embed/multi` (§7.5) over the encoder's contextual token vectors: one matrix per input, a row per token the model
@@ -63,10 +64,16 @@ export function embedMultiMethod(
         );
       }
       const texts = await limits.content.texts(inputs, field, ctx.signal);
+      // §15.5: an answer too large is refused before the model runs, from the rows the tokenizer says it will make.
+      withinAnswer(await rowCounts(encoder, texts, ctx.signal), dimension, limits.maxResponseBytes);
       // §9: a frame per model batch of texts embedded (stage `embed`).
       const progress = batchProgress(ctx, 'embed', 'embedded');
       const matrices = await encoder.embedTokens(texts, params.kind, ctx.signal, ctx.caller, progress);
-      withinAnswer(matrices, limits.maxResponseBytes);
+      withinAnswer(
+        matrices.map((matrix) => matrix.rows),
+        dimension,
+        limits.maxResponseBytes,
+      );
       const offsets = matrices.every((matrix) => matrix.offsets !== undefined)
         ? { 'x-rcp-server-offsets': matrices.map((matrix) => pairs(matrix.offsets!)) }
         : {};
@@ -76,14 +83,31 @@ export function embedMultiMethod(
   return [definition, capability];
 }
 
-/** -32013 when the matrices would take more than `maxBytes` as JSON, counted before any is built. */
-function withinAnswer(matrices: readonly TokenMatrix[], maxBytes: number): void {
-  const rowCount = matrices.reduce((sum, matrix) => sum + matrix.rows, 0);
-  const floats = matrices.reduce((sum, matrix) => sum + matrix.rows * matrix.dimension, 0);
+/**
+ * The rows each text will make: its tokens as the encoder counts them (special tokens included), in the part of it the
+ * encoder reads, at most `maxTokens`; counted in time slices. The prefix of a `kind` (e5) is not counted: the check
+ * after the model runs counts it.
+ */
+async function rowCounts(encoder: TokenEncoder, texts: readonly string[], signal: AbortSignal): Promise<number[]> {
+  const count = await encoder.tokenCounter();
+  const { maxTokens } = encoder.info;
+  const slice = new TimeSlice(signal);
+  const rows: number[] = [];
+  for (const text of texts) {
+    rows.push(Math.min(maxTokens, count(readablePrefix(text, maxTokens))));
+    await slice.due();
+  }
+  return rows;
+}
+
+/** -32013 when matrices of these rows would take more than `maxBytes` as JSON, counted before any is built. */
+function withinAnswer(rows: readonly number[], dimension: number, maxBytes: number): void {
+  const rowCount = rows.reduce((sum, count) => sum + count, 0);
+  const floats = rowCount * dimension;
   const bytes = floats * JSON_BYTES_PER_FLOAT + rowCount * JSON_BYTES_PER_OFFSETS;
   if (bytes <= maxBytes) return;
   throw RpcError.payloadTooLarge(
-    `${matrices.length} matrices of ${rowCount} token rows in all (${floats} floats) may take up to ${bytes} bytes as ` +
+    `${rows.length} matrices of ${rowCount} token rows in all (${floats} floats) may take up to ${bytes} bytes as ` +
       `JSON, past the ${maxBytes}-byte answer limit (limits.maxResponseBytes): send fewer or shorter inputs`,
   );
 }

@@ -132,7 +132,7 @@ describe.each(TRANSPORTS)('embed/multi over %s (§7.5)', (transport) => {
       { field: 'inputs', retryable: false },
     ],
     [
-      '§15.5 -32013 for matrices that would pass limits.maxResponseBytes, before any is built',
+      '§15.5 -32013 for matrices that would pass limits.maxResponseBytes, before the model runs',
       { inputs: Array.from({ length: BATCH_LIMIT }, (_, i) => `${i} ${PASSAGES.join(' ').repeat(4)}`) },
       -32013,
       { retryable: false },

@@ -13,7 +13,11 @@ import { connect, INITIALIZE, request, ROOT, testConfig, type Connection, type F
  * (docs/architecture.md §8). §9: the progress frames these methods emit per model batch are what the tests wait for.
  */
 const ENCODER = `${ROOT}/models/use-lite`;
-const CONFIG = { 'models.encoder': ENCODER, 'models.colbert': true };
+/**
+ * The answer cap raised past 256 matrices of 128 rows (~400 MB as JSON), so that embed/multi admits the long request;
+ * it is cancelled long before any answer is built.
+ */
+const CONFIG = { 'models.encoder': ENCODER, 'models.colbert': true, 'limits.maxResponseBytes': 2 ** 30 };
 /** 256 texts past the encoder's 128 tokens: sixteen model batches of sixteen. */
 const COUNT = 256;
 const SENTENCE = 'the heart pumps blood through the arteries and veins of the body while the lungs move oxygen ';
