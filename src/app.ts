@@ -13,6 +13,7 @@ import { embedMethod } from './methods/embed.js';
 import { feedbackMethod } from './methods/feedback.js';
 import { transformMethod } from './methods/transform.js';
 import { embedSparseMethod } from './methods/embed-sparse.js';
+import { embedMultiMethod } from './methods/embed-multi.js';
 import { indexMethods } from './methods/index-write.js';
 import { rerankMethod, type Reranker } from './methods/rerank.js';
 import { retrieveMethod } from './methods/retrieve.js';
@@ -653,7 +654,10 @@ function openAdmission(config: Config, shedder: LoadShedder, logger: Logger, met
   return new Admission(shedder, limiter, metrics.refused, new WorkGate(config.limits.maxWorkInFlight));
 }
 
-/** `embed` when an encoder is configured; `rerank` when something can really rerank (§7.6: methods name what runs). */
+/**
+ * `embed` when an encoder is configured, `embed/multi` when it exposes token vectors; `rerank` when something can
+ * really rerank (§7.6: methods name what runs).
+ */
 function registerModelMethods(
   registry: MethodRegistry,
   config: Config,
@@ -663,12 +667,24 @@ function registerModelMethods(
   const { encoder, crossEncoder } = models;
   if (encoder !== undefined)
     registry.register(...embedMethod(encoder, { batchLimit: config.models.embedBatchLimit, content }));
+  const embedTokens = encoder?.embedTokens?.bind(encoder);
+  if (encoder !== undefined && embedTokens !== undefined) {
+    // §7.5 advertised where the encoder exposes its token vectors (docs/architecture.md §4.4).
+    const limits = {
+      batchLimit: config.models.embedBatchLimit,
+      maxResponseBytes: config.limits.maxResponseBytes,
+      content,
+    };
+    const tokenCounter = () => encoder.tokenCounter();
+    registry.register(...embedMultiMethod({ info: encoder.info, embedTokens, tokenCounter }, limits));
+  }
   const rerankers: Reranker[] = [];
   if (crossEncoder !== undefined) {
     rerankers.push({
       method: 'cross-encoder',
       model: crossEncoder.info.identity,
-      score: (query, passages, signal, caller) => crossEncoder.score(query, passages, signal, caller),
+      score: (query, passages, signal, caller, progress) =>
+        crossEncoder.score(query, passages, signal, caller, progress),
     });
   }
   const tokens = encoder?.embedTokens?.bind(encoder);
@@ -677,8 +693,8 @@ function registerModelMethods(
     rerankers.push({
       method: 'colbert',
       model: encoder.info.identity,
-      score: (query, passages, signal, caller) =>
-        lateInteractionScores(tokens, kernel, query, passages, signal, caller),
+      score: (query, passages, signal, caller, progress) =>
+        lateInteractionScores(tokens, kernel, query, passages, signal, caller, progress),
     });
   }
   if (rerankers.length > 0) {

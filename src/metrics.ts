@@ -9,7 +9,7 @@ const FEEDBACK_FIELDS = new Set(['used', 'cited', 'helpful', 'reward', 'poisonSu
 const CORPUS_LABELS = 20;
 
 /** Pipeline stage names (§9 progress stages); anything else is `other`, so the label set stays closed. */
-const STAGES = new Set(['recall', 'fuse', 'rerank', 'pack', 'embed', 'index']);
+const STAGES = new Set(['recall', 'fuse', 'rerank', 'pack', 'read', 'chunk', 'embed', 'write', 'index']);
 
 /** One method and code's answers: its counter, and how many it has not yet been told of. */
 interface Tally {
@@ -53,7 +53,7 @@ export class Metrics {
     });
     this.#stages = new Histogram({
       name: 'rcp_stage_duration_seconds',
-      help: 'Time spent in each pipeline stage (recall, fuse, rerank, pack), by method.',
+      help: 'Time spent in each pipeline stage (recall, fuse, rerank, pack; read, chunk, embed, write, index), by method.',
       labelNames: ['method', 'stage'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [this.registry],

@@ -2,6 +2,7 @@ import { capabilityFor, isCoreMethod, METHODS } from '../protocol/method-table.j
 import { HttpChannel, StdioChannel, type Channel, type Frame } from './channel.js';
 import { RpcError } from '../protocol/errors.js';
 import type {
+  EmbedMultiParams,
   EmbedParams,
   EmbedSparseParams,
   IndexAddParams,
@@ -68,6 +69,7 @@ export type { Hit } from '../protocol/schemas/hit.js';
 /** Each method's params and result, derived from the protocol's one TypeBox declaration of them. */
 export type {
   ContentBlock,
+  EmbedMultiParams,
   EmbedParams,
   EmbedSparseParams,
   IndexAddParams,
@@ -216,6 +218,11 @@ export class RcpClient {
 
   embedSparse(params: EmbedSparseParams, options?: CallOptions) {
     return this.request<ResultOf<'embed/sparse'>>('embed/sparse', params, options);
+  }
+
+  /** §7.5: one token matrix per input (JSON numbers only: methods/embed-multi.ts). */
+  embedMulti(params: EmbedMultiParams, options?: CallOptions) {
+    return this.request<ResultOf<'embed/multi'>>('embed/multi', params, options);
   }
 
   rerank(params: RerankParams, options?: CallOptions) {

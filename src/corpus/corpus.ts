@@ -17,7 +17,7 @@ import type {
   DenseSearchOptions,
   WriteCaller,
 } from './ports.js';
-import { prepareDocuments, type AddOptions } from './prepare.js';
+import { WRITE_PROGRESS, prepareDocuments, type AddOptions } from './prepare.js';
 import { Replica, type ReplicaTarget } from './replica.js';
 import { openCorpusStore, writesLocally, type CorpusSettings } from './settings.js';
 import type { CorpusStore, DocumentOrigin, StoredDocument } from './store/corpus-store.js';
@@ -262,7 +262,9 @@ export class Corpus implements CorpusWriter, CorpusReader {
       const ids = prepared.map((document) => document.id);
       const chunks = prepared.reduce((sum, document) => sum + document.chunks.length, 0);
       const write = await this.store.upsert(prepared, key === undefined ? undefined : { key, result: { ids, chunks } });
+      options.progress?.('write', WRITE_PROGRESS.written, `committed ${ids.length} documents, ${chunks} chunks`);
       await this.#order.applyOwn(write);
+      options.progress?.('index', WRITE_PROGRESS.indexed, `indexed at version ${write.seq}`);
       return (write.repeated as AddResult | undefined) ?? { ids, chunks, indexVersion: String(write.seq) };
     });
   }
@@ -308,13 +310,16 @@ export class Corpus implements CorpusWriter, CorpusReader {
     if (this.replica !== undefined) {
       pointOfNoReturn(caller);
       const { seq, deletedIds } = await this.replica.delete(ids, caller.signal);
+      caller.progress?.('write', WRITE_PROGRESS.written, `deleted ${deletedIds.length} documents`);
       await this.replica.caughtUpTo(seq);
       return { deleted: deletedIds.length, indexVersion: String(seq) };
     }
     return this.#order.serialized(async () => {
       pointOfNoReturn(caller);
       const write = await this.store.delete(ids);
+      caller.progress?.('write', WRITE_PROGRESS.written, `deleted ${write.deletedIds.length} documents`);
       await this.#order.applyOwn(write);
+      caller.progress?.('index', WRITE_PROGRESS.indexed, `indexed at version ${write.seq}`);
       return { deleted: write.deletedIds.length, indexVersion: String(write.seq) };
     });
   }
@@ -337,6 +342,7 @@ export class Corpus implements CorpusWriter, CorpusReader {
     const chunks = prepared.reduce((sum, document) => sum + document.chunks.length, 0);
     const idempotency = key === undefined ? undefined : { key, result: { ids, chunks } };
     const committed = await replica.upsert(prepared, idempotency, options.signal);
+    options.progress?.('write', WRITE_PROGRESS.written, `committed ${ids.length} documents, ${chunks} chunks`);
     return answered(committed.repeated ?? { ids, chunks, indexVersion: String(committed.seq) });
   }
 

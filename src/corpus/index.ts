@@ -11,6 +11,7 @@ export { backupDataDir } from './backup/backup.js';
 export { restoreDataDir } from './backup/restore.js';
 export { exportDataDir, isExportHead, type ExportHeader } from './backup/export.js';
 export { MAX_PREPARED_CHUNKS, MAX_PREPARED_CONTEXT, type PreparedDocument } from './prepared.js';
+export { WRITE_PROGRESS } from './prepare.js';
 export type { DocumentOrigin } from './store/corpus-store.js';
 export { DirLock } from './store/dir-lock.js';
 export { CATALOG_CHANNEL, PostgresCatalog, type DroppedRecords } from './store/postgres/catalog.js';

@@ -25,7 +25,17 @@ export interface WriteCaller {
   /** Who writes (§15.6): the model's queue takes turns between callers (docs/architecture.md §10). */
   readonly caller?: string | undefined;
   readonly commit?: (() => void) | undefined;
+  /** Told as each stage of the write ends (§9): see {@link WriteStage}. */
+  readonly progress?: WriteProgress | undefined;
 }
+
+/**
+ * The stages of a write, in order, each reported as it ends: `chunk` (documents validated and chunked), `embed` (once
+ * per model batch of chunks), `write` (committed to the store of record: past this the write stands), `index` (applied
+ * to this process's indexes). `fraction` is of the whole write.
+ */
+export type WriteStage = 'chunk' | 'embed' | 'write' | 'index';
+export type WriteProgress = (stage: WriteStage, fraction: number, message: string) => void;
 
 /** The write side of the corpus (§7.10, §7.11): durable when the promise resolves. */
 export interface CorpusWriter {

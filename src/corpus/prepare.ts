@@ -18,6 +18,12 @@ import type { DocumentOrigin, NewChunk, NewDocument } from './store/corpus-store
 /** Texts embedded per encoder call: keeps one large write within the model queue's bound. */
 const EMBED_SLICE = 64;
 
+/**
+ * §9 the share of a write done as each stage ends (ports.ts `WriteStage`; `read`: index/add's bodies read and parsed,
+ * before the corpus has them): embedding is most of it.
+ */
+export const WRITE_PROGRESS = { read: 0.05, chunked: 0.1, embedded: 0.9, written: 0.95, indexed: 1 } as const;
+
 export interface AddOptions extends WriteCaller {
   /** `operator` for `rcp-server ingest`; everything over the wire is `client` (§15.2). */
   readonly origin?: DocumentOrigin | undefined;
@@ -76,6 +82,8 @@ export async function prepareDocuments(
   const texts = staged
     .filter((_, i) => given[i] === undefined && prepared[i] === undefined)
     .flatMap((document) => document.chunks.map((chunk) => lexicalText(chunk.text, chunk.context)));
+  const made = staged.reduce((sum, document) => sum + document.chunks.length, 0);
+  options.progress?.('chunk', WRITE_PROGRESS.chunked, `${staged.length} documents in ${made} chunks`);
   const vectors = texts.length === 0 ? [] : await embedDistinct(texts, encoder, options);
   let next = 0;
   return staged.map((document, i) => {
@@ -208,7 +216,7 @@ function storedVector(vector: Float32Array, normalized: boolean): Float32Array {
 async function embedDistinct(
   texts: readonly string[],
   encoder: Encoder,
-  { signal, caller }: WriteCaller,
+  { signal, caller, progress }: WriteCaller,
 ): Promise<Float32Array[]> {
   const first = new Map<string, number>();
   const distinct: string[] = [];
@@ -218,8 +226,22 @@ async function embedDistinct(
     return at;
   });
   const vectors: Float32Array[] = [];
-  for (let start = 0; start < distinct.length; start += EMBED_SLICE) {
-    vectors.push(...(await encoder.embed(distinct.slice(start, start + EMBED_SLICE), 'document', signal, caller)));
+  const total = distinct.length;
+  const { chunked, embedded } = WRITE_PROGRESS;
+  for (let start = 0; start < total; start += EMBED_SLICE) {
+    // §9: a frame per model batch, counting the distinct chunk texts embedded so far.
+    const batch =
+      progress === undefined
+        ? undefined
+        : (done: number) =>
+            progress(
+              'embed',
+              chunked + ((embedded - chunked) * (start + done)) / total,
+              `embedded ${start + done}/${total}`,
+            );
+    vectors.push(
+      ...(await encoder.embed(distinct.slice(start, start + EMBED_SLICE), 'document', signal, caller, batch)),
+    );
   }
   return slot.map((at) => vectors[at] ?? new Float32Array(encoder.info.dimension));
 }

@@ -20,13 +20,22 @@ import { shardOf } from '../protocol/placement.js';
  *   failure noted in `usage.notes` and `_meta.degraded`; a required engine's failure fails the query with its code;
  *   all failing is -32010; fusion per §16.3.
  * - `catalog/list` (§7.13): the engines, their identities and capabilities, and an endpoint for HTTP ones.
- * - `embed`, `rerank`: routed to the highest-priority engine that advertises them, failing over on -32010.
+ * - `embed`, `embed/multi`, `rerank`: routed to the highest-priority engine that advertises them (`embed`,
+ *   `multiVector`, `rerank`), failing over on -32010.
  * - `index/add`, `index/delete`: each document to one shard (the writable leaf engines reached at start) by a
  *   stable hash of its id.
  */
 export type { FederationSettings };
 
 const AnyParams = Type.Object({});
+
+/** The methods served by one engine, each with the capability that gates it (§6). */
+const ROUTED = [
+  ['embed', 'embed'],
+  ['embed/multi', 'multiVector'],
+  ['rerank', 'rerank'],
+] as const;
+type RoutedMethod = (typeof ROUTED)[number][0];
 
 /** Feature capabilities passed through from the engines (union, §16.4): retrieve options the engines honour. */
 const PASSED_THROUGH = ['filter', 'citations'] as const;
@@ -42,9 +51,9 @@ export function registerFederation(
     ordered.filter((engine) => capability in (engine.info?.capabilities ?? {}));
   registerRetrieve(registry, ordered, settings);
   registerCatalog(registry, ordered);
-  for (const method of ['embed', 'rerank'] as const) {
-    const targets = advertising(method);
-    if (targets.length > 0) registerRouted(registry, method, targets);
+  for (const [method, capability] of ROUTED) {
+    const targets = advertising(capability);
+    if (targets.length > 0) registerRouted(registry, method, capability, targets);
   }
   // Shards are the writable leaves (a gateway, which advertises catalog, shards its own writes), and every engine not
   // reached at start: it keeps its place, its documents' writes answered -32010 until it answers, so that an engine
@@ -88,13 +97,18 @@ function registerCatalog(registry: MethodRegistry, engines: readonly RemoteEngin
   registry.register(definition, { engines: engines.length });
 }
 
-function registerRouted(registry: MethodRegistry, method: 'embed' | 'rerank', targets: readonly RemoteEngine[]): void {
+function registerRouted(
+  registry: MethodRegistry,
+  method: RoutedMethod,
+  capability: string,
+  targets: readonly RemoteEngine[],
+): void {
   const definition: MethodDefinition<typeof AnyParams> = {
     method,
     params: AnyParams,
     handler: (params, ctx) => firstAnswer(targets, method, params, ctx),
   };
-  registry.register(definition, (targets[0]?.info?.capabilities[method] ?? {}) as JsonObject);
+  registry.register(definition, (targets[0]?.info?.capabilities[capability] ?? {}) as JsonObject);
 }
 
 export { shardOf };

@@ -5,6 +5,7 @@ import type { MethodDefinition } from '../protocol/registry.js';
 import { EmbedParams } from '../protocol/schemas/params.js';
 import { encodeF32Base64 } from '../protocol/vectors.js';
 import type { ContentReader } from './content.js';
+import { batchProgress } from './progress.js';
 
 export const EMBED_ENCODINGS = ['json', 'f32-base64'] as const;
 
@@ -36,12 +37,10 @@ export function embedMethod(encoder: Encoder, limits: EmbedLimits): [MethodDefin
       if (inputs.length > limits.batchLimit) {
         throw RpcError.payloadTooLarge(`${inputs.length} inputs exceed embed.batchLimit ${limits.batchLimit}`, field);
       }
-      const vectors = await encoder.embed(
-        await limits.content.texts(inputs, field, ctx.signal),
-        params.kind,
-        ctx.signal,
-        ctx.caller,
-      );
+      const texts = await limits.content.texts(inputs, field, ctx.signal);
+      // §9: a frame per model batch of texts embedded (stage `embed`).
+      const progress = batchProgress(ctx, 'embed', 'embedded');
+      const vectors = await encoder.embed(texts, params.kind, ctx.signal, ctx.caller, progress);
       if (params.encoding === 'f32-base64') {
         // §7.3.1: echo the encoding used, with the dimension each blob decodes to.
         return {

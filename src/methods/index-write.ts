@@ -1,6 +1,6 @@
-import type { CorpusWriter } from '../corpus/index.js';
+import { WRITE_PROGRESS, type CorpusWriter, type WriteProgress } from '../corpus/index.js';
 import { DOCUMENT_MEDIA_TYPES } from '../documents/index.js';
-import { callerScoped } from '../protocol/context.js';
+import { callerScoped, type RequestContext } from '../protocol/context.js';
 import { RpcError } from '../protocol/errors.js';
 import { requireWellFormed } from '../protocol/validation.js';
 import type { JsonObject } from '../protocol/messages.js';
@@ -19,6 +19,11 @@ export interface IndexLimits {
 /** §15.3: writes are authorised apart from reads; a read-only corpus refuses them as the capability says. */
 function requireWritable(limits: IndexLimits, method: string): void {
   if (!limits.writable) throw RpcError.capabilityMissing(method, 'index.writable');
+}
+
+/** §9 a write's stages as progress frames (`read`, then corpus/ports.ts `WriteStage`: chunk, embed, write, index). */
+function writeProgress(ctx: Pick<RequestContext, 'progress'>): WriteProgress {
+  return (stage, fraction, message) => ctx.progress(stage, fraction, { message });
 }
 
 /**
@@ -52,6 +57,7 @@ export function indexMethods(
       if (key !== undefined && (typeof key !== 'string' || key.length > 256))
         throw RpcError.invalidParams('_meta.idempotencyKey', 'must be a string of at most 256 characters');
       const documents = await bodies.documents(params.documents, ctx.signal, ctx.caller);
+      ctx.progress('read', WRITE_PROGRESS.read, { message: `read ${documents.length} documents` });
       const result = await corpus.add(documents, {
         chunk: params.chunk === true,
         contextual: params.contextual === true,
@@ -61,6 +67,7 @@ export function indexMethods(
         signal: ctx.signal,
         caller: ctx.caller,
         commit: ctx.commit,
+        progress: writeProgress(ctx),
       });
       return withVersion(result);
     },
@@ -74,7 +81,8 @@ export function indexMethods(
         throw RpcError.payloadTooLarge(`${params.ids.length} ids exceed ${limits.maxDocuments} per call`, 'ids');
       }
       params.ids.forEach((id, i) => requireWellFormed(id, `ids.${i}`));
-      return withVersion(await corpus.delete(params.ids, { signal: ctx.signal, commit: ctx.commit }));
+      const caller = { signal: ctx.signal, commit: ctx.commit, progress: writeProgress(ctx) };
+      return withVersion(await corpus.delete(params.ids, caller));
     },
   };
   return [

@@ -2,7 +2,9 @@ import { RpcError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 import { RerankParams } from '../protocol/schemas/params.js';
+import type { BatchProgress } from '../models/index.js';
 import type { ContentReader } from './content.js';
+import { batchProgress } from './progress.js';
 
 const DOCUMENTS_DEPRECATED =
   'rerank: `documents` is a deprecated name for `passages` (§7.6), accepted for one more release; send `passages`';
@@ -12,13 +14,14 @@ export type RerankMethod = 'cross-encoder' | 'colbert' | 'llm';
 
 /**
  * One way to score passages against a query; higher is more relevant. `caller`: whose work it is — the model's queue
- * takes turns between callers (docs/architecture.md §10).
+ * takes turns between callers (docs/architecture.md §10). `progress`: told as the passages' model batches finish.
  */
 export type PassageScorer = (
   query: string,
   passages: readonly string[],
   signal: AbortSignal,
   caller?: string,
+  progress?: BatchProgress,
 ) => Promise<Float32Array>;
 
 export interface Reranker {
@@ -77,8 +80,12 @@ export function rerankMethod(
       }
       const query = await limits.content.query(params.query, limits.maxQueryChars, ctx.signal);
       const passages = await limits.content.texts(candidates, field, ctx.signal);
+      // §9: a frame per model batch of passages scored (stage `rerank`).
+      const progress = batchProgress(ctx, 'rerank', 'scored');
       const scores =
-        passages.length === 0 ? new Float32Array(0) : await reranker.score(query, passages, ctx.signal, ctx.caller);
+        passages.length === 0
+          ? new Float32Array(0)
+          : await reranker.score(query, passages, ctx.signal, ctx.caller, progress);
       const order = [...scores.keys()]
         .sort((a, b) => (scores[b] ?? 0) - (scores[a] ?? 0) || a - b)
         .slice(0, params.topN);

@@ -19,4 +19,10 @@ export { FetchError, fetchModel, readCatalog } from './model-fetch.js';
 export { buildDefaultModel } from './onnx/default-model.js';
 // How a text is cut into parts a tokenizer counts in slices: chunking and the lexical analyzer cut the same way.
 export { PART_UNITS, addedPerCall, textParts } from './tokenizers/count-in-parts.js';
-export { MAX_EXPANSION, UNITS_PER_TOKEN, normalizedEnd, wholeCodePoints } from './tokenizers/readable-prefix.js';
+export {
+  MAX_EXPANSION,
+  UNITS_PER_TOKEN,
+  normalizedEnd,
+  readablePrefix,
+  wholeCodePoints,
+} from './tokenizers/readable-prefix.js';

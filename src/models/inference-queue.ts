@@ -61,6 +61,15 @@ export interface Submitter {
   readonly caller?: string | undefined;
   /** A query someone is waiting on (kind 'query'), not bulk work: taken first, and run first in its batch. */
   readonly urgent?: boolean | undefined;
+  /** Told once per model call that finished some of this submission's items: how many are done of how many. */
+  readonly progress?: ((done: number, total: number) => void) | undefined;
+}
+
+/** A submission's count of finished items, for its progress observer. */
+interface Tally {
+  done: number;
+  readonly total: number;
+  readonly report: (done: number, total: number) => void;
 }
 
 /** Runs one bucket, of bulk work in the background session when `background`: same-order outputs for the inputs. */
@@ -81,6 +90,7 @@ interface Pending<I, O> {
   readonly reject: (error: unknown) => void;
   readonly signal: AbortSignal | undefined;
   readonly enqueuedAt: number;
+  readonly tally: Tally | undefined;
   taken: boolean;
 }
 
@@ -149,6 +159,8 @@ export class InferenceQueue<I, O> {
     const slot = this.#slotOf(urgent);
     const idle = !this.#running.has(slot) && !this.#waitsIn(slot);
     if (urgent) this.#lastQueryAt = performance.now();
+    const report = submitter.progress;
+    const tally = report === undefined ? undefined : { done: 0, total: items.length, report };
     const outputs = items.map(
       (item) =>
         new Promise<O>((resolve, reject) => {
@@ -162,6 +174,7 @@ export class InferenceQueue<I, O> {
             reject,
             signal,
             enqueuedAt: performance.now(),
+            tally,
             taken: false,
           };
           this.#pending.push(entry);
@@ -374,6 +387,17 @@ export class InferenceQueue<I, O> {
     }
   }
 
+  /** Tells each submission with items in a finished bucket how many of its items are done, once per bucket. */
+  static #report<I, O>(bucket: readonly Pending<I, O>[]): void {
+    const tallies = new Set<Tally>();
+    for (const { tally } of bucket) {
+      if (tally === undefined) continue;
+      tally.done++;
+      tallies.add(tally);
+    }
+    for (const tally of tallies) tally.report(tally.done, tally.total);
+  }
+
   async #runBucket(bucket: readonly Pending<I, O>[], slot: Slot): Promise<void> {
     const started = performance.now();
     try {
@@ -382,6 +406,7 @@ export class InferenceQueue<I, O> {
         slot === 'background',
       );
       bucket.forEach((entry, i) => entry.resolve(outputs[i] as O));
+      InferenceQueue.#report(bucket);
       const ms = performance.now() - started;
       this.onBatch?.(bucket.length, ms);
       const perItem = ms / bucket.length;

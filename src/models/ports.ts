@@ -11,6 +11,12 @@ import type { TimeSlice } from '../protocol/time-slice.js';
 
 export type TextKind = 'query' | 'document';
 
+/**
+ * Told as a call's texts come back from the model, a batch at a time: how many of its `total` are done (§9 progress;
+ * docs/architecture.md §10). Called on the event loop; it must not throw.
+ */
+export type BatchProgress = (done: number, total: number) => void;
+
 /** Whether a model can serve now; `reason` says why not (logged, and reported by readiness). */
 export interface ModelHealth {
   readonly ready: boolean;
@@ -42,6 +48,7 @@ export interface Encoder {
     kind: TextKind | undefined,
     signal?: AbortSignal,
     caller?: string,
+    progress?: BatchProgress,
   ): Promise<Float32Array[]>;
   /**
    * -32011 when `caller`'s own texts waiting at the model's queue are past `maxQueueWaitMs` of work (§15.5;
@@ -57,6 +64,7 @@ export interface Encoder {
     kind: TextKind | undefined,
     signal?: AbortSignal,
     caller?: string,
+    progress?: BatchProgress,
   ): Promise<TokenMatrix[]>;
 }
 
@@ -64,6 +72,11 @@ export interface TokenMatrix {
   readonly rows: number;
   readonly dimension: number;
   readonly data: Float32Array;
+  /**
+   * Where the tokenizer can tell: each row's characters in the input text, flat `[start, end, …]` (2 × rows), in
+   * UTF-16 code units, `end` exclusive (§7.5: token offsets that align with chunk boundaries).
+   */
+  readonly offsets?: Uint32Array;
 }
 
 export interface CrossEncoderInfo {
@@ -71,12 +84,18 @@ export interface CrossEncoderInfo {
   readonly maxTokens: number;
 }
 
-/** A (query, passage) → relevance scorer (§7.6 `cross-encoder`). */
+/** A (query, passage) → relevance scorer (§7.6 `cross-encoder`). `progress`: as for {@link Encoder.embed}. */
 export interface CrossEncoder {
   readonly info: CrossEncoderInfo;
   health(): ModelHealth;
-  /** One score per passage, in order; higher is more relevant. `caller`: as for {@link Encoder.embed}. */
-  score(query: string, passages: readonly string[], signal?: AbortSignal, caller?: string): Promise<Float32Array>;
+  /** One score per passage, in order; higher is more relevant. `caller`, `progress`: as for {@link Encoder.embed}. */
+  score(
+    query: string,
+    passages: readonly string[],
+    signal?: AbortSignal,
+    caller?: string,
+    progress?: BatchProgress,
+  ): Promise<Float32Array>;
 }
 
 /**

@@ -120,6 +120,15 @@ export class RpcError extends Error {
     return new RpcError(RpcErrorCode.Cancelled, 'cancelled', reason === undefined ? {} : { detail: reason });
   }
 
+  /** A write's abort answer (§7.10, §13.1): the same code and data, saying that nothing was applied. */
+  static notWritten(reason: RpcError): RpcError {
+    return new RpcError(
+      reason.code,
+      `${reason.message}: nothing was written (the write had not committed)`,
+      reason.data,
+    );
+  }
+
   static timeout(deadlineMs: number): RpcError {
     return new RpcError(RpcErrorCode.Timeout, `deadline of ${deadlineMs} ms elapsed`);
   }

@@ -20,7 +20,7 @@ import {
   type RequestMessage,
   type Response,
 } from './messages.js';
-import { capabilityFor, isCoreMethod } from './method-table.js';
+import { accessFor, capabilityFor, isCoreMethod } from './method-table.js';
 import {
   PROTOCOL_VERSION,
   conformanceLevel,
@@ -339,7 +339,8 @@ export class Session {
     transport?.addEventListener('abort', onTransportDeath, { once: true });
     if (transport?.aborted === true) onTransportDeath();
     this.#inFlight.set(id, { controller });
-    const state = { committed: false };
+    // §7.10 §13.1: an aborted write is answered saying nothing was written (it was not, until it committed).
+    const state = { committed: false, write: accessFor(method) === 'write' };
     const ctx: RequestContext = {
       id,
       method,
@@ -452,10 +453,16 @@ function effectiveDeadline(serverMs: number, requested: unknown): number {
  * except once a write has committed: then its result is the answer. The work's own outcome is always taken, even
  * after the abort has answered: a handler that then fails with nobody listening would end the process.
  */
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal, state: { committed: boolean }): Promise<T> {
+function raceAbort<T>(
+  work: Promise<T>,
+  signal: AbortSignal,
+  state: { committed: boolean; write: boolean },
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => {
-      if (!state.committed) reject(RpcError.fromAbort(signal.reason));
+      if (state.committed) return;
+      const reason = RpcError.fromAbort(signal.reason);
+      reject(state.write ? RpcError.notWritten(reason) : reason);
     };
     signal.addEventListener('abort', onAbort, { once: true });
     work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));

@@ -32,11 +32,22 @@ const RESULTS: [string, Record<string, unknown>][] = [
   ['ping', { nonce: 7 }],
   ['ping', {}],
   ['index/add', { documents: DOCUMENTS, chunk: true }],
-  ['index/add', { documents: [{ text: 'A document without an id.' }] }],
+  ['index/add', { documents: [{ text: 'A document without an id.' }], _meta: { progressToken: 'a1' } }],
   ['embed', { inputs: ['owls at night', { type: 'text', text: 'blood' }], kind: 'query' }],
   ['embed', { inputs: ['owls'], encoding: 'f32-base64' }],
   ['embed/sparse', { texts: ['owls hunt at night'] }],
-  ['rerank', { query: 'night hunters', passages: ['Owls hunt at night.', 'Stars form.'], method: 'colbert' }],
+  ['embed/multi', { inputs: ['owls hunt', { type: 'text', text: 'at night' }], kind: 'document' }],
+  ['embed/multi', { texts: ['owls'], kind: 'query', _meta: { progressToken: 'm1' } }],
+  ['embed', { inputs: ['owls'], _meta: { progressToken: 'e1' } }],
+  [
+    'rerank',
+    {
+      query: 'night hunters',
+      passages: ['Owls hunt at night.', 'Stars form.'],
+      method: 'colbert',
+      _meta: { progressToken: 'r1' },
+    },
+  ],
   [
     'retrieve',
     {
@@ -59,7 +70,7 @@ const RESULTS: [string, Record<string, unknown>][] = [
   ['feedback', { query: 'owls', signals: [{ hitId: 'owl#0', used: true, reward: 0.5 }] }],
   ['x-test/echo', { text: 'hello' }],
   ['x-test/progress', { steps: 2, _meta: { progressToken: 9 } }],
-  ['index/delete', { ids: ['stars', 'no-such-document'] }],
+  ['index/delete', { ids: ['stars', 'no-such-document'], _meta: { progressToken: 'd1' } }],
 ];
 const ERRORS: [string, Record<string, unknown>, number][] = [
   ['no-such-method', {}, -32004],

@@ -28,6 +28,7 @@ export const BASES: Record<string, Params[]> = {
   shutdown: [{}],
   embed: [{ inputs: ['heart', { type: 'text', text: 'blood' }], kind: 'query' }],
   'embed/sparse': [{ texts: ['heart', { type: 'text', text: 'blood' }] }],
+  'embed/multi': [{ inputs: ['heart', { type: 'text', text: 'blood' }], kind: 'query' }],
   rerank: [
     { query: 'heart', passages: ['The heart pumps blood.', { type: 'text', text: 'Stars form.' }], topN: 2 },
     { query: { type: 'text', text: 'heart' }, documents: ['The heart pumps blood.'] },

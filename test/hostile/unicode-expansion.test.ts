@@ -64,6 +64,17 @@ describe('characters that expand under normalisation (§15.5, §4.6)', () => {
     expect(measured.slowPingMs).toBeLessThan(STALL_MS);
   }, 120_000);
 
+  it('embed/multi of 8 × 100,000 × U+FDFA (token offsets through NFKC) is answered while ping keeps answering', async () => {
+    const texts = Array.from({ length: 8 }, () => EXPANDING.repeat(100_000));
+    const measured = await whilePinging(ping, () => call('embed/multi', { inputs: texts, kind: 'document' }));
+    await report('embed/multi 8 × 100,000 × U+FDFA', measured);
+    const result = measured.answer.result as { matrices: unknown[][]; 'x-rcp-server-offsets': number[][][] };
+    expect(result.matrices).toHaveLength(8);
+    // Each row's span is whole U+FDFA characters of the input, however many tokens one of them became.
+    expect(result['x-rcp-server-offsets'][0]!.every(([start, end]) => end! <= 100_000 && start! <= end!)).toBe(true);
+    expect(measured.slowPingMs).toBeLessThan(STALL_MS);
+  }, 120_000);
+
   it('retrieve with a query of 340,000 × U+FDFA, twice, leaves ping answered', async () => {
     const plain = await call('index/add', { documents: [{ id: 'plain', text: 'an ordinary document' }] });
     expect(plain.result).toBeDefined();

@@ -105,6 +105,30 @@ describe.each(['stdio', 'http'] as const)('the client over %s', (transport) => {
   });
 });
 
+describe('the client against the default encoder over HTTP', () => {
+  let encoderApp: App;
+  let rcp: RcpClient;
+  beforeAll(async () => {
+    encoderApp = createApp(testConfig({ 'models.encoder': `${ROOT}/models/use-lite`, 'models.colbert': true }));
+    const origin = await (await encoderApp.buildHttp()).listen({ host: '127.0.0.1', port: 0 });
+    rcp = await connect({ url: `${origin}/rcp` });
+  });
+  afterAll(async () => {
+    await rcp.close();
+    await encoderApp.close();
+  });
+
+  it('§7.5 embedMulti returns a token matrix per input; §9 embed streams a progress frame per model batch', async () => {
+    const { matrices, dimension } = await rcp.embedMulti({ inputs: ['owls hunt at night', 'stars'], kind: 'document' });
+    expect(dimension).toBe(512);
+    expect(matrices.map((matrix) => matrix.every((row) => row.length === 512))).toEqual([true, true]);
+    const events: StreamEvent[] = [];
+    for await (const event of rcp.stream('embed', { inputs: ['owls', 'stars'] })) events.push(event);
+    expect(events.filter((event) => event.type === 'progress').length).toBeGreaterThan(0);
+    expect(events.at(-1)).toMatchObject({ type: 'result' });
+  });
+});
+
 describe('retries (§12.2)', () => {
   it('retries -32011 after retryAfterMs and succeeds; does not retry -32602', async () => {
     // One token every 4 s: no stall of this process refills the bucket between the calls below, and a retry that

@@ -90,7 +90,7 @@ describe('a gateway over a stdio engine and an HTTP engine', () => {
     );
     expect(info.server.name).toBe('gw');
     expect(Object.keys(info.capabilities)).toEqual(
-      expect.arrayContaining(['retrieve', 'catalog', 'embed', 'rerank', 'index', 'filter', 'citations']),
+      expect.arrayContaining(['retrieve', 'catalog', 'embed', 'multiVector', 'rerank', 'index', 'filter', 'citations']),
     );
     expect(info.capabilities.catalog).toEqual({ engines: 2 });
     const { engines } = result<{ engines: { id: string; server: { name: string }; endpoint?: object }[] }>(
@@ -156,6 +156,14 @@ describe('a gateway over a stdio engine and an HTTP engine', () => {
   it('routes embed to an engine that has it', async () => {
     const { vectors } = result<{ vectors: number[][] }>(await call(gw.origin, 'embed', { inputs: ['routed'] }));
     expect(vectors[0]).toHaveLength(512);
+  });
+
+  it('§7.5 routes embed/multi to an engine that advertises multiVector', async () => {
+    const { matrices } = result<{ matrices: number[][][] }>(
+      await call(gw.origin, 'embed/multi', { inputs: ['routed here'], kind: 'document' }),
+    );
+    expect(matrices[0]!.length).toBeGreaterThan(0);
+    expect(matrices[0]!.every((row) => row.length === 512)).toBe(true);
   });
 });
 

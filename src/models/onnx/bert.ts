@@ -1,6 +1,6 @@
 import type { QueueItem, QueueOptions } from '../inference-queue.js';
 import { modelIdentity, type ModelManifest } from '../manifest.js';
-import type { CrossEncoder, CrossEncoderInfo, TextKind } from '../ports.js';
+import type { BatchProgress, CrossEncoder, CrossEncoderInfo, TextKind } from '../ports.js';
 import { TimeSlice } from '../../protocol/time-slice.js';
 import { HuggingFaceTokenizer, type EncodedText } from '../tokenizers/huggingface.js';
 import { readablePrefix } from '../tokenizers/readable-prefix.js';
@@ -119,6 +119,7 @@ export class BertCrossEncoder extends HostedModel<HuggingFaceTokenizer, EncodedT
     passages: readonly string[],
     signal?: AbortSignal,
     caller?: string,
+    progress?: BatchProgress,
   ): Promise<Float32Array> {
     const { tokenizer } = await this.host.acquire();
     const { maxTokens } = this.info;
@@ -130,7 +131,7 @@ export class BertCrossEncoder extends HostedModel<HuggingFaceTokenizer, EncodedT
       items.push({ input: encoded, tokens: encoded.ids.length });
       await slice.due();
     }
-    return Float32Array.from(await this.queue.submit(items, signal, { caller }));
+    return Float32Array.from(await this.queue.submit(items, signal, { caller, progress }));
   }
 
   protected warmUp(): Promise<unknown> {

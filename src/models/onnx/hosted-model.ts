@@ -1,7 +1,7 @@
 import type { RpcError } from '../../protocol/errors.js';
 import { InferenceQueue, type QueueItem, type QueueOptions } from '../inference-queue.js';
 import { modelIdentity, type ModelManifest } from '../manifest.js';
-import type { Encoder, EncoderInfo, ModelHealth, TextKind, TokenMatrix } from '../ports.js';
+import type { BatchProgress, Encoder, EncoderInfo, ModelHealth, TextKind, TokenMatrix } from '../ports.js';
 import { TimeSlice } from '../../protocol/time-slice.js';
 import { countInParts } from '../tokenizers/count-in-parts.js';
 import { readablePrefix } from '../tokenizers/readable-prefix.js';
@@ -77,6 +77,13 @@ export abstract class HostedModel<Tokenizer, Job, Output> {
 
 export type EncoderOutput = Float32Array | TokenMatrix;
 
+/** Whose texts these are, what may abandon them, and who is told as they come back. */
+interface Submission {
+  readonly signal: AbortSignal | undefined;
+  readonly caller: string | undefined;
+  readonly progress: BatchProgress | undefined;
+}
+
 /** A sentence encoder: one sentence vector per text, or (for late interaction) its contextual token vectors. */
 export abstract class HostedEncoder<Tokenizer, Job>
   extends HostedModel<Tokenizer, Job, EncoderOutput>
@@ -129,8 +136,9 @@ export abstract class HostedEncoder<Tokenizer, Job>
     kind: TextKind | undefined,
     signal?: AbortSignal,
     caller?: string,
+    progress?: BatchProgress,
   ): Promise<Float32Array[]> {
-    return (await this.#submit(texts, kind, false, signal, caller)) as Float32Array[];
+    return (await this.#submit(texts, kind, false, { signal, caller, progress })) as Float32Array[];
   }
 
   async embedTokens(
@@ -138,16 +146,16 @@ export abstract class HostedEncoder<Tokenizer, Job>
     kind: TextKind | undefined,
     signal?: AbortSignal,
     caller?: string,
+    progress?: BatchProgress,
   ): Promise<TokenMatrix[]> {
-    return (await this.#submit(texts, kind, true, signal, caller)) as TokenMatrix[];
+    return (await this.#submit(texts, kind, true, { signal, caller, progress })) as TokenMatrix[];
   }
 
   async #submit(
     texts: readonly string[],
     kind: TextKind | undefined,
     tokens: boolean,
-    signal: AbortSignal | undefined,
-    caller: string | undefined,
+    { signal, caller, progress }: Submission,
   ) {
     const { tokenizer } = await this.host.acquire();
     // Tokenizing is CPU work on the event loop: each text is read only as far as the model's window reaches, and
@@ -159,6 +167,6 @@ export abstract class HostedEncoder<Tokenizer, Job>
       await slice.due();
     }
     // A query is someone waiting on an answer: it goes ahead of bulk work (docs/architecture.md §10).
-    return this.queue.submit(jobs, signal, { caller, urgent: kind === 'query' });
+    return this.queue.submit(jobs, signal, { caller, urgent: kind === 'query', progress });
   }
 }

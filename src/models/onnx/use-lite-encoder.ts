@@ -13,6 +13,8 @@ const UNKNOWN_ID = 0;
 interface Job {
   readonly ids: readonly number[];
   readonly tokens: boolean;
+  /** With `tokens`: each id's `[start, end)` in the text, where the tokenizer can tell (§7.5). */
+  readonly offsets?: Uint32Array | undefined;
 }
 
 /**
@@ -28,8 +30,10 @@ export class UseLiteEncoder extends HostedEncoder<SentencePieceTokenizer, Job> {
 
   protected job(tokenizer: SentencePieceTokenizer, text: string, _kind: unknown, tokens: boolean): QueueItem<Job> {
     // The graph clips to maxTokens itself; truncating first keeps the cost accounting honest.
-    const ids = tokenizer.encode(text).slice(0, this.info.maxTokens);
-    return { input: { ids, tokens }, tokens: ids.length };
+    const max = this.info.maxTokens;
+    const aligned = tokens ? tokenizer.encodeWithOffsets(text) : undefined;
+    const ids = (aligned?.ids ?? tokenizer.encode(text)).slice(0, max);
+    return { input: { ids, tokens, offsets: aligned?.offsets.slice(0, 2 * max) }, tokens: ids.length };
   }
 
   protected countTokens(tokenizer: SentencePieceTokenizer, text: string): number {
@@ -51,7 +55,7 @@ export class UseLiteEncoder extends HostedEncoder<SentencePieceTokenizer, Job> {
       const start = row * time * dimension;
       // A view, not a copy: copying every row's states would hold the event loop for a large batch.
       const data = (states.data as Float32Array).subarray(start, start + job.ids.length * dimension);
-      return { rows: job.ids.length, dimension, data };
+      return { rows: job.ids.length, dimension, data, ...(job.offsets === undefined ? {} : { offsets: job.offsets }) };
     });
   }
 }

@@ -80,6 +80,13 @@ export const EmbedParams = Type.Object({
 });
 export type EmbedParams = Static<typeof EmbedParams>;
 
+/**
+ * §7.5 `embed/multi`: the params of `embed` (§7.3), legacy `texts` included; `encoding` is accepted by the schema so
+ * that a value outside `json` is -32005, not -32602 (methods/embed-multi.ts says why only `json` is served).
+ */
+export const EmbedMultiParams = EmbedParams;
+export type EmbedMultiParams = Static<typeof EmbedMultiParams>;
+
 /** §7.4 `embed/sparse`. */
 export const EmbedSparseParams = Type.Object({
   texts: Type.Optional(Type.Array(TextInput)),
@@ -159,6 +166,7 @@ export const CatalogListParams = Type.Object({});
 export const PARAMS = {
   embed: EmbedParams,
   'embed/sparse': EmbedSparseParams,
+  'embed/multi': EmbedMultiParams,
   rerank: RerankParams,
   retrieve: RetrieveParams,
   'query/transform': TransformParams,

@@ -121,4 +121,41 @@ describe('inference queue (docs/architecture.md §10: batching, buckets, bound)'
     await expect(queue.submit(items(1))).rejects.toMatchObject({ code: -32010 });
     await expect(queue.submit(items(1))).resolves.toEqual([1]);
   });
+
+  it('§9 tells a submission once per model call that finished some of its items, counting them', async () => {
+    const { calls, run } = recorder();
+    const queue = new InferenceQueue({ ...options, maxWaitMs: 0, maxBatchItems: 3 }, run);
+    const reports: [number, number][] = [];
+    const other: [number, number][] = [];
+    // Two length buckets in the first batch: two model calls, each reported apart.
+    const outputs = queue.submit(items(4, 100, 4, 4, 4, 4, 4), undefined, {
+      progress: (done, total) => reports.push([done, total]),
+    });
+    await Promise.all([outputs, queue.submit(items(4), undefined, { progress: (d, t) => other.push([d, t]) })]);
+    // Seven items, three a batch, the long one in a call of its own: at least four calls, each reported once.
+    expect(reports.length).toBeGreaterThanOrEqual(4);
+    expect(reports.length).toBeLessThanOrEqual(calls.length);
+    expect(reports.at(-1)).toEqual([7, 7]);
+    expect(reports.map(([done]) => done)).toEqual([...reports.map(([done]) => done)].sort((a, b) => a - b));
+    expect(other).toEqual([[1, 1]]);
+  });
+
+  it("§7.14 withdraws a cancelled submission's waiting items at once: the depth falls, nothing more runs for it", async () => {
+    const { calls, run } = recorder(20);
+    const queue = new InferenceQueue({ ...options, maxWaitMs: 0, maxBatchItems: 2 }, run);
+    const controller = new AbortController();
+    const reports: number[] = [];
+    const submitted = queue.submit(items(...Array.from({ length: 20 }, () => 4)), controller.signal, {
+      progress: (done) => {
+        reports.push(done);
+        controller.abort(RpcError.cancelled());
+      },
+    });
+    await expect(submitted).rejects.toMatchObject({ code: -32006 });
+    expect(queue.depth).toBe(0);
+    await queue.submit(items(4));
+    // The batch running at the cancel, the one after it (taken as the first ended), then only the new item's.
+    expect(calls.flat().length).toBeLessThanOrEqual(5);
+    expect(reports).toEqual([2]);
+  });
 });

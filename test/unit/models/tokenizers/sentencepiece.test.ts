@@ -35,4 +35,38 @@ describe('SentencePiece unigram tokenizer (USE-lite vocabulary)', () => {
     expect(ids.every((id) => Number.isInteger(id) && id >= 0 && id < vocabulary.length)).toBe(true);
     expect(ids).toContain(0);
   });
+
+  describe("§7.5 token offsets: each token's characters in the input, for embed/multi", () => {
+    const spans = (text: string) => {
+      const encoded = tokenizer.encodeWithOffsets(text)!;
+      return [...Array(encoded.ids.length).keys()].map((i) =>
+        text.slice(encoded.offsets[2 * i], encoded.offsets[2 * i + 1]),
+      );
+    };
+
+    it.each(golden.items.map((item) => [item.text] as const))('gives the ids encode gives for %j', (text) => {
+      expect(tokenizer.encodeWithOffsets(text)?.ids).toEqual(tokenizer.encode(text));
+    });
+
+    it('spans each word piece without its boundary mark; the mark before the first word spans nothing', () => {
+      expect(spans('hello world')).toEqual(['hell', 'o', 'world']);
+      expect(tokenizer.encodeWithOffsets('hello world')!.offsets.slice(0, 2)).toEqual(Uint32Array.of(0, 4));
+      expect(spans('  x')[0]).toBe('');
+    });
+
+    it('maps through NFKC: a ligature, a composing accent and an astral character span their source units', () => {
+      // U+FB01 (ﬁ) is "fi" in NFKC; e + U+0301 composes into é only as one grapheme; 🚀 is two UTF-16 units.
+      for (const text of ['ﬁne day', 'cafe\u0301 au lait', 'go 🚀 now', 'x² and ½']) {
+        const encoded = tokenizer.encodeWithOffsets(text)!;
+        expect(encoded.ids).toEqual(tokenizer.encode(text));
+        for (let i = 0; i < encoded.ids.length; i++) {
+          expect(encoded.offsets[2 * i]!).toBeLessThanOrEqual(encoded.offsets[2 * i + 1]!);
+          expect(encoded.offsets[2 * i + 1]!).toBeLessThanOrEqual(text.length);
+        }
+      }
+      expect(spans('ﬁne day')[0]).toBe('ﬁne');
+      expect(spans('cafe\u0301 au lait').join('|')).toContain('e\u0301');
+      expect(spans('go 🚀 now').some((span) => span.includes('🚀'))).toBe(true);
+    });
+  });
 });
