@@ -33,7 +33,8 @@
  * against an open one; RCP_BENCH_CORPORA, default 200) and documents (docs/documents.md: documents per second per
  * format, read alone and through ingest, against plain text of the same words; files made by pandoc and LibreOffice;
  * RCP_BENCH_DOCUMENTS, default 40) and injection (docs/trust.md: the injection screen's precision and recall on the
- * labelled set, its false-positive rate on SciFact). The suites that read SciFact take its folder from
+ * labelled set, its false-positive rate on SciFact) and units (docs/retrieve.md: retrieve latency per §7.7.2 unit and
+ * with quotes, against chunks without; RCP_BENCH_DATA). The suites that read SciFact take its folder from
  * `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -66,6 +67,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   tenants: async () => (await import('./tenants.js')).benchTenants(),
   documents: async () => (await import('./documents.js')).benchDocuments(),
   injection: async () => (await import('./injection.js')).benchInjection(),
+  units: async () => (await import('./units.js')).benchUnits(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.

@@ -710,6 +710,11 @@ export const ConfigSchema = Section({
         },
         { description: 'How hybrid retrieval fuses its dense and sparse lists.' },
       ),
+      quotes: Type.Boolean({
+        default: true,
+        description:
+          'Whether each hit quotes the sentence that best answers the query (`citation["x-rcp-server-quote"]`, docs/retrieve.md); `unit: "passage"` finds its window the same way either way.',
+      }),
       confidenceTable: Type.String({
         default: '',
         description:

@@ -13,7 +13,7 @@ import { CursorCodec } from '../retrieval/cursor.js';
 import { diversify } from '../retrieval/diversify.js';
 import { rerankFunnel } from '../retrieval/funnel.js';
 import { groupUnits } from '../retrieval/grouping.js';
-import { focusPage } from '../retrieval/focus.js';
+import { focusPage, type Focus } from '../retrieval/focus.js';
 import { bodyOf, buildHit, hitId, type TrustLevel } from '../retrieval/hits.js';
 import type { InjectionSettings } from '../retrieval/trust.js';
 import { packTokenBudget } from '../retrieval/packing.js';
@@ -23,7 +23,14 @@ import { atLeast, rankLists, type Scored } from '../retrieval/ranking.js';
 import { recall } from '../retrieval/recall.js';
 import { advertisedScales, scoreScaleOf, type Space } from '../retrieval/score-scale.js';
 import { applyRecency } from '../retrieval/recency.js';
-import { FUSIONS, MODES, resolveOptions, UNITS, type OptionSettings } from '../retrieval/retrieve-options.js';
+import {
+  FUSIONS,
+  MODES,
+  resolveOptions,
+  UNITS,
+  type OptionSettings,
+  type Unit,
+} from '../retrieval/retrieve-options.js';
 import { SessionDedup, type SeenStore } from '../retrieval/session-dedup.js';
 import { rememberReturned, seenBefore, skipSeen } from '../retrieval/session-skip.js';
 import type { ContentReader } from './content.js';
@@ -62,6 +69,8 @@ export interface RetrieveSettings extends OptionSettings {
   readonly space: Space;
   /** §7.7.1 whether recent versions stay queryable (index.snapshots). */
   readonly snapshots?: boolean | undefined;
+  /** Whether hits quote the sentence that best answers the query (`retrieve.quotes`). */
+  readonly quotes: boolean;
   /** §7.7.2 the calibrations behind `confidence`, one per pipeline, each fitted on this server's scoring. */
   readonly calibrations: readonly CalibrationTable[];
 }
@@ -129,6 +138,22 @@ function capabilityOf(settings: RetrieveSettings, rerankers: readonly Reranker[]
   };
 }
 
+/**
+ * Each hit's focus (focus.ts): its passage and quote. Without quotes (`retrieve.quotes` off) only a passage hit needs
+ * one, and carries no quote.
+ */
+async function focusOf(
+  page: readonly Scored[],
+  unit: Unit,
+  quotes: boolean,
+  ...read: [query: string, corpus: CorpusReader, slice: TimeSlice, signal: AbortSignal]
+): Promise<Map<number, Focus>> {
+  if (!quotes && unit !== 'passage') return new Map();
+  const focus = await focusPage(page, ...read);
+  if (!quotes) for (const [label, { passage }] of focus) focus.set(label, { passage });
+  return focus;
+}
+
 /** Whether a request that sets no option gets hits with a confidence: a table fits the default pipeline. */
 function defaultConfidence(settings: RetrieveSettings, rerankers: readonly Reranker[]): boolean {
   const mode = settings.defaultMode;
@@ -175,7 +200,7 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   // Focusing, packing and building hits read a stored text per hit: in time slices.
   const building = new TimeSlice(ctx.signal);
   const page = pageOf(ranked, start, k);
-  const focus = await focusPage(page, queries.query, corpus, building, ctx.signal);
+  const focus = await focusOf(page, unit, settings.quotes, queries.query, corpus, building, ctx.signal);
   const bodyOfHit = (hit: Scored) => bodyOf(corpus, hit.label, unit, focus.get(hit.label));
   const packed = await packTokenBudget(page, params.tokenBudget, bodyOfHit, encoder, building);
   ctx.progress('pack', 0.9, { message: `${packed.page.length} hits` });

@@ -115,3 +115,23 @@ describe.each(TRANSPORTS)('§7.7.2 units and quotes over %s', (transport) => {
     expect(pinned.hits).toEqual(before.hits);
   });
 });
+
+describe('retrieve.quotes off', () => {
+  it('hits carry no quote, and a passage is still the window that answers', async () => {
+    const client = await connect('in-process', {
+      config: { 'models.encoder': `${ROOT}/models/use-lite`, 'retrieve.quotes': false },
+    });
+    try {
+      await client.exchange(INITIALIZE());
+      await client.exchange(request(1, 'index/add', { documents: [{ id: 'pond', text: POND }], chunk: true }));
+      for (const unit of ['chunk', 'passage']) {
+        const frame = (await client.exchange(request(2, 'retrieve', { query: 'herons wading', k: 1, unit }))) as Frame;
+        const [hit] = (frame.result as Answer).hits;
+        expect(hit!.citation['x-rcp-server-quote'], unit).toBeUndefined();
+        if (unit === 'passage') expect(hit!.text).toContain('Herons wade at the edge.');
+      }
+    } finally {
+      await client.close();
+    }
+  });
+});
