@@ -5,9 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Corpus, type CorpusSettings } from '../../../src/corpus/corpus.js';
 import { screenText } from '../../../src/corpus/screen/screen.js';
-import { readManifest } from '../../../src/models/manifest.js';
-import { BertEncoder } from '../../../src/models/onnx/bert.js';
-import { writeFixture } from '../../fixtures/bert-models.js';
+import { corpusSettings, fixtureEncoder, SILENT } from '../../helpers/test-corpus.js';
 
 /**
  * docs/trust.md: each chunk's injection screen is stored with it when it is written; a store written before screens
@@ -16,33 +14,13 @@ import { writeFixture } from '../../fixtures/bert-models.js';
 const ROOT = mkdtempSync(join(tmpdir(), 'rcp-screen-store-'));
 afterAll(() => rmSync(ROOT, { recursive: true, force: true }));
 
-const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
-writeFixture(join(ROOT, 'encoder'), { kind: 'encoder', maxTokens: 32 });
-const encoder = new BertEncoder(
-  join(ROOT, 'encoder'),
-  readManifest(join(ROOT, 'encoder')),
-  { intraOpThreads: 1, log: silent },
-  { maxWaitMs: 0, maxBatchTokens: 8192, maxBatchItems: 64, maxQueuedItems: 1024 },
-);
+const silent = SILENT;
+const encoder = fixtureEncoder(ROOT);
 afterAll(() => encoder.close());
 
 const SNAPSHOTS = { versions: 100, maxAgeMs: 86_400_000, maxChunks: 10_000, maxBytes: 64 * 2 ** 20 };
 
-function settings(dir: string, overrides: Partial<CorpusSettings> = {}): CorpusSettings {
-  return {
-    dir: join(ROOT, dir),
-    space: 'cosine',
-    m: 16,
-    efConstruction: 100,
-    efSearch: 32,
-    saveIntervalMs: 60_000,
-    maxDocumentBytes: 10_000,
-    metadata: { maxBytes: 64 * 1024, maxDepth: 8 },
-    fields: {},
-    bm25: { k1: 1.2, b: 0.75, stem: true },
-    ...overrides,
-  };
-}
+const settings = (dir: string, overrides: Partial<CorpusSettings> = {}) => corpusSettings(ROOT, dir, overrides);
 
 async function open(dir: string, overrides: Partial<CorpusSettings> = {}): Promise<Corpus> {
   const corpus = new Corpus(settings(dir, overrides), encoder, silent);

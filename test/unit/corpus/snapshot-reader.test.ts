@@ -2,11 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Corpus, type CorpusSettings } from '../../../src/corpus/corpus.js';
+import { Corpus } from '../../../src/corpus/corpus.js';
 import { contentHash } from '../../../src/corpus/index.js';
-import { readManifest } from '../../../src/models/manifest.js';
-import { BertEncoder } from '../../../src/models/onnx/bert.js';
-import { writeFixture } from '../../fixtures/bert-models.js';
+import { corpusSettings, fixtureEncoder, SILENT } from '../../helpers/test-corpus.js';
 
 /**
  * §7.7.1 the corpus at a version (snapshots/reader.ts) reads rows as the store has committed them: a write committed
@@ -17,35 +15,14 @@ import { writeFixture } from '../../fixtures/bert-models.js';
 const ROOT = mkdtempSync(join(tmpdir(), 'rcp-snapshot-reader-'));
 afterAll(() => rmSync(ROOT, { recursive: true, force: true }));
 
-const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
-writeFixture(join(ROOT, 'encoder'), { kind: 'encoder', maxTokens: 32 });
-const encoder = new BertEncoder(
-  join(ROOT, 'encoder'),
-  readManifest(join(ROOT, 'encoder')),
-  { intraOpThreads: 1, log: silent },
-  { maxWaitMs: 0, maxBatchTokens: 8192, maxBatchItems: 64, maxQueuedItems: 1024 },
-);
+const silent = SILENT;
+const encoder = fixtureEncoder(ROOT);
 afterAll(() => encoder.close());
 
 const SNAPSHOTS = { versions: 100, maxAgeMs: 86_400_000, maxChunks: 10_000, maxBytes: 64 * 2 ** 20 };
 
-function settings(dir: string, snapshots = SNAPSHOTS): CorpusSettings {
-  return {
-    dir: join(ROOT, dir),
-    space: 'cosine',
-    m: 16,
-    efConstruction: 100,
-    efSearch: 32,
-    saveIntervalMs: 60_000,
-    // No following: the write committed below stays unapplied for the test's length.
-    followMs: 60_000,
-    maxDocumentBytes: 10_000,
-    metadata: { maxBytes: 64 * 1024, maxDepth: 8 },
-    fields: {},
-    bm25: { k1: 1.2, b: 0.75, stem: true },
-    snapshots,
-  };
-}
+/** No following: the write committed below stays unapplied for the test's length. */
+const settings = (dir: string, snapshots = SNAPSHOTS) => corpusSettings(ROOT, dir, { followMs: 60_000, snapshots });
 
 describe('§7.7.1 the corpus at a version, between a write commit and its apply', () => {
   it('reads the chunks, vectors and documents the version held from the removed rows', async () => {
