@@ -471,6 +471,11 @@ export class Corpus implements CorpusWriter, CorpusReader {
     return this.#screens.of(chunk, document);
   }
 
+  screenBody(chunk: ChunkBody, document: string, signal?: AbortSignal): Promise<Screen> {
+    const slice = new TimeSlice(signal);
+    return this.#screens.body(chunk, document, () => slice.due());
+  }
+
   vectorOf(label: number): Float32Array | undefined {
     return this.store.vectorOf(label);
   }

@@ -114,6 +114,8 @@ export interface CorpusReader {
    * screened now and kept, bounded.
    */
   screenOf(chunk: ChunkBody, document?: string): Screen;
+  /** The screen of a page's or a document's text (as `screenOf`), screened in time slices and kept for screenOf. */
+  screenBody(chunk: ChunkBody, document: string, signal?: AbortSignal): Promise<Screen>;
   /** A chunk's stored vector alone. */
   vectorOf(label: number): Float32Array | undefined;
   /** The stored vectors of many chunks (a label not stored is absent), read in time slices. */

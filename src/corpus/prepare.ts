@@ -4,7 +4,7 @@ import { TimeSlice } from '../protocol/time-slice.js';
 import { requireWellFormed } from '../protocol/validation.js';
 import type { Encoder } from '../models/index.js';
 import { chunkText } from './chunking.js';
-import { screenText } from './screen/screen.js';
+import { screenInSlices } from './screen/screen.js';
 import { validateMetadata, type FieldType, type MetadataLimits } from './metadata.js';
 import type { CorpusDocument, WriteCaller } from './ports.js';
 import { MAX_PREPARED_CONTEXT, requireStorableVector, validatePrepared, type PreparedDocument } from './prepared.js';
@@ -139,7 +139,8 @@ async function stageDocuments(documents: readonly CorpusDocument[], options: Add
     for (const piece of pieces) {
       const context = options.contextual ? situatingContext(title, piece.headings) : '';
       // docs/trust.md: each chunk's injection screen is stored with it (~0.1 ms a kilobyte, in time slices).
-      chunks.push({ text: piece.text, start: piece.start, end: piece.end, context, screen: screenText(piece.text) });
+      const screen = await screenInSlices(piece.text, () => slice.due());
+      chunks.push({ text: piece.text, start: piece.start, end: piece.end, context, screen });
       await slice.due();
     }
     const id = document.id ?? randomUUID();

@@ -12,10 +12,10 @@ import { confidenceOf, withConfidence, type CalibrationTable } from '../retrieva
 import { CursorCodec } from '../retrieval/cursor.js';
 import { diversify } from '../retrieval/diversify.js';
 import { rerankFunnel } from '../retrieval/funnel.js';
-import { groupUnits } from '../retrieval/grouping.js';
+import { groupUnits, uniqueIds } from '../retrieval/grouping.js';
 import { focusPage, type Focus } from '../retrieval/focus.js';
 import { bodyOf, buildHit, hitId, type TrustLevel } from '../retrieval/hits.js';
-import type { InjectionSettings } from '../retrieval/trust.js';
+import { screenBodies, type InjectionSettings } from '../retrieval/trust.js';
 import { packTokenBudget } from '../retrieval/packing.js';
 import { cursorAfter, openPage, pageOf } from '../retrieval/paging.js';
 import { planQueries } from '../retrieval/query-plan.js';
@@ -189,7 +189,8 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   const funnel = await rerankFunnel(ranked, options.reranker, options.topN, queries.query, corpus, ctx);
   ranked = groupUnits(atLeast(funnel.ranked, params.minScore), unit, corpus);
   const reranked = options.reranker !== undefined;
-  const confidence = confidenceOf(settings.calibrations, { ...options, reranked, lists: lists.length });
+  const expanded = queries.lexicalQuery !== queries.query;
+  const confidence = confidenceOf(settings.calibrations, { ...options, reranked, lists: lists.length, expanded });
 
   // The page: where the cursor left off, without what the session has seen, diversified, packed.
   const start = openPage(cursors, declaredOf(params), indexVersion, ctx.caller);
@@ -203,6 +204,8 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   const focus = await focusOf(page, unit, settings.quotes, queries.query, corpus, building, ctx.signal);
   const bodyOfHit = (hit: Scored) => bodyOf(corpus, hit.label, unit, focus.get(hit.label));
   const packed = await packTokenBudget(page, params.tokenBudget, bodyOfHit, encoder, building);
+  const labels = packed.page.map((hit) => hit.label);
+  await screenBodies(labels, unit, corpus, (label) => bodyOf(corpus, label, unit, focus.get(label)), ctx.signal);
   ctx.progress('pack', 0.9, { message: `${packed.page.length} hits` });
 
   // The answer.
@@ -210,7 +213,7 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   const shape = { unit, includeText: params.includeText, includeVectors: params.includeVectors, trust, injection };
   const limits = { maxResponseBytes: settings.maxResponseBytes, answers: retriever.answers };
   const build = (hit: Scored) => withConfidence(buildHit(corpus, hit, shape, focus.get(hit.label)), confidence?.(hit));
-  const hits = await buildHits(packed.page, build, limits, building);
+  const hits = uniqueIds(await buildHits(packed.page, build, limits, building));
   corpus.verify();
   await rememberReturned(sessions, ctx.caller, params.sessionId, hits);
   const nextCursor = cursorAfter(cursors, start, {

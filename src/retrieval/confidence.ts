@@ -104,6 +104,8 @@ export interface RequestPipeline {
   readonly reranked: boolean;
   /** How many recall lists were fused (hybrid over an empty index side still fuses two). */
   readonly lists: number;
+  /** Whether lexical recall ran on an expanded query (`rewrite: "multi-query"`): more terms, larger BM25 scores. */
+  readonly expanded?: boolean | undefined;
 }
 
 /** A hit's confidence, or undefined when this request's hits have none. */
@@ -120,11 +122,13 @@ export function confidenceOf(tables: readonly CalibrationTable[], request: Reque
 }
 
 /**
- * Whether a request ran a table's pipeline: no rerank; the table's mode; for hybrid, two lists fused by the table's
+ * Whether a request ran a table's pipeline: no rerank; the table's mode; no expanded lexical query (unless dense
+ * alone); for hybrid, two lists fused by the table's
  * method, at its alpha (convex) or its rrfK (rrf), with no custom weights (which move rrf and weighted scores).
  */
 function fitsPipeline(pipeline: CalibratedPipeline, request: RequestPipeline): boolean {
   if (request.reranked || request.mode !== pipeline.mode) return false;
+  if (request.expanded === true && request.mode !== 'dense') return false;
   if (request.mode !== 'hybrid') return request.lists === 1;
   const { method, alpha, rrfK, weights } = request.fusion;
   if (request.lists !== 2 || method !== pipeline.fusion) return false;

@@ -10,8 +10,13 @@ import type { Scored } from './ranking.js';
  * the query and the hits alone: a pinned version (§7.7.1) quotes alike whatever was written since. A window scores
  * the sum of its sentences'. Offsets are the document's (a chunk is a verbatim slice of it).
  *
- * Bounds: only the first FOCUS_CHARS of a chunk are read (chunks are far shorter; a document added whole is not),
- * sentences are analysed in the caller's time slices, and a quote is at most QUOTE_CHARS long.
+ * A sentence is what `Intl.Segmenter` finds between page breaks (a form feed ends one), cut at a word into pieces of
+ * at most QUOTE_CHARS: a quote is one piece, a passage up to PASSAGE_SENTENCES pieces, at most PASSAGE_CHARS.
+ *
+ * Bounds: only the first FOCUS_CHARS of a chunk are read (chunks are far shorter; a document added whole is not), at
+ * most PIECES_PER_HIT pieces of it, and at most PIECES_PER_ANSWER pieces over the whole answer (a hit past that gets
+ * its first window and no quote): the cost of an answer is bounded however small its sentences. Pieces are analysed
+ * in the caller's time slices, and no cut splits a surrogate pair.
  */
 export interface Span {
   readonly start: number;
@@ -30,6 +35,8 @@ export const FOCUS_CHARS = 16_384;
 export const QUOTE_CHARS = 320;
 export const PASSAGE_SENTENCES = 3;
 export const PASSAGE_CHARS = 1_200;
+export const PIECES_PER_HIT = 256;
+export const PIECES_PER_ANSWER = 4_096;
 
 const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
 
@@ -54,9 +61,13 @@ export async function focusPage(
   const analyze: Analyze = async (text) => new Set((await corpus.termWeights(text, 'query', signal)).keys());
   const terms = await analyze(query);
   const read = new Map<number, Read>();
+  let left = PIECES_PER_ANSWER;
   for (const hit of page) {
     const chunk = corpus.getChunk(hit.label);
-    if (chunk !== undefined) read.set(hit.label, await readChunk(chunk, terms, analyze, slice));
+    if (chunk === undefined) continue;
+    const chunkRead = await readChunk(chunk, Math.min(PIECES_PER_HIT, left), terms, analyze, slice);
+    left -= chunkRead.sentences.length;
+    read.set(hit.label, chunkRead);
   }
   const idf = rarity([...read.values()]);
   const focus = new Map<number, Focus>();
@@ -67,8 +78,14 @@ export async function focusPage(
   return focus;
 }
 
-async function readChunk(chunk: ChunkBody, terms: ReadonlySet<string>, analyze: Analyze, slice: TimeSlice) {
-  const sentences = sentencesOf(chunk.text.slice(0, FOCUS_CHARS));
+async function readChunk(
+  chunk: ChunkBody,
+  most: number,
+  terms: ReadonlySet<string>,
+  analyze: Analyze,
+  slice: TimeSlice,
+) {
+  const sentences = sentencesOf(chunk.text.slice(0, cutAt(chunk.text, FOCUS_CHARS)), most);
   const matched: string[][] = [];
   for (const sentence of sentences) {
     const held = await analyze(chunk.text.slice(sentence.start, sentence.end));
@@ -99,7 +116,7 @@ export function focusOf(chunk: ChunkBody, sentences: readonly Offsets[], scores:
   });
   const window = windowAt(sentences, scores);
   return {
-    ...((scores[best] ?? 0) > 0 ? { quote: inDocument(quoted(sentences[best]!, chunk.text)) } : {}),
+    ...((scores[best] ?? 0) > 0 ? { quote: inDocument(sentences[best]!) } : {}),
     passage: inDocument(window ?? { start: 0, end: chunk.text.length }),
   };
 }
@@ -109,22 +126,44 @@ export interface Offsets {
   readonly end: number;
 }
 
-/** The text's sentences, trimmed of surrounding white space (empty ones dropped). */
-function sentencesOf(text: string): Offsets[] {
-  const sentences: Offsets[] = [];
-  for (const { index, segment } of segmenter.segment(text)) {
-    const lead = segment.length - segment.trimStart().length;
-    const body = segment.trim();
-    if (body !== '') sentences.push({ start: index + lead, end: index + lead + body.length });
+/**
+ * The text's sentences as pieces (at most `most`): split at form feeds, segmented, trimmed of surrounding white
+ * space (empty ones dropped), each cut at a word into pieces of at most QUOTE_CHARS.
+ */
+function sentencesOf(text: string, most: number): Offsets[] {
+  const pieces: Offsets[] = [];
+  for (let from = 0; from <= text.length && pieces.length < most; ) {
+    const feed = text.indexOf('\f', from);
+    const to = feed < 0 ? text.length : feed;
+    for (const { index, segment } of segmenter.segment(text.slice(from, to))) {
+      const lead = segment.length - segment.trimStart().length;
+      const body = segment.trim();
+      if (body !== '') piecesOf(text, from + index + lead, from + index + lead + body.length, pieces, most);
+      if (pieces.length >= most) break;
+    }
+    from = to + 1;
   }
-  return sentences;
+  return pieces;
 }
 
-/** A sentence cut to QUOTE_CHARS at the last word boundary inside it (a single overlong word: at the bound). */
-function quoted(sentence: Offsets, text: string): Offsets {
-  if (sentence.end - sentence.start <= QUOTE_CHARS) return sentence;
-  const cut = text.slice(sentence.start, sentence.start + QUOTE_CHARS).search(/\s\S*$/);
-  return { start: sentence.start, end: sentence.start + (cut > 0 ? cut : QUOTE_CHARS) };
+/** A sentence's pieces of at most QUOTE_CHARS, each cut after its last white space (or, with none, at the bound). */
+function piecesOf(text: string, start: number, end: number, into: Offsets[], most: number): void {
+  while (start < end && into.length < most) {
+    let stop = end;
+    if (end - start > QUOTE_CHARS) {
+      const space = text.slice(start, start + QUOTE_CHARS).search(/\s\S*$/);
+      stop = space > 0 ? start + space : cutAt(text, start + QUOTE_CHARS);
+    }
+    into.push({ start, end: stop });
+    start = stop;
+    while (start < end && /\s/.test(text[start]!)) start++;
+  }
+}
+
+/** `at`, or one before it when a cut there would split a surrogate pair. */
+function cutAt(text: string, at: number): number {
+  const unit = text.charCodeAt(at - 1);
+  return at < text.length && unit >= 0xd800 && unit <= 0xdbff ? at - 1 : Math.min(at, text.length);
 }
 
 /**

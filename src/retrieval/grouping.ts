@@ -1,4 +1,5 @@
 import type { CorpusReader } from '../corpus/index.js';
+import type { JsonObject } from '../protocol/messages.js';
 import { hitId } from './hits.js';
 import type { Scored } from './ranking.js';
 import type { Unit } from './retrieve-options.js';
@@ -18,4 +19,13 @@ export function groupUnits(
     const id = hitId(corpus, hit.label, unit);
     return !seen.has(id) && seen.add(id) !== undefined;
   });
+}
+
+/**
+ * The hits with each id once, the first kept: a page hit names the page its chunk's focus lies on (units.ts), which
+ * another chunk's hit on the same page may name too.
+ */
+export function uniqueIds(hits: readonly JsonObject[]): JsonObject[] {
+  const seen = new Set<unknown>();
+  return hits.filter((hit) => !seen.has(hit.id) && seen.add(hit.id) !== undefined);
 }

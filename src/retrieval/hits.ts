@@ -1,4 +1,4 @@
-import { headingPathAt, pageAt, type CorpusReader } from '../corpus/index.js';
+import { headingPathAt, pageAt, withoutHidden, type CorpusReader } from '../corpus/index.js';
 import type { Focus, Span } from './focus.js';
 import { pageOfChunk, spanOf, unitId, type UnitCorpus } from './units.js';
 import type { JsonObject } from '../protocol/messages.js';
@@ -85,7 +85,7 @@ export function buildHit(corpus: HitCorpus, hit: Scored, shape: HitShape, focus?
     level: 0,
     scores: hit.scores,
     meta,
-    citation: citationOf(span, meta, source, structure.pages?.[0], focus?.quote),
+    citation: citationOf(span, meta, source, structure.pages?.[0], quoteOf(focus, span, shape.injection)),
     chunk: {
       docId: chunk.docId,
       index: chunk.ordinal,
@@ -107,8 +107,8 @@ export function buildHit(corpus: HitCorpus, hit: Scored, shape: HitShape, focus?
 
 /**
  * Where a span lies in its document's structure (docs/documents.md): the headings above it and its first and last
- * page (a paginated document: one whose text has page breaks, or whose reader counted its `pages`). A span at the
- * start of its document with no form feed in it has nothing above it and one page, so its document is not read.
+ * page (a paginated document: one whose text has page breaks, or whose reader counted its `pages`), from the
+ * document's outline (kept in the outline cache).
  */
 function structureOf(
   corpus: Pick<CorpusReader, 'outlineOf'>,
@@ -117,13 +117,22 @@ function structureOf(
   meta: Record<string, unknown>,
 ): { headings: string[]; pages?: [number, number] } {
   const counted = typeof meta.pages === 'number';
-  if (span.start === 0 && !span.text.includes('\f')) return { headings: [], ...(counted ? { pages: [1, 1] } : {}) };
   const outline = corpus.outlineOf(docId);
-  if (outline === undefined) return { headings: [] };
+  if (outline === undefined) return { headings: [], ...(counted ? { pages: [1, 1] } : {}) };
   const headings = headingPathAt(outline, span.start);
   if (!counted && outline.breaks.length === 0) return { headings };
   const first = pageAt(outline, span.start) ?? 1;
   return { headings, pages: [first, Math.max(first, pageAt(outline, span.end - 1) ?? 1)] };
+}
+
+/**
+ * The hit's quote: its focus's, when it lies within what the hit is (a passage's window is chosen apart from its
+ * quote), without hidden characters when the hit's text is sanitized (docs/trust.md).
+ */
+function quoteOf(focus: Focus | undefined, span: Span, injection: InjectionSettings): Span | undefined {
+  const quote = focus?.quote;
+  if (quote === undefined || quote.start < span.start || quote.end > span.end) return undefined;
+  return injection.sanitize ? { ...quote, text: withoutHidden(quote.text) } : quote;
 }
 
 /**

@@ -1,6 +1,7 @@
-import { withoutHidden, type Screen } from '../corpus/index.js';
+import { withoutHidden, type CorpusReader, type Screen } from '../corpus/index.js';
 import type { JsonObject } from '../protocol/messages.js';
 import type { TrustLevel } from './hits.js';
+import type { Unit } from './retrieve-options.js';
 
 /**
  * §7.7 `Hit.trust` from a hit's provenance and its text's injection screen (docs/trust.md, §15.2). Advisory only: a
@@ -41,4 +42,22 @@ export function trustFor(
   const clean = withoutHidden(text);
   if (clean !== text) trust.sanitized = true;
   return { trust, text: clean };
+}
+
+/**
+ * Screens, before hits are built, the bodies that are more than their chunk (`unit` page or document: their text may
+ * be a megabyte), in time slices; building a hit then finds its screen kept (CorpusReader.screenBody).
+ */
+export async function screenBodies(
+  labels: readonly number[],
+  unit: Unit,
+  corpus: Pick<CorpusReader, 'getChunk' | 'screenBody'>,
+  bodyOf: (label: number) => string,
+  signal: AbortSignal,
+): Promise<void> {
+  if (unit !== 'page' && unit !== 'document') return;
+  for (const label of labels) {
+    const chunk = corpus.getChunk(label);
+    if (chunk !== undefined) await corpus.screenBody(chunk, bodyOf(label), signal);
+  }
 }

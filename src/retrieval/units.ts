@@ -6,7 +6,8 @@ import type { Unit } from './retrieve-options.js';
  * §7.7.2 the units a hit can be, each a span of one document: a `chunk` (as stored), a `passage` (the chunk's best
  * window of sentences for the query, focus.ts), a `page` (the text between two page breaks, docs/documents.md; a
  * document without breaks is one page) and a whole `document`. The ranking is of chunks; a page or a document is
- * represented by its best-ranked chunk (grouping.ts) and a passage by the window of its chunk.
+ * represented by its best-ranked chunk (grouping.ts, by the page the chunk starts on) and a passage by the window of
+ * its chunk; a page hit is the page its chunk's focus lies on (a chunk stored whole spans every page).
  *
  * Ids: a chunk `doc#N`, a passage `doc#N:start-end` (document offsets: the same window always has the same id), a
  * page `doc#pN`, a document `doc`.
@@ -28,7 +29,8 @@ export function spanOf(corpus: UnitCorpus, chunk: ChunkBody, unit: Unit, focus?:
     case 'passage':
       return focus?.passage ?? chunk;
     case 'page':
-      return pageSpan(corpus, chunk);
+      // The page the query is answered on: a chunk stored whole can span many pages (its focus says where).
+      return pageSpan(corpus, chunk, focus?.quote?.start ?? focus?.passage.start ?? chunk.start);
     case 'document':
       return documentSpan(corpus, chunk);
   }
@@ -64,12 +66,13 @@ function documentSpan(corpus: Pick<CorpusReader, 'getDocument'>, chunk: ChunkBod
   return text === undefined ? chunk : { start: 0, end: text.length, text };
 }
 
-/** The page a chunk starts on, as a span of its document (a document deleted since: the chunk's span). */
-function pageSpan(corpus: UnitCorpus, chunk: ChunkBody): Span {
+/** The page holding document offset `at`, as a span of its document (a document deleted since: the chunk's span). */
+function pageSpan(corpus: UnitCorpus, chunk: ChunkBody, at: number): Span {
   const text = corpus.getDocument(chunk.docId)?.text;
-  const breaks = corpus.outlineOf(chunk.docId)?.breaks;
-  if (text === undefined || breaks === undefined) return chunk;
-  const page = pageOfChunk(corpus, chunk);
+  const outline = corpus.outlineOf(chunk.docId);
+  if (text === undefined || outline === undefined) return chunk;
+  const { breaks } = outline;
+  const page = pageAt(outline, at) ?? 1;
   let start = page === 1 ? 0 : breaks[page - 2]! + 1;
   let end = breaks[page - 1] ?? text.length;
   // Without the line breaks around each form feed (docs/documents.md writes `\n\f\n`) and other edge space.

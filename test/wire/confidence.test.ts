@@ -70,6 +70,7 @@ describe.each(TRANSPORTS)('§7.7.2 confidence over %s', (transport) => {
       { fusion: { method: 'rrf', rrfK: 10 } },
       { fusion: { method: 'convex', alpha: 0.8 } },
       { mode: 'dense', rerank: { method: 'colbert' } },
+      { mode: 'sparse', rewrite: 'multi-query' }, // lexical recall on an expanded query: larger BM25 scores
     ]) {
       const found = await hits({ query: 'heart blood', k: 3, ...params });
       expect(found.length, JSON.stringify(params)).toBeGreaterThan(0);

@@ -61,7 +61,7 @@ function meaning(frame: Frame): string {
   const rest = { ...frame, id: undefined };
   const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
   return JSON.stringify(rest, (key, value: unknown) => {
-    if (key === 'latencyMs' || key === 'indexVersion' || key === 'session') return undefined;
+    if (['latencyMs', 'indexVersion', 'x-rcp-server-indexVersion', 'session'].includes(key)) return undefined;
     return typeof value === 'string' && uuid.test(value) ? '<minted id>' : value;
   });
 }

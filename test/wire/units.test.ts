@@ -62,6 +62,23 @@ describe.each(TRANSPORTS)('§7.7.2 units and quotes over %s', (transport) => {
     expect(POND.slice(hit!.citation.start, hit!.citation.end)).toBe(PAGES[1]);
   });
 
+  it('a document stored whole (one chunk over every page): the page hit is the page the match is on', async () => {
+    await client.exchange(
+      request(++id, 'index/add', { documents: [{ id: 'whole', text: POND.replace(/Duckweed/, 'Quillwort') }] }),
+    );
+    const [hit] = (await retrieve({ query: 'quillwort', unit: 'page', filter: undefined })).hits;
+    expect(hit).toMatchObject({ id: 'whole#p3', unit: 'page', citation: { page: 3 } });
+    expect(hit!.text).toContain('Quillwort covers the surface');
+    const quote = hit!.citation['x-rcp-server-quote']!;
+    expect(quote.start).toBeGreaterThanOrEqual(hit!.citation.start);
+    expect(quote.end).toBeLessThanOrEqual(hit!.citation.end);
+  });
+
+  it('a page 1 hit of a paginated document cites page 1', async () => {
+    const [hit] = (await retrieve({ query: 'tadpoles hatch', unit: 'page' })).hits;
+    expect(hit).toMatchObject({ id: 'pond#p1', citation: { page: 1 } });
+  });
+
   it('one hit per page, and a document without breaks is one page', async () => {
     const { hits } = await retrieve({ query: 'water owls', unit: 'page', k: 10 });
     const ids = hits.map((hit) => hit.id);

@@ -25,22 +25,38 @@ const isRtl = (c: number) =>
   (c >= 0x0590 && c <= 0x08ff) || (c >= 0xfb1d && c <= 0xfdff) || (c >= 0xfe70 && c <= 0xfeff);
 
 /**
- * Whether the code point at `i` of `points` is hidden. ZWNJ and ZWJ (U+200C, U+200D) belong to Persian, Indic
- * scripts and emoji sequences: hidden only between two ASCII letters (inside a Latin word). LRM and RLM (U+200E,
+ * Whether the code point at `i` of `points` is hidden. ZWNJ and ZWJ (U+200C, U+200D) and the variation selectors
+ * (U+FE00-U+FE0F) belong to Persian, Indic scripts and emoji sequences: hidden only between two ASCII letters
+ * (inside a Latin word). LRM and RLM (U+200E,
  * U+200F) belong to right-to-left text: hidden only in a text with no right-to-left letter. U+FEFF is hidden except
  * as the text's first character (a byte-order mark).
  */
 function hiddenAt(points: readonly number[], i: number, rtl: boolean): boolean {
   const c = points[i]!;
-  if (c === 0x200b || (c >= 0x2060 && c <= 0x2064) || isTag(c) || isBidiControl(c)) return true;
-  if (c === 0x200c || c === 0x200d) return isAsciiLetter(points[i - 1]) && isAsciiLetter(points[i + 1]);
+  if (c === 0x200b || (c >= 0x2060 && c <= 0x2064) || isTag(c) || isBidiControl(c) || isBlank(c)) return true;
+  if (c === 0x200c || c === 0x200d || isSelector(c))
+    return isAsciiLetter(points[i - 1]) && isAsciiLetter(points[i + 1]);
   if (c === 0x200e || c === 0x200f) return !rtl;
   return c === 0xfeff && i > 0;
 }
 
+/**
+ * Characters that render as nothing (or a blank) wherever they are: the soft hyphen, the combining grapheme joiner,
+ * the Mongolian vowel separator and the Hangul fillers. A word spelled with them inside reads as the word.
+ */
+const isBlank = (c: number) =>
+  c === 0x00ad || c === 0x034f || c === 0x180e || c === 0x115f || c === 0x1160 || c === 0x3164 || c === 0xffa0;
+const isSelector = (c: number) => c >= 0xfe00 && c <= 0xfe0f;
+
 /** Whether a code point could be hidden at all (the cheap test that lets plain text through without an array). */
 const mayHide = (c: number) =>
-  (c >= 0x200b && c <= 0x200f) || (c >= 0x2060 && c <= 0x2064) || c === 0xfeff || isTag(c) || isBidiControl(c);
+  (c >= 0x200b && c <= 0x200f) ||
+  (c >= 0x2060 && c <= 0x2064) ||
+  c === 0xfeff ||
+  isTag(c) ||
+  isBidiControl(c) ||
+  isBlank(c) ||
+  isSelector(c);
 
 /** The text's code points, or undefined when none of them could be hidden (the usual case: nothing allocated). */
 function pointsIfAny(text: string): number[] | undefined {

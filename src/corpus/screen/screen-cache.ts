@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { ChunkBody } from '../ports.js';
-import { screenText, type Screen } from './screen.js';
+import { screenInSlices, screenText, type Screen } from './screen.js';
 
 /**
  * Screens a hit's body (docs/trust.md): a chunk's stored screen when it has one; else — a row written before screens
@@ -14,16 +14,29 @@ export class ScreenCache {
   /**
    * `document`: the text of the span the chunk represents, when that is the body: its page (`unit: "page"`) or its
    * whole document (`unit: "document"`). Both contain the chunk and the page lies within the document, so for one
-   * label the length tells which (equal lengths: the same text).
+   * label the length tells which (equal lengths: the same text). A body not screened yet is screened here at once:
+   * a request screens its bodies in time slices first (`screenBody`).
    */
   of(chunk: ChunkBody, document?: string): Screen {
     if (document === undefined && chunk.screen !== undefined) return chunk.screen;
-    const key = document === undefined ? `c${chunk.label}` : `d${chunk.label}:${document.length}`;
+    const key = keyOf(chunk, document);
     let screen = this.#cache.get(key);
     if (screen === undefined) this.#cache.set(key, (screen = screenText(document ?? chunk.text)));
     return screen;
   }
+
+  /** As `of`, screening a body not kept yet in time slices (`due`), so a megabyte body never holds the loop. */
+  async body(chunk: ChunkBody, document: string | undefined, due: () => Promise<void>): Promise<Screen> {
+    if (document === undefined && chunk.screen !== undefined) return chunk.screen;
+    const key = keyOf(chunk, document);
+    let screen = this.#cache.get(key);
+    if (screen === undefined) this.#cache.set(key, (screen = await screenInSlices(document ?? chunk.text, due)));
+    return screen;
+  }
 }
+
+const keyOf = (chunk: ChunkBody, document: string | undefined) =>
+  document === undefined ? `c${chunk.label}` : `d${chunk.label}:${document.length}`;
 
 /** Screens kept: each is some 100 bytes. */
 const SCREENS_KEPT = 8192;

@@ -12,7 +12,7 @@ import { wordsOf } from './words.js';
  */
 
 /** Changes whenever what the screen finds changes: a stored result of another version is screened again. */
-export const SCREEN_VERSION = 1;
+export const SCREEN_VERSION = 2;
 
 /** The kinds of sign, in the order a screen lists them (phrases.ts's PhraseKind among them). */
 export const SIGNALS = [
@@ -36,22 +36,63 @@ export interface Screen {
 /**
  * Characters of one text screened: the chunker's chunks are far shorter, a whole document (`unit: "document"`, or a
  * document stored unchunked) at most `index.maxDocumentBytes`, 1 MiB by default; past this the rest is not read.
- * The bound on one call: ~100 ms of one core, and some tens of megabytes for its words while it runs.
  */
 export const MAX_SCREENED = 1024 * 1024;
 
-/** Screens `text` (its first MAX_SCREENED characters). */
+/**
+ * A text is screened in parts of PART characters, each overlapping the next by OVERLAP (a sign is far shorter, so
+ * one that straddles a cut lies whole in one part), and each part's folded (NFKC) form is cut at PART_FOLDED: a
+ * character can expand eighteen-fold under NFKC (U+FDFA), and the screen's cost is in what it reads after folding.
+ * A part costs some milliseconds of one core, so a sliced screen gives the loop back between parts.
+ */
+const PART = 32 * 1024;
+const OVERLAP = 512;
+const PART_FOLDED = 2 * PART;
+
+/** Screens `text` (its first MAX_SCREENED characters) in one go: for a chunk, which is short. */
 export function screenText(text: string): Screen {
-  const read = text.length > MAX_SCREENED ? text.slice(0, MAX_SCREENED) : text;
+  const weights = new Map<Signal, number>();
+  for (const part of partsOf(text)) for (const [signal, weight] of weighPart(part)) raise(weights, signal, weight);
+  return screenOf(weights);
+}
+
+/** Screens `text` as screenText does, giving the loop back between parts (`due`: the caller's time slice). */
+export async function screenInSlices(text: string, due: () => Promise<void>): Promise<Screen> {
+  const weights = new Map<Signal, number>();
+  for (const part of partsOf(text)) {
+    for (const [signal, weight] of weighPart(part)) raise(weights, signal, weight);
+    await due();
+  }
+  return screenOf(weights);
+}
+
+/** The overlapping parts a text is screened in; a cut never splits a surrogate pair. */
+function* partsOf(text: string): Generator<string> {
+  const end = Math.min(text.length, MAX_SCREENED);
+  for (let start = 0; start < end; ) {
+    let stop = Math.min(end, start + PART);
+    if (stop < end && isHighSurrogate(text.charCodeAt(stop - 1))) stop--;
+    yield text.slice(start, stop);
+    if (stop >= end) return;
+    start = Math.max(start + 1, stop - OVERLAP);
+    if (isLowSurrogate(text.charCodeAt(start))) start++;
+  }
+}
+
+const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
+const isLowSurrogate = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff;
+
+/** The weight of each kind of sign in one part. */
+function weighPart(read: string): Map<Signal, number> {
   const hidden = findHidden(read);
   // Hidden characters are read past (NFKC folds full-width and other look-alike letters): "ig\u200Bnore" is "ignore".
   const visible = hidden.count === 0 ? read : withoutHidden(read);
-  const folded = visible.normalize('NFKC');
+  const folded = visible.normalize('NFKC').slice(0, PART_FOLDED);
   const weights = new Map<Signal, number>(matchPhrases(folded, wordsOf(folded)));
   raise(weights, 'role-marker', markerWeight(folded));
   raise(weights, 'hidden-characters', hiddenWeight(hidden));
   raise(weights, 'encoded-payload', payloadWeight(folded, hidden));
-  return screenOf(weights);
+  return weights;
 }
 
 function raise(weights: Map<Signal, number>, signal: Signal, weight: number): void {

@@ -105,6 +105,10 @@ export class SnapshotReader implements CorpusReader {
     return this.live.screenOf(chunk, document);
   }
 
+  screenBody(chunk: ChunkBody, document: string, signal?: AbortSignal): Promise<Screen> {
+    return this.live.screenBody(chunk, document, signal);
+  }
+
   vectorOf(label: number): Float32Array | undefined {
     const live = this.history.retired(label) === undefined ? this.live.vectorOf(label) : undefined;
     return live ?? this.store.vectorsOf([label], 'retired_chunks').get(label) ?? this.#gone();

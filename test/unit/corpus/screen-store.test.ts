@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Corpus, type CorpusSettings } from '../../../src/corpus/corpus.js';
-import { screenText } from '../../../src/corpus/screen/screen.js';
+import { SCREEN_VERSION, screenText } from '../../../src/corpus/screen/screen.js';
 import { corpusSettings, fixtureEncoder, SILENT } from '../../helpers/test-corpus.js';
 
 /**
@@ -68,8 +68,8 @@ describe('docs/trust.md the injection screen in the store of record', () => {
     try {
       await corpus.add(DOCUMENTS, WRITE);
       const stored = storedScreens('stored');
-      expect(JSON.parse(stored.injected!)).toMatchObject({ v: 1, f: ['override'] });
-      expect(JSON.parse(stored.clean!)).toEqual({ v: 1, s: 1, f: [] });
+      expect(JSON.parse(stored.injected!)).toMatchObject({ v: SCREEN_VERSION, f: ['override'] });
+      expect(JSON.parse(stored.clean!)).toEqual({ v: SCREEN_VERSION, s: 1, f: [] });
       const chunk = corpus.getChunk(await labelOf(corpus, 'injected'))!;
       expect(chunk.screen).toEqual(screenText(INJECTED));
       expect(corpus.screenOf(chunk)).toBe(chunk.screen);
@@ -139,7 +139,7 @@ describe('docs/trust.md the injection screen in the store of record', () => {
       expect(old.screen).toBeUndefined();
       expect(writer.screenOf(old)).toEqual(screenText(CLEAN));
       await writer.add([{ id: 'new', text: INJECTED }], WRITE);
-      expect(JSON.parse(storedScreens('before').new!)).toMatchObject({ v: 1, f: ['override'] });
+      expect(JSON.parse(storedScreens('before').new!)).toMatchObject({ v: SCREEN_VERSION, f: ['override'] });
     } finally {
       await writer.close();
     }

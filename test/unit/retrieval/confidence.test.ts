@@ -104,6 +104,7 @@ describe('§7.7.2 confidence: a calibrated probability per hit', () => {
     ['another rrfK', { fusion: { ...FUSION, method: 'rrf', rrfK: 10 } }],
     ['custom weights', { fusion: { ...FUSION, method: 'rrf', weights: { dense: 2 } } }],
     ['the dense mode reranked', { mode: 'dense', lists: 1, reranked: true }],
+    ['an expanded lexical query', { fusion: { ...FUSION, method: 'rrf' }, expanded: true }],
   ])('§7.7.2 rrf and dense tables hold only for their pipeline: not for %s', (_, change) => {
     expect(confidenceOf([DENSE, RRF], { ...DEFAULT_REQUEST, ...change })).toBeUndefined();
   });

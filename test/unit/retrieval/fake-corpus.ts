@@ -103,6 +103,7 @@ export function fakeCorpus(
     labelsWhere: () => Promise.resolve([]),
     getChunk: body,
     screenOf: (chunk: ChunkBody, document?: string) => screenText(document ?? chunk.text),
+    screenBody: (_chunk: ChunkBody, document: string) => Promise.resolve(screenText(document)),
     vectorOf: vector,
     vectorsOf: (labels) =>
       Promise.resolve(

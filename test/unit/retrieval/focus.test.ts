@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ChunkBody } from '../../../src/corpus/index.js';
 import { TimeSlice } from '../../../src/protocol/time-slice.js';
-import { focusPage, PASSAGE_CHARS, QUOTE_CHARS } from '../../../src/retrieval/focus.js';
+import { focusPage, PASSAGE_CHARS, PIECES_PER_ANSWER, QUOTE_CHARS } from '../../../src/retrieval/focus.js';
 import { scored } from './fake-corpus.js';
 
 /** A corpus of given chunks whose analyzer lower-cases words (the real one stems too: see the wire tests). */
@@ -55,14 +55,50 @@ describe('the focus of a hit: its quote and its passage', () => {
     expect(got?.passage.text).toBe('One. Two. Three.');
   });
 
-  it('a passage is at most 3 sentences and PASSAGE_CHARS; a quote at most QUOTE_CHARS, cut at a word', async () => {
+  it('a passage is at most 3 sentences and PASSAGE_CHARS; a quote a piece of at most QUOTE_CHARS, cut at a word', async () => {
     const long = `Zebra ${'stripes '.repeat(100)}end.`;
     const text = `A. B. ${long} C. D.`;
     const [got] = (await focus([chunkOf(text)], 'zebra')).values();
     expect(got!.quote!.text.length).toBeLessThanOrEqual(QUOTE_CHARS);
     expect(got!.quote!.text).toMatch(/^Zebra( stripes)+$/);
     expect(got!.passage.text.length).toBeLessThanOrEqual(PASSAGE_CHARS);
-    expect(got!.passage.text).toContain(long);
+    expect(got!.passage.text).toContain(got!.quote!.text);
+  });
+
+  it('a text with no sentence end is cut into pieces: the passage stays within PASSAGE_CHARS', async () => {
+    const [got] = (await focus([chunkOf(`${'word '.repeat(3000)}zebra`)], 'zebra')).values();
+    expect(got!.passage.text.length).toBeLessThanOrEqual(PASSAGE_CHARS);
+    expect(got!.quote!.text.length).toBeLessThanOrEqual(QUOTE_CHARS);
+  });
+
+  it('the piece holding the match is quoted, not the start of a long sentence', async () => {
+    const [got] = (await focus([chunkOf(`${'filler words here '.repeat(40)}the zebra grazes.`)], 'zebra')).values();
+    expect(got!.quote!.text).toContain('zebra');
+  });
+
+  it('a form feed ends a sentence: a quote never runs onto the next page', async () => {
+    const [got] = (await focus([chunkOf('First page text\fsecond page zebra here.')], 'zebra')).values();
+    expect(got!.quote).toEqual({ text: 'second page zebra here.', start: 16, end: 39 });
+  });
+
+  it('no cut splits a surrogate pair: every piece is well-formed UTF-16', async () => {
+    const text = `x${'😀'.repeat(20_000)}`;
+    const [got] = (await focus([chunkOf(text)], 'x')).values();
+    // A lone surrogate is a high half not followed by a low one, or a low half not after a high one.
+    const lone = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+    for (const span of [got!.passage, got!.quote!]) expect(span.text).not.toMatch(lone);
+  });
+
+  it('an answer analyses at most PIECES_PER_ANSWER pieces, however small its sentences', async () => {
+    const tiny = 'Zq qv. '.repeat(2_400);
+    const chunks = Array.from({ length: 40 }, (_, label) => chunkOf(tiny, 0, label));
+    let analysed = 0;
+    const corpus = corpusOf(chunks);
+    const counting = { ...corpus, termWeights: (text: string) => (analysed++, corpus.termWeights(text)) };
+    const page = scored(...chunks.map((chunk) => [chunk.label, 1] as [number, number]));
+    const got = await focusPage(page, 'zq', counting, new TimeSlice());
+    expect(analysed).toBeLessThanOrEqual(PIECES_PER_ANSWER + 1);
+    expect(got.size).toBe(40);
   });
 
   it('a deleted chunk has no focus', async () => {
