@@ -1,7 +1,7 @@
 /**
  * `node --import tsx bench/calibrate.ts [--scifact DIR] [--data DIR] [--folds 5] [--mode M] [--fusion F] [--out FILE]`:
  * fits a §7.7.2 `confidence` table the server ships (models/confidence/: one per pipeline, by default the default
- * pipeline's, hybrid-convex-use-lite.json; `--mode dense`, `--mode sparse`, `--mode hybrid --fusion rrf` the others').
+ * pipeline's, hybrid-convex-use-lite.json; `--mode dense`, `--mode sparse`, `--mode hybrid --fusion rrf|weighted` the others').
  *
  * SciFact's training queries run through `retrieve` with the server's defaults (k 100, chunks) but the mode and
  * fusion asked, on a data dir that already holds SciFact's corpus (`rcp-server ingest --data DIR

@@ -718,7 +718,7 @@ export const ConfigSchema = Section({
       confidenceTable: Type.String({
         default: '',
         description:
-          "Hits' `confidence` tables (§7.7.2): empty, the shipped ones (dense, sparse, hybrid convex and rrf, over the default encoder); a path, one made by bench/calibrate.ts; `none`, off.",
+          "Hits' `confidence` tables (§7.7.2): empty, the shipped ones (dense, sparse, hybrid convex, rrf and weighted, over the default encoder); a path, one made by bench/calibrate.ts; `none`, off.",
       }),
       rerankTopN: Type.Integer({
         minimum: 1,

@@ -11,8 +11,8 @@ import type { Mode } from './retrieve-options.js';
  * §7.7.2 `confidence`: a calibrated probability that a hit is relevant, read off a table fitted on judged queries
  * (bench/calibrate.ts). A table holds for the one pipeline it was fitted on — the encoder, the lexical scoring, the
  * mode, and for hybrid recall its fusion — and for no other: the server ships one per pipeline it can calibrate
- * (models/confidence/: dense, sparse, hybrid convex and hybrid rrf), and a hit of a pipeline with none (a rerank,
- * another alpha, custom fusion weights) carries no confidence.
+ * (models/confidence/: dense, sparse, and hybrid by convex, rrf and weighted fusion), and a hit of a pipeline with
+ * none (a rerank, another alpha or rrfK, custom fusion weights) carries no confidence.
  */
 
 /** The pipeline a table was fitted on: what makes its scores mean what they meant then. */

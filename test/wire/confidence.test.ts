@@ -54,8 +54,13 @@ describe.each(TRANSPORTS)('§7.7.2 confidence over %s', (transport) => {
     expect(found.at(-1)!.confidence).toBeLessThan(0.1);
   });
 
-  it('§7.7.2 the other calibrated pipelines carry it too, each from its own table: dense, sparse, rrf', async () => {
-    for (const params of [{ mode: 'dense' }, { mode: 'sparse' }, { fusion: { method: 'rrf' } }]) {
+  it('§7.7.2 the other calibrated pipelines carry it too, each from its own table: dense, sparse, rrf, weighted', async () => {
+    for (const params of [
+      { mode: 'dense' },
+      { mode: 'sparse' },
+      { fusion: { method: 'rrf' } },
+      { fusion: { method: 'weighted' } },
+    ]) {
       const found = await hits({ query: 'heart blood', k: 3, ...params });
       expect(found.length, JSON.stringify(params)).toBeGreaterThan(0);
       for (const hit of found) expect(hit.confidence, JSON.stringify(params)).toBeGreaterThanOrEqual(0);
@@ -66,7 +71,7 @@ describe.each(TRANSPORTS)('§7.7.2 confidence over %s', (transport) => {
 
   it('§7.7.2 a pipeline no table was fitted on returns hits without confidence', async () => {
     for (const params of [
-      { fusion: { method: 'weighted' } },
+      { fusion: { method: 'weighted', weights: { dense: 2 } } },
       { fusion: { method: 'rrf', rrfK: 10 } },
       { fusion: { method: 'convex', alpha: 0.8 } },
       { mode: 'dense', rerank: { method: 'colbert' } },
@@ -86,7 +91,7 @@ describe('§6.1 confidence is not advertised where no hit would carry it', () =>
   it.each([
     ['the table turned off', { 'retrieve.confidenceTable': 'none' }],
     ['another default alpha', { 'retrieve.fusion.alpha': 0.7 }],
-    ['weighted fusion by default', { 'retrieve.fusion.method': 'weighted' }],
+    ['rrf by default at another rrfK', { 'retrieve.fusion.method': 'rrf', 'retrieve.fusion.rrfK': 20 }],
   ])('%s', async (_, config) => {
     const { client, capabilities } = await open('in-process', config);
     try {

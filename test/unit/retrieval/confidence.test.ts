@@ -148,7 +148,7 @@ describe('confidence tables', () => {
     expect(loadTables('none')).toEqual([]);
   });
 
-  it('the shipped tables are valid monotone fits: dense, sparse, hybrid convex and hybrid rrf', () => {
+  it('the shipped tables are valid monotone fits: dense, sparse, and hybrid by convex, rrf and weighted', () => {
     const tables = loadTables('');
     const file = join(SHIPPED_TABLES, 'hybrid-convex-use-lite.json');
     expect(tables).toContainEqual(parseTable(readFileSync(file, 'utf8'), file));
@@ -158,6 +158,7 @@ describe('confidence tables', () => {
       ['dense', '', 'dense'],
       ['hybrid', 'convex', 'fused'],
       ['hybrid', 'rrf', 'fused'],
+      ['hybrid', 'weighted', 'fused'],
       ['sparse', '', 'sparse'],
     ]);
     for (const table of tables) {
