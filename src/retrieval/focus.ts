@@ -117,7 +117,8 @@ export function focusOf(chunk: ChunkBody, sentences: readonly Offsets[], scores:
   const window = windowAt(sentences, scores);
   return {
     ...((scores[best] ?? 0) > 0 ? { quote: inDocument(sentences[best]!) } : {}),
-    passage: inDocument(window ?? { start: 0, end: chunk.text.length }),
+    // No piece read (an empty chunk, or the answer's budget spent): the chunk's opening, within the passage bound.
+    passage: inDocument(window ?? { start: 0, end: cutAt(chunk.text, PASSAGE_CHARS) }),
   };
 }
 
@@ -132,7 +133,7 @@ export interface Offsets {
  */
 function sentencesOf(text: string, most: number): Offsets[] {
   const pieces: Offsets[] = [];
-  for (let from = 0; from <= text.length && pieces.length < most; ) {
+  for (let from = 0; from <= text.length && pieces.length < most;) {
     const feed = text.indexOf('\f', from);
     const to = feed < 0 ? text.length : feed;
     for (const { index, segment } of segmenter.segment(text.slice(from, to))) {

@@ -7,7 +7,8 @@ import { writeFixture } from '../fixtures/bert-models.js';
 /** What the corpus tests open a Corpus with: a generated BERT-shaped encoder and small, fast settings. */
 export const SILENT = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
-type Log = typeof SILENT;
+/** The encoder's log: whatever it is given, it writes through these three. */
+type Log = ConstructorParameters<typeof BertEncoder>[2]['log'];
 
 /** A generated encoder (fixtures/bert-models.ts) written under `root`, batching nothing (maxWaitMs 0). */
 export function fixtureEncoder(root: string, log: Log = SILENT): BertEncoder {

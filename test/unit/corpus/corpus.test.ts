@@ -19,11 +19,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { turnsDuring } from '../../helpers/pinging.js';
 import { chunkText } from '../../../src/corpus/chunking.js';
 import { Corpus, CorpusError, type CorpusSettings } from '../../../src/corpus/corpus.js';
-import { readManifest } from '../../../src/models/manifest.js';
 import { IDEMPOTENCY_KEPT } from '../../../src/corpus/store/corpus-store.js';
 import { callerScoped } from '../../../src/protocol/context.js';
-import { BertEncoder } from '../../../src/models/onnx/bert.js';
-import { writeFixture } from '../../fixtures/bert-models.js';
+import { corpusSettings, fixtureEncoder } from '../../helpers/test-corpus.js';
 
 const ROOT = mkdtempSync(join(tmpdir(), 'rcp-corpus-'));
 afterAll(() => rmSync(ROOT, { recursive: true, force: true }));
@@ -34,35 +32,11 @@ const log = {
   warn: (obj: object, msg = '') => lines.push({ obj, msg }),
   error: (obj: object, msg = '') => lines.push({ obj, msg }),
 };
-writeFixture(join(ROOT, 'encoder'), { kind: 'encoder', maxTokens: 32 });
-const encoder = new BertEncoder(
-  join(ROOT, 'encoder'),
-  readManifest(join(ROOT, 'encoder')),
-  { intraOpThreads: 1, log },
-  {
-    maxWaitMs: 0,
-    maxBatchTokens: 8192,
-    maxBatchItems: 64,
-    maxQueuedItems: 1024,
-  },
-);
+const encoder = fixtureEncoder(ROOT, log);
 afterAll(() => encoder.close());
 
-function settings(dir: string, overrides: Partial<CorpusSettings> = {}): CorpusSettings {
-  return {
-    dir: join(ROOT, dir),
-    space: 'cosine',
-    m: 16,
-    efConstruction: 100,
-    efSearch: 32,
-    saveIntervalMs: 60_000,
-    maxDocumentBytes: 10_000,
-    metadata: { maxBytes: 64 * 1024, maxDepth: 8 },
-    fields: { year: 'int', source: 'keyword' },
-    bm25: { k1: 1.2, b: 0.75, stem: true },
-    ...overrides,
-  };
-}
+const settings = (dir: string, overrides: Partial<CorpusSettings> = {}): CorpusSettings =>
+  corpusSettings(ROOT, dir, { fields: { year: 'int', source: 'keyword' }, ...overrides });
 
 async function open(dir: string, overrides: Partial<CorpusSettings> = {}): Promise<Corpus> {
   const corpus = new Corpus(settings(dir, overrides), encoder, log);
@@ -749,7 +723,7 @@ describe('corpus: store + dense + lexical in step', () => {
     await corpus.add(docs(1), { chunk: false, contextual: false });
     await corpus.close();
     const other = { ...encoder, info: { ...encoder.info, identity: 'someone/else#000000000000' } };
-    expect(() => new Corpus(settings('identity'), other as unknown as BertEncoder, log)).toThrow(CorpusError);
+    expect(() => new Corpus(settings('identity'), other as unknown as typeof encoder, log)).toThrow(CorpusError);
   });
 
   it('§7.7.1 without snapshots serves only the current indexVersion: a pin to another fails with -32010, never a different corpus', async () => {

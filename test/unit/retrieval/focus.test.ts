@@ -99,6 +99,9 @@ describe('the focus of a hit: its quote and its passage', () => {
     const got = await focusPage(page, 'zq', counting, new TimeSlice());
     expect(analysed).toBeLessThanOrEqual(PIECES_PER_ANSWER + 1);
     expect(got.size).toBe(40);
+    // Hits past the budget get their chunk's opening, still within the passage bound, and no quote.
+    for (const focus of got.values()) expect(focus.passage.text.length).toBeLessThanOrEqual(PASSAGE_CHARS);
+    expect(got.get(39)?.quote).toBeUndefined();
   });
 
   it('a deleted chunk has no focus', async () => {
