@@ -146,22 +146,16 @@ export class Metrics {
   #replication(corpus: Corpus | undefined): void {
     const replica = corpus?.replica;
     if (replica === undefined) return;
-    new Gauge({
-      name: 'rcp_replica_lag_seconds',
-      help: "Seconds from a write's commit in the store of record to this replica reading it (the last one read).",
-      registers: [this.registry],
-      collect() {
-        this.set(replica.lagSeconds);
-      },
-    });
-    new Gauge({
-      name: 'rcp_replica_behind_writes',
-      help: 'Writes committed in the store of record that this replica had not applied when it last looked.',
-      registers: [this.registry],
-      collect() {
-        this.set(replica.behind);
-      },
-    });
+    this.#gauge(
+      'rcp_replica_lag_seconds',
+      "Seconds from a write's commit in the store of record to this replica reading it (the last one read).",
+      () => replica.lagSeconds,
+    );
+    this.#gauge(
+      'rcp_replica_behind_writes',
+      'Writes committed in the store of record that this replica had not applied when it last looked.',
+      () => replica.behind,
+    );
   }
 
   /**
@@ -169,22 +163,16 @@ export class Metrics {
    * near `4 × content.documents.processes` means document writes are being refused -32011.
    */
   documents(parser: { readonly reading: number; readonly waiting: number }): void {
-    new Gauge({
-      name: 'rcp_documents_reading',
-      help: 'Document files being read in parser processes (content.documents.processes at most).',
-      registers: [this.registry],
-      collect() {
-        this.set(parser.reading);
-      },
-    });
-    new Gauge({
-      name: 'rcp_documents_waiting',
-      help: 'Document files waiting for a parser process (4 per process at most; past that, -32011).',
-      registers: [this.registry],
-      collect() {
-        this.set(parser.waiting);
-      },
-    });
+    this.#gauge(
+      'rcp_documents_reading',
+      'Document files being read in parser processes (content.documents.processes at most).',
+      () => parser.reading,
+    );
+    this.#gauge(
+      'rcp_documents_waiting',
+      'Document files waiting for a parser process (4 per process at most; past that, -32011).',
+      () => parser.waiting,
+    );
   }
 
   /**
@@ -193,22 +181,16 @@ export class Metrics {
    * limits.maxUnsentBytes). Either near its bound means requests are being refused -32011 for it.
    */
   transfers(bodies: { readonly held: number }, answers: { readonly held: number }): void {
-    new Gauge({
-      name: 'rcp_http_body_bytes_receiving',
-      help: 'Bytes of request bodies being received, all connections together (limits.maxBufferedBodyBytes).',
-      registers: [this.registry],
-      collect() {
-        this.set(bodies.held);
-      },
-    });
-    new Gauge({
-      name: 'rcp_http_answer_bytes_unsent',
-      help: 'Bytes of answers written but not yet read by their clients (limits.maxUnsentBytes).',
-      registers: [this.registry],
-      collect() {
-        this.set(answers.held);
-      },
-    });
+    this.#gauge(
+      'rcp_http_body_bytes_receiving',
+      'Bytes of request bodies being received, all connections together (limits.maxBufferedBodyBytes).',
+      () => bodies.held,
+    );
+    this.#gauge(
+      'rcp_http_answer_bytes_unsent',
+      'Bytes of answers written but not yet read by their clients (limits.maxUnsentBytes).',
+      () => answers.held,
+    );
   }
 
   /**
@@ -222,14 +204,7 @@ export class Metrics {
       labelNames: ['corpus'],
       registers: [this.registry],
     });
-    new Gauge({
-      name: 'rcp_corpora_open',
-      help: 'Named corpora open in this process (docs/tenants.md).',
-      registers: [this.registry],
-      collect() {
-        this.set(openCount());
-      },
-    });
+    this.#gauge('rcp_corpora_open', 'Named corpora open in this process (docs/tenants.md).', () => openCount());
     const labelled = new Map<string, { inc(): void }>();
     const other = answered.labels('other');
     return (corpus) => {
@@ -343,4 +318,16 @@ export class Metrics {
   readonly rateLimitStoreLocal = (local: boolean): void => {
     this.#storeLocal.set(local ? 1 : 0);
   };
+
+  /** A gauge of one number, read from `read` whenever the metrics are scraped. */
+  #gauge(name: string, help: string, read: () => number): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  }
 }
