@@ -2,6 +2,7 @@ import type { JsonObject } from '../protocol/messages.js';
 import type { IdOf } from './fusion.js';
 import type { Scored } from './ranking.js';
 import type { SeenIds, SeenStore } from './session-dedup.js';
+import { unitId } from './units.js';
 
 /**
  * §7.7.3 `sessionId` in the retrieve pipeline: hits the caller's session returned before this pagination's first
@@ -40,8 +41,8 @@ export async function rememberReturned(
     );
 }
 
-/** A hit's chunk id (`doc#N`, units.ts), from its `chunk` field. */
+/** A hit's chunk id (units.ts `unitId`), from its `chunk` field. */
 function chunkIdOf(hit: JsonObject): string {
   const chunk = hit.chunk as { docId: string; index: number };
-  return `${chunk.docId}#${chunk.index}`;
+  return unitId({ docId: chunk.docId, ordinal: chunk.index }, 'chunk', {}, 1);
 }
