@@ -5,6 +5,7 @@ import type { JsonObject } from '../protocol/messages.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 import { EmbedMultiParams } from '../protocol/schemas/params.js';
 import type { ContentReader } from './content.js';
+import { batchOf } from './embed.js';
 import { batchProgress } from './progress.js';
 
 /**
@@ -54,15 +55,7 @@ export function embedMultiMethod(
     params: EmbedMultiParams,
     options: [{ path: 'encoding', supported: MULTI_ENCODINGS }],
     handler: async (params, ctx) => {
-      const field = params.inputs !== undefined ? 'inputs' : 'texts';
-      const inputs = params.inputs ?? params.texts;
-      if (inputs === undefined) throw RpcError.invalidParams('inputs', 'required (or its legacy name texts)');
-      if (inputs.length > limits.batchLimit) {
-        throw RpcError.payloadTooLarge(
-          `${inputs.length} inputs exceed the batch limit ${limits.batchLimit} (embed.batchLimit)`,
-          field,
-        );
-      }
+      const { field, inputs } = batchOf(params, limits.batchLimit);
       const texts = await limits.content.texts(inputs, field, ctx.signal);
       // §15.5: an answer too large is refused before the model runs, from the rows the tokenizer says it will make.
       withinAnswer(await rowCounts(encoder, texts, ctx.signal), dimension, limits.maxResponseBytes);

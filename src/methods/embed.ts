@@ -31,12 +31,7 @@ export function embedMethod(encoder: Encoder, limits: EmbedLimits): [MethodDefin
     // §7.3.1: an unadvertised encoding is -32005.
     options: [{ path: 'encoding', supported: EMBED_ENCODINGS }],
     handler: async (params, ctx) => {
-      const field = params.inputs !== undefined ? 'inputs' : 'texts';
-      const inputs = params.inputs ?? params.texts;
-      if (inputs === undefined) throw RpcError.invalidParams('inputs', 'required (or its legacy name texts)');
-      if (inputs.length > limits.batchLimit) {
-        throw RpcError.payloadTooLarge(`${inputs.length} inputs exceed embed.batchLimit ${limits.batchLimit}`, field);
-      }
+      const { field, inputs } = batchOf(params, limits.batchLimit);
       const texts = await limits.content.texts(inputs, field, ctx.signal);
       // §9: a frame per model batch of texts embedded (stage `embed`).
       const progress = batchProgress(ctx, 'embed', 'embedded');
@@ -53,4 +48,21 @@ export function embedMethod(encoder: Encoder, limits: EmbedLimits): [MethodDefin
     },
   };
   return [definition, capability];
+}
+
+/**
+ * The inputs of an `embed` or `embed/multi` call and the field they came in: `inputs`, or its legacy name `texts`
+ * (§7.3); -32602 with neither, -32013 past `embed.batchLimit` (§12: "batch size, inputs count").
+ */
+export function batchOf<T>(
+  params: { readonly inputs?: T[] | undefined; readonly texts?: T[] | undefined },
+  batchLimit: number,
+): { field: 'inputs' | 'texts'; inputs: T[] } {
+  const field = params.inputs !== undefined ? 'inputs' : 'texts';
+  const inputs = params.inputs ?? params.texts;
+  if (inputs === undefined) throw RpcError.invalidParams('inputs', 'required (or its legacy name texts)');
+  if (inputs.length > batchLimit) {
+    throw RpcError.payloadTooLarge(`${inputs.length} inputs exceed embed.batchLimit ${batchLimit}`, field);
+  }
+  return { field, inputs };
 }
