@@ -18,19 +18,24 @@ export class ScreenCache {
    * a request screens its bodies in time slices first (`screenBody`).
    */
   of(chunk: ChunkBody, document?: string): Screen {
-    if (document === undefined && chunk.screen !== undefined) return chunk.screen;
-    const key = keyOf(chunk, document);
-    let screen = this.#cache.get(key);
-    if (screen === undefined) this.#cache.set(key, (screen = screenText(document ?? chunk.text)));
-    return screen;
+    return this.#kept(chunk, document) ?? this.#keep(chunk, document, screenText(document ?? chunk.text));
   }
 
   /** As `of`, screening a body not kept yet in time slices (`due`), so a megabyte body never holds the loop. */
   async body(chunk: ChunkBody, document: string | undefined, due: () => Promise<void>): Promise<Screen> {
+    return (
+      this.#kept(chunk, document) ?? this.#keep(chunk, document, await screenInSlices(document ?? chunk.text, due))
+    );
+  }
+
+  /** The chunk's stored screen when the body is the chunk, else the body's kept one. */
+  #kept(chunk: ChunkBody, document: string | undefined): Screen | undefined {
     if (document === undefined && chunk.screen !== undefined) return chunk.screen;
-    const key = keyOf(chunk, document);
-    let screen = this.#cache.get(key);
-    if (screen === undefined) this.#cache.set(key, (screen = await screenInSlices(document ?? chunk.text, due)));
+    return this.#cache.get(keyOf(chunk, document));
+  }
+
+  #keep(chunk: ChunkBody, document: string | undefined, screen: Screen): Screen {
+    this.#cache.set(keyOf(chunk, document), screen);
     return screen;
   }
 }
