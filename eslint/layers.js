@@ -32,6 +32,8 @@ export const ROOMS = {
   metrics: { may: ['protocol', 'models', 'corpus'] },
   // Named corpora (docs/tenants.md): their folders, opening and closing them as engines, and the catalog of them.
   tenants: { may: ['protocol', 'transport', 'corpus', 'startup-error'], entry: 'tenants/index.ts' },
+  // The OpenTelemetry SDK and its exporter, started when tracing is on (docs/operations.md "Tracing").
+  telemetry: { may: ['protocol'], entry: 'telemetry/index.ts' },
   'startup-error': { may: [] },
   // The composition (app.ts, config/) and the process (main.ts, cli.ts, cli/) wire every room together.
   app: { may: ['*'] },
@@ -75,6 +77,16 @@ export const PACKAGES = [
     names: ['pdfjs-dist', 'mammoth', 'jszip', 'htmlparser2'],
     owners: ['documents/**'],
     why: 'document readers run on untrusted bytes, only in the parser processes of documents/',
+  },
+  {
+    names: ['@opentelemetry/api', '@opentelemetry/context-async-hooks', '@opentelemetry/core'],
+    owners: ['protocol/tracing.ts', 'telemetry/**'],
+    why: 'spans are started through protocol/tracing.ts alone, so tracing off costs one check',
+  },
+  {
+    names: ['@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/resources'],
+    owners: ['telemetry/**'],
+    why: 'the SDK and exporter are loaded by telemetry/ only when tracing is on',
   },
   { names: ['ioredis'], owners: ['transport/redis-bucket-store.ts'], why: 'only the Redis bucket store uses ioredis' },
 ];

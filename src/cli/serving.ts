@@ -4,6 +4,7 @@ import type { App } from '../app.js';
 import type { GatewayCommand, ServeCommand, Transport } from '../cli.js';
 import type { Config } from '../config/index.js';
 import { StartupError } from '../startup-error.js';
+import { startTracing } from '../telemetry/index.js';
 import { createLogger, loadSettings } from './startup.js';
 
 /** What the long-running commands (serve, gateway, mcp) share: the bind policy, serving a transport, signals. */
@@ -23,6 +24,21 @@ export function startLogged(command: ServeCommand | GatewayCommand): { config: C
     }
   }
   return { config, log: createLogger(config) };
+}
+
+/**
+ * `run` with traces exported while it runs, when tracing is on (docs/operations.md "Tracing"); what is still held is
+ * exported as it ends, within the exporter's timeout.
+ */
+export async function withTracing<T>(config: Config, log: Logger, run: () => Promise<T>): Promise<T> {
+  const { name, version } = config.server;
+  const settings = { ...config.tracing, serviceName: name, serviceVersion: version };
+  const tracing = await startTracing(settings, process.env, log);
+  try {
+    return await run();
+  } finally {
+    await tracing?.shutdown();
+  }
 }
 
 /** A public address that would be served without asking for a key, if any. */

@@ -2,6 +2,7 @@ import { pino, type Logger } from 'pino';
 import { AppStartError, createApp, findCorpus, type App } from '../app.js';
 import { prepareDefaultModel } from '../models/index.js';
 import { loadConfig, unknownEnvironment, type Config, type ConfigOverrides } from '../config/index.js';
+import { logCorrelation } from '../protocol/tracing.js';
 import { StartupError } from '../startup-error.js';
 
 /**
@@ -26,7 +27,8 @@ export function loadSettings(file: string | undefined, overrides: ConfigOverride
 export function createLogger(config: Config, level: string = config.log.level): Logger {
   try {
     return pino(
-      { level, base: { service: config.server.name }, redact: config.log.redact },
+      // §17.2: every line logged for a request that runs in a trace carries its trace id (protocol/tracing.ts).
+      { level, base: { service: config.server.name }, redact: config.log.redact, mixin: logCorrelation },
       pino.destination({ dest: 2, sync: true }),
     );
   } catch (error) {

@@ -15,6 +15,8 @@ export interface SendOptions {
   readonly onNotification?: ((frame: Frame) => void) | undefined;
   /** The `_meta.progressToken` the request carries, which its progress notifications name (§9). */
   readonly progressToken?: string | undefined;
+  /** W3C trace headers of the trace the request is sent in (HTTP only; the frame's `_meta` carries it too, §17.2). */
+  readonly traceHeaders?: Readonly<Record<string, string>> | undefined;
 }
 
 /** One transport: send a request frame, get its answer frame (or one of the client error types). */
@@ -316,7 +318,7 @@ export class HttpChannel implements Channel {
       response = await this.#fetch(
         String(frame.method),
         JSON.stringify(frame),
-        streaming ? { accept: 'text/event-stream' } : {},
+        { ...options.traceHeaders, ...(streaming ? { accept: 'text/event-stream' } : {}) },
         signal,
       );
     } catch (error) {

@@ -1,6 +1,7 @@
 import { RpcError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/messages.js';
 import type { Session } from '../protocol/session.js';
+import { outgoingTrace } from '../protocol/tracing.js';
 import { ConnectionClosedError, UnreadableFrameError } from './client-errors.js';
 import type { Channel, Frame, SendOptions } from './channel.js';
 
@@ -29,17 +30,21 @@ export class Requester {
   async call(method: string, params: JsonObject, options: RequestOptions = {}): Promise<JsonObject> {
     const id = ++this.#nextId;
     const progressToken = options.onNotification === undefined ? undefined : `progress-${id}`;
-    const withToken =
-      progressToken === undefined
+    // §17.2: a request sent for a request that runs in a trace (a gateway's hop) carries that trace on.
+    const trace = outgoingTrace();
+    const own = isJsonObject(params._meta) ? params._meta : {};
+    const withMeta =
+      trace === undefined && progressToken === undefined
         ? params
-        : { ...params, _meta: { ...(isJsonObject(params._meta) ? params._meta : {}), progressToken } };
+        : { ...params, _meta: { ...trace?.meta, ...own, ...(progressToken === undefined ? {} : { progressToken }) } };
     const send: SendOptions = {
       signal: options.signal,
       timeoutMs: options.timeoutMs,
       onNotification: options.onNotification,
       progressToken,
+      traceHeaders: trace?.headers,
     };
-    return result(await this.channel.send({ jsonrpc: '2.0', id, method, params: withToken }, send));
+    return result(await this.channel.send({ jsonrpc: '2.0', id, method, params: withMeta }, send));
   }
 
   close(): Promise<void> {

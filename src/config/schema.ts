@@ -828,6 +828,22 @@ export const ConfigSchema = Section({
     },
     { description: 'Logging (to stderr; on stdio, stdout carries protocol frames only, §5.1).' },
   ),
+  tracing: Section(
+    {
+      enabled: Type.Boolean({
+        default: false,
+        description:
+          'Export OpenTelemetry traces of requests and their stages over OTLP/HTTP (JSON), to ' +
+          'OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318). Also on when OTEL_TRACES_EXPORTER=otlp; ' +
+          'sampling by OTEL_TRACES_SAMPLER (default parentbased_always_on). Off, no exporter is loaded.',
+      }),
+      includeText: Type.Boolean({
+        default: false,
+        description: "Spans carry the query's text, not only its length (§15.6: off by default).",
+      }),
+    },
+    { description: 'Traces (OpenTelemetry; docs/operations.md "Tracing").' },
+  ),
 });
 
 export type Config = Static<typeof ConfigSchema>;

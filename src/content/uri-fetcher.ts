@@ -3,6 +3,7 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction, type Socket } from 'node:net';
 import { RpcError } from '../protocol/errors.js';
+import { stage } from '../protocol/tracing.js';
 import type { UriFetcher } from './ports.js';
 import { FileReader, type ProtectedPath } from './file-reader.js';
 import { isPrivateAddress } from './private-address.js';
@@ -102,11 +103,14 @@ export class PolicyUriFetcher implements UriFetcher {
     }
     const scheme = url.protocol.replace(/:$/, '');
     if (!this.policy.schemes.includes(scheme)) throw refuse(`scheme '${scheme}' is not allowed`);
-    if (scheme === 'file') return { bytes: await this.#files.read(url, refuse), mediaType: undefined };
-    if (scheme !== 'http' && scheme !== 'https') throw refuse(`scheme '${scheme}' cannot be fetched`);
+    // A span names the scheme and host only: a path or query may carry what is not the operator's to see (§15.6).
     const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (!hostAllowed(host, this.policy.hosts)) throw refuse(`host '${host}' is not allowed`);
-    return this.#get(url, host, refuse, signal, accepted);
+    return stage('content.fetch', { 'url.scheme': scheme, 'server.address': host }, async () => {
+      if (scheme === 'file') return { bytes: await this.#files.read(url, refuse), mediaType: undefined };
+      if (scheme !== 'http' && scheme !== 'https') throw refuse(`scheme '${scheme}' cannot be fetched`);
+      if (!hostAllowed(host, this.policy.hosts)) throw refuse(`host '${host}' is not allowed`);
+      return this.#get(url, host, refuse, signal, accepted);
+    });
   }
 
   /**

@@ -5,6 +5,7 @@ import type { Logger } from '../protocol/logger.js';
 import { UnansweredError, type EngineCallOptions, type EngineInfo, type RemoteEngine } from './remote-engine.js';
 import { HttpChannel, StdioChannel, type Channel } from '../client/channel.js';
 import { Requester } from '../client/requester.js';
+import { stage } from '../protocol/tracing.js';
 import {
   ClientTimeoutError,
   ConnectionClosedError,
@@ -165,7 +166,10 @@ export class Engine implements RemoteEngine {
   /** One request through the client's requester; the engine's error answers checked against the §12 table. */
   async #once(method: string, params: JsonObject, timeoutMs: number, signal?: AbortSignal): Promise<JsonObject> {
     try {
-      return await this.#requester.call(method, params, { timeoutMs: Math.max(1, timeoutMs), signal });
+      // §16: a hop to an engine is a span of the request it serves, and its trace goes on to the engine (§17.2).
+      return await stage('gateway.engine', { 'rcp.engine': this.id, 'rpc.method': method }, () =>
+        this.#requester.call(method, params, { timeoutMs: Math.max(1, timeoutMs), signal }),
+      );
     } catch (error) {
       throw this.#answered(error, signal) ?? this.#failure(error, signal);
     }

@@ -6,6 +6,7 @@ import type { JsonObject } from '../protocol/messages.js';
 import { RetrieveParams } from '../protocol/schemas/params.js';
 import type { MethodDefinition } from '../protocol/registry.js';
 import { TimeSlice } from '../protocol/time-slice.js';
+import { stage, textAttribute, type Attributes } from '../protocol/tracing.js';
 import { AnswerBudget } from '../retrieval/answer-budget.js';
 import { buildHits, reportUsage } from '../retrieval/answer.js';
 import { confidenceOf, withConfidence, type CalibrationTable } from '../retrieval/confidence.js';
@@ -20,7 +21,7 @@ import { packTokenBudget } from '../retrieval/packing.js';
 import { cursorAfter, openPage, pageOf } from '../retrieval/paging.js';
 import { planQueries } from '../retrieval/query-plan.js';
 import { atLeast, rankLists, type Scored } from '../retrieval/ranking.js';
-import { recall } from '../retrieval/recall.js';
+import { recall, type RecallPlan } from '../retrieval/recall.js';
 import { advertisedScales, scoreScaleOf, type Space } from '../retrieval/score-scale.js';
 import { applyRecency } from '../retrieval/recency.js';
 import {
@@ -28,6 +29,7 @@ import {
   MODES,
   resolveOptions,
   UNITS,
+  type ResolvedOptions,
   type OptionSettings,
   type Unit,
 } from '../retrieval/retrieve-options.js';
@@ -164,6 +166,53 @@ function defaultConfidence(settings: RetrieveSettings, rerankers: readonly Reran
   return confidenceOf(settings.calibrations, request) !== undefined;
 }
 
+/** What a recall span says of its plan (never the query's text unless `tracing.includeText`, §15.6). */
+function recallAttributes(plan: RecallPlan & { query: string }): Attributes {
+  return {
+    'rcp.mode': plan.mode,
+    'rcp.candidate_k': plan.candidateK,
+    'rcp.filtered': plan.allow !== undefined,
+    ...textAttribute('rcp.query', plan.query),
+  };
+}
+
+/**
+ * The candidates as one ranking: the query read, the filter's labels, the query plan, recall, fusion, recency and the
+ * rerank funnel, each stage a span when tracing is on (docs/operations.md "Tracing").
+ */
+async function rankCandidates(
+  { encoder, settings }: Retriever,
+  corpus: CorpusReader,
+  params: Params,
+  options: ResolvedOptions<Reranker>,
+  ctx: RequestContext,
+) {
+  const { unit, notes } = options;
+  const idOf = (label: number) => hitId(corpus, label, unit);
+  const asked = await stage('retrieve.query', {}, () =>
+    settings.content.query(params.query, settings.maxQueryChars, ctx.signal),
+  );
+  const { predicate } = options;
+  const allow =
+    predicate === undefined
+      ? undefined
+      : await stage('retrieve.filter', {}, () => corpus.labelsWhere(predicate, ctx.signal));
+  const queries = await stage('retrieve.plan', {}, () => planQueries(corpus, asked, params.rewrite, notes, ctx.signal));
+  const recallPlan = { ...options, ...queries, allow };
+  const { lists, candidates } = await stage('retrieve.recall', recallAttributes(recallPlan), () =>
+    recall(corpus, encoder, recallPlan, ctx),
+  );
+  let ranked = stage('retrieve.fuse', { 'rcp.lists': lists.length }, () =>
+    rankLists(lists, options.fusion, options.candidateK, idOf, ctx),
+  );
+  ranked = applyRecency(ranked, params.recency, corpus);
+  ctx.signal.throwIfAborted();
+  const funnel = await stage('retrieve.rerank', { 'rcp.top_n': options.topN }, () =>
+    rerankFunnel(ranked, options.reranker, options.topN, queries.query, corpus, ctx),
+  );
+  return { queries, lists, candidates, funnel };
+}
+
 const RECENCY_ON_A_PIN = 'recency: ages are counted from now, so a pinned version ranks by the clock too';
 
 async function retrieve(retriever: Retriever, params: Params, ctx: RequestContext): Promise<JsonObject> {
@@ -179,15 +228,8 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   const idOf = (label: number) => hitId(corpus, label, unit);
 
   // Recall, fuse, rescore: one ranking of the candidates.
-  const asked = await settings.content.query(params.query, settings.maxQueryChars, ctx.signal);
-  const allow = options.predicate === undefined ? undefined : await corpus.labelsWhere(options.predicate, ctx.signal);
-  const queries = await planQueries(corpus, asked, params.rewrite, notes, ctx.signal);
-  const { lists, candidates } = await recall(corpus, encoder, { ...options, ...queries, allow }, ctx);
-  let ranked = rankLists(lists, options.fusion, options.candidateK, idOf, ctx);
-  ranked = applyRecency(ranked, params.recency, corpus);
-  ctx.signal.throwIfAborted();
-  const funnel = await rerankFunnel(ranked, options.reranker, options.topN, queries.query, corpus, ctx);
-  ranked = groupUnits(atLeast(funnel.ranked, params.minScore), unit, corpus);
+  const { queries, lists, candidates, funnel } = await rankCandidates(retriever, corpus, params, options, ctx);
+  let ranked = groupUnits(atLeast(funnel.ranked, params.minScore), unit, corpus);
   const reranked = options.reranker !== undefined;
   const expanded = queries.lexicalQuery !== queries.query;
   const confidence = confidenceOf(settings.calibrations, { ...options, reranked, lists: lists.length, expanded });
@@ -196,16 +238,24 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   const start = openPage(cursors, declaredOf(params), indexVersion, ctx.caller);
   const seen = await seenBefore(sessions, ctx.caller, params.sessionId, start.seenMark);
   ranked = skipSeen(ranked, seen, idOf);
-  if (params.mmr !== undefined)
-    ranked = await diversify(ranked, start.offset + k, params.mmr.lambda, corpus, ctx.signal);
+  if (params.mmr !== undefined) {
+    const { lambda } = params.mmr;
+    ranked = await stage('retrieve.mmr', {}, () => diversify(ranked, start.offset + k, lambda, corpus, ctx.signal));
+  }
   // Focusing, packing and building hits read a stored text per hit: in time slices.
   const building = new TimeSlice(ctx.signal);
   const page = pageOf(ranked, start, k);
-  const focus = await focusOf(page, unit, settings.quotes, queries.query, corpus, building, ctx.signal);
+  const focus = await stage('retrieve.focus', { 'rcp.hits': page.length }, () =>
+    focusOf(page, unit, settings.quotes, queries.query, corpus, building, ctx.signal),
+  );
   const bodyOfHit = (hit: Scored) => bodyOf(corpus, hit.label, unit, focus.get(hit.label));
-  const packed = await packTokenBudget(page, params.tokenBudget, bodyOfHit, encoder, building);
+  const packed = await stage('retrieve.pack', {}, () =>
+    packTokenBudget(page, params.tokenBudget, bodyOfHit, encoder, building),
+  );
   const labels = packed.page.map((hit) => hit.label);
-  await screenBodies(labels, unit, corpus, (label) => bodyOf(corpus, label, unit, focus.get(label)), ctx.signal);
+  await stage('retrieve.screen', { 'rcp.hits': labels.length }, () =>
+    screenBodies(labels, unit, corpus, (label) => bodyOf(corpus, label, unit, focus.get(label)), ctx.signal),
+  );
   ctx.progress('pack', 0.9, { message: `${packed.page.length} hits` });
 
   // The answer.
@@ -213,7 +263,10 @@ async function retrieve(retriever: Retriever, params: Params, ctx: RequestContex
   const shape = { unit, includeText: params.includeText, includeVectors: params.includeVectors, trust, injection };
   const limits = { maxResponseBytes: settings.maxResponseBytes, answers: retriever.answers };
   const build = (hit: Scored) => withConfidence(buildHit(corpus, hit, shape, focus.get(hit.label)), confidence?.(hit));
-  const hits = uniqueIds(await buildHits(packed.page, build, limits, building));
+  const built = await stage('retrieve.hits', { 'rcp.hits': packed.page.length }, () =>
+    buildHits(packed.page, build, limits, building),
+  );
+  const hits = uniqueIds(built);
   corpus.verify();
   await rememberReturned(sessions, ctx.caller, params.sessionId, hits);
   const nextCursor = cursorAfter(cursors, start, {

@@ -1,4 +1,5 @@
 import { RpcError } from '../protocol/errors.js';
+import { pastSpan, tracedContext, type TraceContext } from '../protocol/tracing.js';
 
 /**
  * The one road to a model (docs/architecture.md §10): requests from every session are collected for up to `maxWaitMs`
@@ -91,6 +92,8 @@ interface Pending<I, O> {
   readonly signal: AbortSignal | undefined;
   readonly enqueuedAt: number;
   readonly tally: Tally | undefined;
+  /** The trace of the request that submitted it, while tracing is on: its batches are spans there. */
+  readonly trace: TraceContext | undefined;
   taken: boolean;
 }
 
@@ -161,6 +164,7 @@ export class InferenceQueue<I, O> {
     if (urgent) this.#lastQueryAt = performance.now();
     const report = submitter.progress;
     const tally = report === undefined ? undefined : { done: 0, total: items.length, report };
+    const trace = tracedContext();
     const outputs = items.map(
       (item) =>
         new Promise<O>((resolve, reject) => {
@@ -175,6 +179,7 @@ export class InferenceQueue<I, O> {
             signal,
             enqueuedAt: performance.now(),
             tally,
+            trace,
             taken: false,
           };
           this.#pending.push(entry);
@@ -398,6 +403,29 @@ export class InferenceQueue<I, O> {
     for (const tally of tallies) tally.report(tally.done, tally.total);
   }
 
+  /**
+   * One span per submission in a finished bucket, in its request's trace (docs/operations.md "Tracing"): the model
+   * call's time, the batch's size and padded length, and how long the submission's first item waited for it.
+   */
+  static #trace<I, O>(bucket: readonly Pending<I, O>[], slot: Slot, started: number): void {
+    const spans = new Map<number, { trace: TraceContext; items: number; enqueuedAt: number }>();
+    for (const { submission, trace, enqueuedAt } of bucket) {
+      if (trace === undefined) continue;
+      const span = spans.get(submission);
+      if (span === undefined) spans.set(submission, { trace, items: 1, enqueuedAt });
+      else span.items++;
+    }
+    for (const { trace, items, enqueuedAt } of spans.values()) {
+      pastSpan('model.batch', trace, started, {
+        'rcp.model.batch_size': bucket.length,
+        'rcp.model.items': items,
+        'rcp.model.padded_tokens': bucket[0]?.cost ?? 0,
+        'rcp.model.queue_wait_ms': Math.round(started - enqueuedAt),
+        'rcp.model.session': slot,
+      });
+    }
+  }
+
   async #runBucket(bucket: readonly Pending<I, O>[], slot: Slot): Promise<void> {
     const started = performance.now();
     try {
@@ -407,6 +435,7 @@ export class InferenceQueue<I, O> {
       );
       bucket.forEach((entry, i) => entry.resolve(outputs[i] as O));
       InferenceQueue.#report(bucket);
+      InferenceQueue.#trace(bucket, slot, started);
       const ms = performance.now() - started;
       this.onBatch?.(bucket.length, ms);
       const perItem = ms / bucket.length;

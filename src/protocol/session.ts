@@ -30,6 +30,7 @@ import {
   validatePingParams,
 } from './lifecycle.js';
 import type { MethodRegistry, OptionRule, RegisteredMethod } from './registry.js';
+import { requestTrace, type Inbound } from './tracing.js';
 
 export interface ServerIdentity {
   name: string;
@@ -143,10 +144,15 @@ export class Session {
    * Handles one parsed JSON value: a single message or a batch (§11). Resolves to the reply, or to
    * undefined when nothing must be sent (a notification, or a batch of notifications only).
    */
-  async handle(value: unknown, sink?: NotificationSink, transport?: AbortSignal): Promise<Reply | undefined> {
+  async handle(
+    value: unknown,
+    sink?: NotificationSink,
+    transport?: AbortSignal,
+    inbound?: Inbound,
+  ): Promise<Reply | undefined> {
     // §13.1: a request's deadline counts from when its frame arrived, so a batch member that waits its turn (§11) has
     // waited part of it: a batch as a whole ends within the server's request timeout, however many members it has.
-    const arrival: Arrival = { sink, transport, receivedAt: performance.now() };
+    const arrival: Arrival = { sink, transport, receivedAt: performance.now(), inbound };
     if (!Array.isArray(value)) return this.#handleOne(value, arrival);
     // §11: an empty array is one non-array -32600 with id null.
     if (value.length === 0) return failure(null, RpcError.invalidRequest('empty batch'));
@@ -203,7 +209,19 @@ export class Session {
     this.#inFlight.get(id)?.controller.abort(RpcError.cancelled(typeof reason === 'string' ? reason : undefined));
   }
 
+  /**
+   * §17.2: a request that runs in a trace (named by its caller, or traced here) runs inside it, its log lines with
+   * it, and carries its id in `_meta.traceId`.
+   */
   async #request(request: RequestMessage, arrival: Arrival): Promise<Response> {
+    const traced = requestTrace(request.method, request.id, request.params, arrival.inbound);
+    if (traced === undefined) return this.#answered(request, arrival);
+    const response = await traced.run(() => this.#answered(request, arrival));
+    traced.answered('error' in response ? response.error.code : 0);
+    return withTraceId(response, traced.traceId);
+  }
+
+  async #answered(request: RequestMessage, arrival: Arrival): Promise<Response> {
     const started = performance.now();
     const response = await this.#answer(request, arrival);
     const code = 'error' in response ? response.error.code : 0;
@@ -470,6 +488,22 @@ function raceAbort<T>(
   });
 }
 
+/**
+ * The answer with `_meta.traceId` (§4.4, §17.2): in the result's `_meta`, or an error's `data._meta` (an error whose
+ * data is no object keeps it as it is).
+ */
+function withTraceId(response: Response, traceId: string): Response {
+  if (traceId === '') return response;
+  const add = (node: JsonObject): JsonObject => ({
+    ...node,
+    _meta: { ...(isJsonObject(node._meta) ? node._meta : {}), traceId },
+  });
+  if ('result' in response) return { ...response, result: add(response.result) };
+  const { data } = response.error;
+  if (data !== undefined && !isJsonObject(data)) return response;
+  return { ...response, error: { ...response.error, data: add(data ?? {}) } };
+}
+
 /** Where a frame came from and when: what each of its requests is run with. */
 interface Arrival {
   readonly sink: NotificationSink | undefined;
@@ -477,6 +511,8 @@ interface Arrival {
   readonly transport: AbortSignal | undefined;
   /** When the frame arrived (performance.now()): the start of each of its requests' deadlines. */
   readonly receivedAt: number;
+  /** What the transport knows of the frame's trace (HTTP `traceparent`), and when it began on it. */
+  readonly inbound: Inbound | undefined;
 }
 
 /**

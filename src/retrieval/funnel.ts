@@ -1,5 +1,6 @@
 import type { CorpusReader } from '../corpus/index.js';
 import type { RequestContext } from '../protocol/context.js';
+import { stage } from '../protocol/tracing.js';
 import type { Scored } from './ranking.js';
 
 /** A reranker as the funnel uses it: one score per passage, in order; higher is more relevant. */
@@ -30,7 +31,9 @@ export async function rerankFunnel(
 ): Promise<Reranked> {
   if (reranker === undefined || ranked.length === 0) return { ranked, reranked: 0 };
   const head = ranked.slice(0, topN);
-  const texts = head.map((hit) => corpus.getChunk(hit.label)?.text ?? '');
+  const texts = stage('store.read', { 'rcp.chunks': head.length }, () =>
+    head.map((hit) => corpus.getChunk(hit.label)?.text ?? ''),
+  );
   const scores = await reranker.score(query, texts, ctx.signal, ctx.caller);
   head.forEach((hit, i) => {
     hit.score = scores[i] ?? 0;

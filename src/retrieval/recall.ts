@@ -1,6 +1,7 @@
 import type { CorpusReader } from '../corpus/index.js';
 import type { Encoder } from '../models/index.js';
 import type { RequestContext } from '../protocol/context.js';
+import { stage } from '../protocol/tracing.js';
 import { SCORE_FLOOR, type FusionInput } from './fusion.js';
 import { chunkId } from './hits.js';
 import type { RecallQueries } from './query-plan.js';
@@ -50,9 +51,10 @@ export async function recall(
       ? undefined
       : (async () => {
           queryVector = (await encoder.embed([plan.query], 'query', ctx.signal, ctx.caller))[0] ?? queryVector;
-          const hits = await corpus.searchDense(queryVector, plan.candidateK, plan.allow, ctx.signal, ctx.caller, {
-            exact: plan.exact === true,
-          });
+          const exact = plan.exact === true;
+          const hits = await stage('hnsw.search', { 'rcp.k': plan.candidateK, 'rcp.exact': exact }, () =>
+            corpus.searchDense(queryVector, plan.candidateK, plan.allow, ctx.signal, ctx.caller, { exact }),
+          );
           return { name: 'dense', weight: weights.dense ?? 1, hits, floor: SCORE_FLOOR.dense };
         })();
   // A dense failure is awaited below; until then it must not count as unhandled.
@@ -60,7 +62,9 @@ export async function recall(
   let sparse: FusionInput | undefined;
   if (plan.mode !== 'dense') {
     const allow = plan.allow === undefined ? undefined : new Set(plan.allow);
-    const hits = await corpus.searchLexical(plan.lexicalQuery, plan.candidateK, allow, ctx.signal);
+    const hits = await stage('bm25.search', { 'rcp.k': plan.candidateK }, () =>
+      corpus.searchLexical(plan.lexicalQuery, plan.candidateK, allow, ctx.signal),
+    );
     sparse = { name: 'sparse', weight: weights.sparse ?? 1, hits, floor: SCORE_FLOOR.sparse };
   }
   if (dense !== undefined) lists.push(await dense);
@@ -72,7 +76,7 @@ export async function recall(
   // Score fusion over the union: a candidate one list missed gets that list's exact score, not nothing, so
   // weighted/convex compare like with like (RRF stays rank-only: a missed candidate has no rank there).
   if (lists.length === 2 && plan.fusion.method !== 'rrf') {
-    await completeUnion(corpus, lists, plan.lexicalQuery, queryVector, ctx.signal);
+    await stage('recall.union', {}, () => completeUnion(corpus, lists, plan.lexicalQuery, queryVector, ctx.signal));
   }
   ctx.signal.throwIfAborted();
   const candidates = new Set(lists.flatMap((list) => list.hits.map((hit) => hit.label))).size;

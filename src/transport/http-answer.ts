@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { RpcError } from '../protocol/errors.js';
 import type { EncodedReply, FrameCodec } from '../protocol/frame-codec.js';
+import type { Inbound } from '../protocol/tracing.js';
 import { serialize } from '../protocol/frames.js';
 import { failure } from '../protocol/messages.js';
 import type { Reply, Session } from '../protocol/session.js';
@@ -52,7 +53,12 @@ export async function stream(
   raw: ServerResponse,
   caller: string,
   options: AnswerOptions,
-  { session, frame, hangUp }: { session: Session; frame: unknown; hangUp: AbortSignal | undefined },
+  {
+    session,
+    frame,
+    hangUp,
+    inbound,
+  }: { session: Session; frame: unknown; hangUp: AbortSignal | undefined; inbound: Inbound },
 ): Promise<void> {
   raw.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -67,7 +73,7 @@ export async function stream(
     raw.write('\n\n');
   };
   try {
-    const final = await session.handle(frame, (notification) => sendText(serialize(notification)), hangUp);
+    const final = await session.handle(frame, (notification) => sendText(serialize(notification)), hangUp, inbound);
     if (final !== undefined) sendText(await outgoing(final, options, caller));
   } catch (error) {
     options.log.error({ err: error }, 'SSE dispatch failed');

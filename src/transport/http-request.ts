@@ -6,6 +6,7 @@ import { failure, isJsonObject, requestId, type Response } from '../protocol/mes
 import { accessFor } from '../protocol/method-table.js';
 import { mergeReplies, screen, type Screened } from '../protocol/screen.js';
 import type { Reply, Session } from '../protocol/session.js';
+import type { Inbound } from '../protocol/tracing.js';
 import type { Admission } from './admission.js';
 import { authorize, authorizer, type ApiKeys, type Caller } from './auth.js';
 import { BodyAbandoned, BodyRefusal, dropRest, receiveBody, type BodyBudget } from './body.js';
@@ -56,6 +57,8 @@ interface Exchange {
   readonly callerId: string;
   /** The corpus the path names (screened: one the caller may use, and that exists). */
   readonly corpus: string;
+  /** performance.now() when the request's headers were read: a traced request's span starts there. */
+  readonly arrivedAt: number;
 }
 
 /** A frame on its way through the screens: what is left of it, and the answers of the members refused so far. */
@@ -83,6 +86,7 @@ export async function serveRcp(
   route: RcpRoute,
   listener: RcpListener,
 ): Promise<void> {
+  const arrivedAt = performance.now();
   listener.cors?.(request, response);
   const foreign = screenOrigin(request, response, listener.origins);
   if (foreign instanceof Refused) return foreign.send();
@@ -95,7 +99,7 @@ export async function serveRcp(
   const corpus = await screenCorpus(response, route.corpus, caller, listener);
   if (corpus instanceof Refused) return corpus.send();
   const callerId = caller?.id ?? listener.addressOf(request);
-  return serveFrame({ request, response, route, caller, callerId, corpus }, listener);
+  return serveFrame({ request, response, route, caller, callerId, corpus, arrivedAt }, listener);
 }
 
 /** The request's steps past its headers: its body read, parsed, screened, admitted, then handled in its corpus. */
@@ -138,9 +142,10 @@ async function serveInLane(
   const session = await resolveSession(exchange, sessions, members, listener);
   if (session instanceof Refused) return session.send();
   const hangUp = hangUpSignal(response, members.accepted);
+  const inbound = inboundTrace(exchange);
   const sse = wantsStream(request, members.accepted, session);
-  if (sse) return stream(response, exchange.callerId, listener, { session, frame: members.accepted, hangUp });
-  const replies = await dispatch(session, members, hangUp);
+  if (sse) return stream(response, exchange.callerId, listener, { session, frame: members.accepted, hangUp, inbound });
+  const replies = await dispatch(session, members, hangUp, inbound);
   await sessions.share(session);
   await sendReplies(response, replies, exchange.callerId, listener);
 }
@@ -430,8 +435,20 @@ async function dispatch(
   session: Session,
   members: Members,
   hangUp: AbortSignal | undefined,
+  inbound: Inbound,
 ): Promise<Reply | undefined> {
-  return mergeReplies(await session.handle(members.accepted, undefined, hangUp), members.rejected, members.batch);
+  const replies = await session.handle(members.accepted, undefined, hangUp, inbound);
+  return mergeReplies(replies, members.rejected, members.batch);
+}
+
+/** §17.2: the W3C trace headers a request came with, and when it arrived (docs/operations.md "Tracing"). */
+function inboundTrace({ request, arrivedAt }: Exchange): Inbound {
+  const { traceparent, tracestate } = request.headers;
+  return {
+    traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+    tracestate: typeof tracestate === 'string' ? tracestate : undefined,
+    arrivedAt,
+  };
 }
 
 /** One error answering the whole frame, id null (json-answer.ts). */

@@ -6,7 +6,7 @@ import type { Config } from '../../config/index.js';
 import { readRegistry } from '../../gateway/engine-registry.js';
 import { createGateway } from '../../gateway/gateway.js';
 import { serveMcp } from '../../transport/mcp.js';
-import { damagedStore, onSignals } from '../serving.js';
+import { damagedStore, onSignals, withTracing } from '../serving.js';
 import { StartupError } from '../../startup-error.js';
 import { createLogger, loadSettings, openApp } from '../startup.js';
 
@@ -14,8 +14,12 @@ import { createLogger, loadSettings, openApp } from '../startup.js';
 export async function mcpCommand(command: McpCommand): Promise<number> {
   const config = loadSettings(command.configFile, command.overrides);
   const log = createLogger(config);
+  return withTracing(config, log, () => bridge(command, config, log));
+}
+
+async function bridge(command: McpCommand, config: Config, log: Logger): Promise<number> {
   const app = await openBridged(command, config, log);
-  const bridge = await serveMcp({
+  const served = await serveMcp({
     input: process.stdin,
     output: process.stdout,
     session: app.createSession({ implicit: true }),
@@ -31,7 +35,7 @@ export async function mcpCommand(command: McpCommand): Promise<number> {
     damage = reason;
     process.stdin.destroy();
   });
-  await bridge.closed;
+  await served.closed;
   await app.close();
   if (damage !== undefined) throw new StartupError(damage);
   return 0;

@@ -3,6 +3,7 @@ import { InferenceQueue, type QueueItem, type QueueOptions } from '../inference-
 import { modelIdentity, type ModelManifest } from '../manifest.js';
 import type { BatchProgress, Encoder, EncoderInfo, ModelHealth, TextKind, TokenMatrix } from '../ports.js';
 import { TimeSlice } from '../../protocol/time-slice.js';
+import { stage } from '../../protocol/tracing.js';
 import { countInParts } from '../tokenizers/count-in-parts.js';
 import { readablePrefix } from '../tokenizers/readable-prefix.js';
 import { ModelHost, type RuntimeOptions } from './model-host.js';
@@ -151,7 +152,14 @@ export abstract class HostedEncoder<Tokenizer, Job>
     return (await this.#submit(texts, kind, true, { signal, caller, progress })) as TokenMatrix[];
   }
 
-  async #submit(
+  #submit(texts: readonly string[], kind: TextKind | undefined, tokens: boolean, submission: Submission) {
+    const attributes = { 'rcp.texts': texts.length, 'rcp.kind': kind ?? 'unspecified' };
+    return stage(tokens ? 'encoder.embed_tokens' : 'encoder.embed', attributes, () =>
+      this.#tokenizeAndRun(texts, kind, tokens, submission),
+    );
+  }
+
+  async #tokenizeAndRun(
     texts: readonly string[],
     kind: TextKind | undefined,
     tokens: boolean,
