@@ -18,7 +18,7 @@ export default tseslint.config(
   {
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['eslint.config.js', 'eslint/*.js', 'bin/*.js', 'scripts/*.mjs'] },
+        projectService: { allowDefaultProject: ['eslint.config.js', 'eslint/*.js', 'bin/*.js', 'scripts/*.mjs', 'test/helpers/*.mjs'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },

@@ -40,6 +40,12 @@ const W3C_TRACE_ID = /^(?!0{32})[0-9a-f]{32}$/;
 /** What `_meta.traceId` may be: 1-128 visible ASCII characters (it is written into every log line of the request). */
 const TRACE_ID = /^[\x21-\x7e]{1,128}$/;
 
+/**
+ * Span times in epoch milliseconds from one clock, `performance` (the SDK would take each span's start from
+ * `Date.now()`, whole milliseconds that can put a child's end after its parent's).
+ */
+const epochMs = (at: number = performance.now()): number => performance.timeOrigin + at;
+
 /** The one place an async context is kept: registered on first need, so a server that never traces never pays it. */
 function ensureContext(): void {
   if (contextReady) return;
@@ -77,7 +83,7 @@ export function takeRequestedTraceId(): string | undefined {
  */
 export function stage<T>(name: string, attributes: Attributes, work: (span?: Span) => T): T {
   if (tracer === undefined || trace.getSpan(context.active()) === undefined) return work();
-  return tracer.startActiveSpan(name, { attributes }, (span) => {
+  return tracer.startActiveSpan(name, { attributes, startTime: epochMs() }, (span) => {
     let result: T;
     try {
       result = work(span);
@@ -85,9 +91,9 @@ export function stage<T>(name: string, attributes: Attributes, work: (span?: Spa
       endSpan(span, error);
       throw error;
     }
-    if (!(result instanceof Promise)) return (span.end(), result);
+    if (!(result instanceof Promise)) return (span.end(epochMs()), result);
     return (result as Promise<unknown>).then(
-      (value) => (span.end(), value),
+      (value) => (span.end(epochMs()), value),
       (error: unknown) => {
         endSpan(span, error);
         throw error;
@@ -98,12 +104,12 @@ export function stage<T>(name: string, attributes: Attributes, work: (span?: Spa
 
 function endSpan(span: Span, error: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-  span.end();
+  span.end(epochMs());
 }
 
 /** A span that began before it could be started (a model batch, the wait of an HTTP body), ended now or at `end`. */
 export function pastSpan(name: string, parent: Context, start: number, attributes: Attributes, end?: number): void {
-  tracer?.startSpan(name, { startTime: start, attributes }, parent).end(end);
+  tracer?.startSpan(name, { startTime: epochMs(start), attributes }, parent).end(epochMs(end));
 }
 
 export type { Attributes };
@@ -152,13 +158,16 @@ export function requestTrace(
   const parent = named?.context ?? ROOT_CONTEXT;
   if (tracer === undefined) return idOnly(parent, named?.clientId);
   if (named?.w3cId !== undefined) requestedTraceId = named.w3cId;
-  const startTime = inbound?.arrivedAt === undefined ? {} : { startTime: inbound.arrivedAt };
   const attributes = {
     'rpc.system': 'jsonrpc',
     'rpc.method': method,
     'rpc.jsonrpc.request_id': String(id).slice(0, 128),
   };
-  const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes, ...startTime }, parent);
+  const span = tracer.startSpan(
+    method,
+    { kind: SpanKind.SERVER, attributes, startTime: epochMs(inbound?.arrivedAt) },
+    parent,
+  );
   requestedTraceId = undefined;
   if (named?.clientId !== undefined) span.setAttribute('rcp.client_trace_id', named.clientId);
   const inner = trace.setSpan(parent, span);
@@ -167,7 +176,7 @@ export function requestTrace(
     answered: (code) => {
       span.setAttribute('rpc.jsonrpc.error_code', code);
       if (SERVER_FAULTS.has(code)) span.setStatus({ code: SpanStatusCode.ERROR });
-      span.end();
+      span.end(epochMs());
     },
     traceId: named?.clientId ?? span.spanContext().traceId,
   };

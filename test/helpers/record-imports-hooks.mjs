@@ -1,0 +1,14 @@
+// Module hooks for record-imports.mjs: each resolved URL appended to the file it was given.
+import { appendFileSync } from 'node:fs';
+
+let file;
+
+export function initialize(data) {
+  file = data?.file;
+}
+
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  if (file) appendFileSync(file, `${resolved.url}\n`);
+  return resolved;
+}
