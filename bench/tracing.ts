@@ -6,9 +6,9 @@
  * The spans go to an OTLP/HTTP receiver per traced server, a node:http process of its own that reads each JSON body,
  * counts its spans by trace and answers 200 `{}`, so the export is real work on the same machine.
  *
- * Each round loads the three back to back, part after part: `ping` at 8 connections (autocannon: req/s, p50, p99),
- * one client's hybrid `retrieve`s (k 10, includeText false) over the same SciFact queries (p50, p99), and hybrid
- * `retrieve` at 4 connections (req/s). RCP_BENCH_TRACING_ROUNDS rounds (default 5), after an untimed warm-up; the
+ * Each round loads the three back to back, part after part, their order rotating by round: `ping` at 8 connections
+ * (autocannon: req/s, p50, p99), one client's hybrid `retrieve`s (k 10, includeText false; each SciFact query sent to
+ * the three in turn: p50, p99), and hybrid `retrieve` at 4 connections (req/s). RCP_BENCH_TRACING_ROUNDS rounds (default 7), after an untimed warm-up; the
  * table gives each mode's median over rounds and the median of the per-round ratios. Then each server's RSS, and,
  * once the servers have stopped (flushing what they hold), the spans received per request: a check that the traced
  * server exported every request (ping: 1, retrieve: one per stage) and the sampled-out one nothing.
@@ -16,7 +16,7 @@
  * The corpus: RCP_BENCH_DATA (a data dir that holds one already, e.g. SciFact ingested with `rcp-server ingest`), else
  * the first RCP_BENCH_TRACING_DOCS (default 1,000) SciFact abstracts ingested into a temporary dir. The queries are
  * SciFact's, from `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact. RCP_BENCH_SECONDS sets each autocannon
- * run (default 4); RCP_BENCH_TRACING_QUERIES the one-client retrieves per run (default 120).
+ * run (default 3); RCP_BENCH_TRACING_QUERIES the one-client retrieves per run (default 120).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -28,8 +28,8 @@ import { call } from './client.js';
 import { ingest, load, stopper, waitForOrigin, type Load } from './http.js';
 import { scifactPath } from './scifact.js';
 
-const ROUNDS = Number(process.env.RCP_BENCH_TRACING_ROUNDS ?? 5);
-const SECONDS = Number(process.env.RCP_BENCH_SECONDS ?? 4);
+const ROUNDS = Number(process.env.RCP_BENCH_TRACING_ROUNDS ?? 7);
+const SECONDS = Number(process.env.RCP_BENCH_SECONDS ?? 3);
 const QUERIES = Number(process.env.RCP_BENCH_TRACING_QUERIES ?? 120);
 const DOCS = Number(process.env.RCP_BENCH_TRACING_DOCS ?? 1000);
 const PING_CONNECTIONS = 8;
@@ -186,16 +186,22 @@ export async function benchTracing(): Promise<void> {
         (i) => ({ method: 'retrieve', params: params(i) }),
         seconds,
       ).then((run) => counted(mode, 'retrieve', run));
-    /** One client's retrieves, one after another, the same queries for every mode. */
-    const retrieveLatency = async (mode: Mode) => {
-      const latencies: number[] = [];
+    /**
+     * One client's retrieves, one after another, each query sent to every mode in turn (the order rotating), so that
+     * the load others put on this machine falls on every mode alike: latencies (sorted) by mode.
+     */
+    const retrieveLatencies = async () => {
+      const latencies = modes.map(() => [] as number[]);
       for (let i = 0; i < QUERIES; i++) {
-        const started = performance.now();
-        await call(mode.server!.origin, 'retrieve', params(i));
-        latencies.push(performance.now() - started);
+        for (let turn = 0; turn < modes.length; turn++) {
+          const at = (i + turn) % modes.length;
+          const started = performance.now();
+          await call(modes[at]!.server!.origin, 'retrieve', params(i));
+          latencies[at]!.push(performance.now() - started);
+        }
       }
-      mode.answered.retrieve += QUERIES;
-      return latencies.sort((a, b) => a - b);
+      for (const mode of modes) mode.answered.retrieve += QUERIES;
+      return latencies.map((values) => values.sort((a, b) => a - b));
     };
     // Warm every server (JIT, connections, the model's first batches, pages of the store), untimed.
     for (const mode of modes) {
@@ -205,18 +211,19 @@ export async function benchTracing(): Promise<void> {
     const rounds: Figures[][] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const figures = modes.map(() => ({}) as Figures);
-      for (const [i, mode] of modes.entries()) {
-        const run = await ping(mode, SECONDS);
+      // The order rotates by round (off, on, sampled out; on, sampled out, off; ...): no mode always runs first.
+      const order = modes.map((_, turn) => (round + turn) % modes.length);
+      for (const i of order) {
+        const run = await ping(modes[i]!, SECONDS);
         Object.assign(figures[i]!, { pingRate: run.rate, pingP50: run.p50, pingP99: run.p99 });
       }
-      for (const [i, mode] of modes.entries()) {
-        const latencies = await retrieveLatency(mode);
+      for (const [i, latencies] of (await retrieveLatencies()).entries()) {
         Object.assign(figures[i]!, {
           retrieveP50: percentile(latencies, 0.5),
           retrieveP99: percentile(latencies, 0.99),
         });
       }
-      for (const [i, mode] of modes.entries()) figures[i]!.retrieveRate = (await retrieveRate(mode, SECONDS)).rate;
+      for (const i of order) figures[i]!.retrieveRate = (await retrieveRate(modes[i]!, SECONDS)).rate;
       rounds.push(figures);
     }
     const rssMb = modes.map((mode) => rss(mode.server!.child.pid!) / (1024 * 1024));
@@ -224,6 +231,12 @@ export async function benchTracing(): Promise<void> {
     for (const mode of modes) await mode.server!.stop();
     report(rounds, rssMb);
     for (const mode of modes.filter((candidate) => candidate.receiver !== undefined)) {
+      // The SDK's own complaints (spans dropped past its queue, a failed export) reach the log as `tracing:` lines.
+      const complaints = mode
+        .server!.stderr()
+        .split('\n')
+        .filter((line) => line.includes('"level":40') && line.includes('tracing:'));
+      for (const line of complaints.slice(0, 3)) console.log(`  ${mode.label}, server log: ${line.slice(0, 300)}`);
       const { posts, byRoot } = await mode.receiver!.stats();
       const per = (method: 'ping' | 'retrieve') => {
         const { traces = 0, spans = 0 } = byRoot[method] ?? {};
