@@ -8,17 +8,19 @@
  *
  * Each round loads the three back to back, part after part, their order rotating by round: `ping` at 8 connections
  * (autocannon: req/s, p50, p99), one client's hybrid `retrieve`s (k 10, includeText false; each SciFact query sent to
- * the three in turn: p50, p99), and hybrid `retrieve` at 4 connections (req/s). RCP_BENCH_TRACING_ROUNDS rounds (default 7), after an untimed warm-up; the
- * table gives each mode's median over rounds and the median of the per-round ratios. Then each server's RSS, and,
- * once the servers have stopped (flushing what they hold), the spans received per request: a check that the traced
- * server exported every request (ping: 1, retrieve: one per stage) and the sampled-out one nothing.
+ * the three in turn: p50, p99), and hybrid `retrieve` at 4 connections (req/s); for the loaded runs also the server's
+ * CPU time per request (/proc), the figure that others' load on this machine moves least. RCP_BENCH_TRACING_ROUNDS
+ * rounds (default 7), after an untimed warm-up; the table gives each mode's median over rounds and the median of the
+ * per-round ratios. Then each server's RSS, and, once the servers have stopped (flushing what they hold), the spans
+ * received per request: a check that the traced server exported every request (ping: 1, retrieve: one per stage) and
+ * the sampled-out one nothing.
  *
  * The corpus: RCP_BENCH_DATA (a data dir that holds one already, e.g. SciFact ingested with `rcp-server ingest`), else
  * the first RCP_BENCH_TRACING_DOCS (default 1,000) SciFact abstracts ingested into a temporary dir. The queries are
  * SciFact's, from `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact. RCP_BENCH_SECONDS sets each autocannon
  * run (default 3); RCP_BENCH_TRACING_QUERIES the one-client retrieves per run (default 120).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -120,6 +122,8 @@ interface Figures {
   retrieveP50: number;
   retrieveP99: number;
   retrieveRate: number;
+  pingCpu: number;
+  retrieveCpu: number;
 }
 
 const ROWS: [keyof Figures, string, number][] = [
@@ -129,7 +133,21 @@ const ROWS: [keyof Figures, string, number][] = [
   ['retrieveP50', 'retrieve p50 ms, 1 client', 2],
   ['retrieveP99', 'retrieve p99 ms, 1 client', 2],
   ['retrieveRate', `retrieve req/s, ${RETRIEVE_CONNECTIONS} conn`, 1],
+  ['pingCpu', `ping server CPU µs/req`, 0],
+  ['retrieveCpu', `retrieve server CPU ms/req`, 2],
 ];
+
+/** Clock ticks per second of /proc's CPU times. */
+const TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/**
+ * CPU seconds a process has used, user and system, from /proc (Linux): unlike a rate, what a request costs in CPU
+ * hardly moves when others load the machine.
+ */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS;
+}
 
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
@@ -162,30 +180,39 @@ export async function benchTracing(): Promise<void> {
       const args = ['serve', '--http', '127.0.0.1:0', '--data', data];
       mode.server = await startHttpProcess(args, tracingEnv(label, receiver), { readyWithinMs: 300_000 });
     }
-    const counted = (mode: Mode, method: 'ping' | 'retrieve', run: Load) => {
-      mode.answered[method] += run.ok + run.refused + run.otherErrors;
+    /** A loaded run, its refusals and errors said, with the server's CPU time per request answered (ms). */
+    const counted = async (mode: Mode, method: 'ping' | 'retrieve', work: () => Promise<Load>) => {
+      const pid = mode.server!.child.pid!;
+      const cpu = cpuSeconds(pid);
+      const run = await work();
+      const answered = run.ok + run.refused + run.otherErrors;
+      mode.answered[method] += answered;
       if (run.refused + run.otherErrors + run.timeouts > 0)
         console.log(
           `  ${mode.label} ${method}: -32011 ${run.refused}, errors ${run.otherErrors}, timeouts ${run.timeouts}`,
         );
-      return run;
+      return { ...run, cpuMs: ((cpuSeconds(pid) - cpu) * 1000) / Math.max(1, answered) };
     };
     const ping = (mode: Mode, seconds: number) =>
-      load(
-        mode.server!.origin,
-        '/rcp/ping',
-        PING_CONNECTIONS,
-        (i) => ({ method: 'ping', params: { nonce: i } }),
-        seconds,
-      ).then((run) => counted(mode, 'ping', run));
+      counted(mode, 'ping', () =>
+        load(
+          mode.server!.origin,
+          '/rcp/ping',
+          PING_CONNECTIONS,
+          (i) => ({ method: 'ping', params: { nonce: i } }),
+          seconds,
+        ),
+      );
     const retrieveRate = (mode: Mode, seconds: number) =>
-      load(
-        mode.server!.origin,
-        '/rcp/retrieve',
-        RETRIEVE_CONNECTIONS,
-        (i) => ({ method: 'retrieve', params: params(i) }),
-        seconds,
-      ).then((run) => counted(mode, 'retrieve', run));
+      counted(mode, 'retrieve', () =>
+        load(
+          mode.server!.origin,
+          '/rcp/retrieve',
+          RETRIEVE_CONNECTIONS,
+          (i) => ({ method: 'retrieve', params: params(i) }),
+          seconds,
+        ),
+      );
     /**
      * One client's retrieves, one after another, each query sent to every mode in turn (the order rotating), so that
      * the load others put on this machine falls on every mode alike: latencies (sorted) by mode.
@@ -215,7 +242,12 @@ export async function benchTracing(): Promise<void> {
       const order = modes.map((_, turn) => (round + turn) % modes.length);
       for (const i of order) {
         const run = await ping(modes[i]!, SECONDS);
-        Object.assign(figures[i]!, { pingRate: run.rate, pingP50: run.p50, pingP99: run.p99 });
+        Object.assign(figures[i]!, {
+          pingRate: run.rate,
+          pingP50: run.p50,
+          pingP99: run.p99,
+          pingCpu: run.cpuMs * 1000,
+        });
       }
       for (const [i, latencies] of (await retrieveLatencies()).entries()) {
         Object.assign(figures[i]!, {
@@ -223,7 +255,10 @@ export async function benchTracing(): Promise<void> {
           retrieveP99: percentile(latencies, 0.99),
         });
       }
-      for (const i of order) figures[i]!.retrieveRate = (await retrieveRate(modes[i]!, SECONDS)).rate;
+      for (const i of order) {
+        const run = await retrieveRate(modes[i]!, SECONDS);
+        Object.assign(figures[i]!, { retrieveRate: run.rate, retrieveCpu: run.cpuMs });
+      }
       rounds.push(figures);
     }
     const rssMb = modes.map((mode) => rss(mode.server!.child.pid!) / (1024 * 1024));
