@@ -20,7 +20,8 @@ const KIND = process.env.RCP_BURST_KIND ?? 'embed';
 const SETTLE_S = Number(process.env.RCP_BURST_SETTLE_S ?? 20);
 const MB = 1024 * 1024;
 
-function rss(pid: number): number {
+/** A process's resident set, bytes, from /proc (Linux). */
+export function rss(pid: number): number {
   const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
   return Number(kb ?? 0) * 1024;
 }

@@ -67,7 +67,7 @@ interface Child {
   stop(): Promise<void>;
 }
 
-function waitForOrigin(child: ChildProcess, pattern: RegExp, stream: 'stdout' | 'stderr'): Promise<string> {
+export function waitForOrigin(child: ChildProcess, pattern: RegExp, stream: 'stdout' | 'stderr'): Promise<string> {
   let text = '';
   return new Promise<string>((resolve, reject) => {
     child[stream]!.on('data', (chunk: Buffer) => {
@@ -79,7 +79,7 @@ function waitForOrigin(child: ChildProcess, pattern: RegExp, stream: 'stdout' | 
   });
 }
 
-function stopper(child: ChildProcess): () => Promise<void> {
+export function stopper(child: ChildProcess): () => Promise<void> {
   return async () => {
     if (child.exitCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -144,7 +144,7 @@ export function ingest(dir: string, count: number): void {
   console.log(`  ingested ${lines.length} SciFact abstracts in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
-interface Load {
+export interface Load {
   rate: number;
   p50: number;
   p99: number;
@@ -160,10 +160,16 @@ const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 
 /**
- * `connections` clients posting `frame(i)` to `path` for SECONDS. Latencies are of the answers that served the
- * request (JSON-RPC result); -32011 answers are counted (and their own latency kept) apart.
+ * `connections` clients posting `frame(i)` to `path` for `seconds` (SECONDS unless given). Latencies are of the
+ * answers that served the request (JSON-RPC result); -32011 answers are counted (and their own latency kept) apart.
  */
-async function load(origin: string, path: string, connections: number, frame: (i: number) => object): Promise<Load> {
+export async function load(
+  origin: string,
+  path: string,
+  connections: number,
+  frame: (i: number) => object,
+  seconds = SECONDS,
+): Promise<Load> {
   let next = 0;
   let last: 'ok' | 'refused' | 'error' = 'error';
   const served: number[] = [];
@@ -172,7 +178,7 @@ async function load(origin: string, path: string, connections: number, frame: (i
   const instance = autocannon({
     url: origin,
     connections,
-    duration: SECONDS,
+    duration: seconds,
     timeout: CLIENT_TIMEOUT_S,
     requests: [
       {

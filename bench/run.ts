@@ -34,7 +34,9 @@
  * format, read alone and through ingest, against plain text of the same words; files made by pandoc and LibreOffice;
  * RCP_BENCH_DOCUMENTS, default 40) and injection (docs/trust.md: the injection screen's precision and recall on the
  * labelled set, its false-positive rate on SciFact) and units (docs/retrieve.md: retrieve latency per §7.7.2 unit and
- * with quotes, against chunks without; RCP_BENCH_DATA). The suites that read SciFact take its folder from
+ * with quotes, against chunks without; RCP_BENCH_DATA) and tracing (OpenTelemetry off, on and sampled out over HTTP:
+ * ping at 8 connections, hybrid retrieve p50/p99 and req/s at 4, spans received per request, RSS; RCP_BENCH_DATA).
+ * The suites that read SciFact take its folder from
  * `--scifact DIR` or RCP_SCIFACT, else ../shared/data/scifact.
  */
 import { benchEmbed } from './embed.js';
@@ -68,6 +70,7 @@ const SUITES: Record<string, () => Promise<void>> = {
   documents: async () => (await import('./documents.js')).benchDocuments(),
   injection: async () => (await import('./injection.js')).benchInjection(),
   units: async () => (await import('./units.js')).benchUnits(),
+  tracing: async () => (await import('./tracing.js')).benchTracing(),
 };
 const chosen = process.argv.slice(2);
 // `--scifact DIR` is read where SciFact is (bench/scifact.ts), not a suite.
