@@ -46,7 +46,10 @@ const TRACE_ID = /^[\x21-\x7e]{1,128}$/;
  */
 const epochMs = (at: number = performance.now()): number => performance.timeOrigin + at;
 
-/** The one place an async context is kept: registered on first need, so a server that never traces never pays it. */
+/**
+ * The one place an async context is kept: registered on first need (tracing on, or a request naming a trace), so a
+ * server that never meets a trace never pays for it; once registered it stays (docs/architecture.md §14).
+ */
 function ensureContext(): void {
   if (contextReady) return;
   contextReady = true;
@@ -76,13 +79,18 @@ export function takeRequestedTraceId(): string | undefined {
   return id;
 }
 
+/** Whether the current context holds a request's span that is recorded (not sampled out). */
+function recording(): boolean {
+  return tracer !== undefined && trace.getSpan(context.active())?.isRecording() === true;
+}
+
 /**
- * `work` as a span named `name`, a child of the span that is current; off, or outside any request's span (a
- * gateway's health check, a start-up load), it is only `work()`. The span ends when the work settles and records a
- * throw as an error.
+ * `work` as a span named `name`, a child of the span that is current; off, outside any request's span (a gateway's
+ * health check, a start-up load) or in a request sampled out, it is only `work()`. The span ends when the work
+ * settles and records a throw as an error.
  */
 export function stage<T>(name: string, attributes: Attributes, work: (span?: Span) => T): T {
-  if (tracer === undefined || trace.getSpan(context.active()) === undefined) return work();
+  if (tracer === undefined || !recording()) return work();
   return tracer.startActiveSpan(name, { attributes, startTime: epochMs() }, (span) => {
     let result: T;
     try {
@@ -117,11 +125,9 @@ export type { Attributes };
 /** A request's place in a trace, kept by work that runs for it later (a model batch). */
 export type TraceContext = Context;
 
-/** The current context while tracing is on and a request's span is current (kept by work another turn finishes). */
+/** The current context while a request's recorded span is current (kept by work another turn of the loop finishes). */
 export function tracedContext(): Context | undefined {
-  if (tracer === undefined) return undefined;
-  const active = context.active();
-  return trace.getSpan(active) === undefined ? undefined : active;
+  return recording() ? context.active() : undefined;
 }
 
 /** What a transport knows of a request's trace: W3C headers (HTTP), and when the request began to arrive. */
