@@ -33,7 +33,7 @@ export const ROOMS = {
   // Named corpora (docs/tenants.md): their folders, opening and closing them as engines, and the catalog of them.
   tenants: { may: ['protocol', 'transport', 'corpus', 'startup-error'], entry: 'tenants/index.ts' },
   // The OpenTelemetry SDK and its exporter, started when tracing is on (docs/operations.md "Tracing").
-  telemetry: { may: ['protocol'], entry: 'telemetry/index.ts' },
+  telemetry: { may: ['protocol', 'startup-error'], entry: 'telemetry/index.ts' },
   'startup-error': { may: [] },
   // The composition (app.ts, config/) and the process (main.ts, cli.ts, cli/) wire every room together.
   app: { may: ['*'] },

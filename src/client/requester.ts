@@ -30,13 +30,14 @@ export class Requester {
   async call(method: string, params: JsonObject, options: RequestOptions = {}): Promise<JsonObject> {
     const id = ++this.#nextId;
     const progressToken = options.onNotification === undefined ? undefined : `progress-${id}`;
-    // §17.2: a request sent for a request that runs in a trace (a gateway's hop) carries that trace on.
+    // §17.2: a request sent for a request that runs in a trace (a gateway's hop) carries that trace on, in place of
+    // any the params forward (a caller's own `_meta.traceparent` names the caller's span, not this hop's).
     const trace = outgoingTrace();
     const own = isJsonObject(params._meta) ? params._meta : {};
     const withMeta =
       trace === undefined && progressToken === undefined
         ? params
-        : { ...params, _meta: { ...trace?.meta, ...own, ...(progressToken === undefined ? {} : { progressToken }) } };
+        : { ...params, _meta: { ...own, ...trace?.meta, ...(progressToken === undefined ? {} : { progressToken }) } };
     const send: SendOptions = {
       signal: options.signal,
       timeoutMs: options.timeoutMs,

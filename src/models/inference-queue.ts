@@ -1,5 +1,5 @@
 import { RpcError } from '../protocol/errors.js';
-import { pastSpan, tracedContext, type TraceContext } from '../protocol/tracing.js';
+import { pastSpan, tracedContext, untraced, type TraceContext } from '../protocol/tracing.js';
 
 /**
  * The one road to a model (docs/architecture.md §10): requests from every session are collected for up to `maxWaitMs`
@@ -263,8 +263,11 @@ export class InferenceQueue<I, O> {
     this.#timer = undefined;
     clearImmediate(this.#immediate);
     this.#immediate = undefined;
-    void this.#flush('main');
-    if (this.options.background === true) void this.#flush('background');
+    // A batch serves every caller in it: it runs outside the trace of whichever request happened to start it.
+    untraced(() => {
+      void this.#flush('main');
+      if (this.options.background === true) void this.#flush('background');
+    });
   }
 
   /**

@@ -16,6 +16,7 @@ import {
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { randomBytes } from 'node:crypto';
+import { RpcError } from './errors.js';
 import { isJsonObject, type JsonObject } from './messages.js';
 
 /**
@@ -110,9 +111,22 @@ export function stage<T>(name: string, attributes: Attributes, work: (span?: Spa
   });
 }
 
+/**
+ * A failed stage's span says what failed by its kind alone (an RpcError's code, else the error's name), never its
+ * message: messages name paths, addresses and values the operator's tracing backend has no business holding (§15.6).
+ */
 function endSpan(span: Span, error: unknown): void {
-  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+  const kind = error instanceof RpcError ? `RpcError ${error.code}` : error instanceof Error ? error.name : 'thrown';
+  span.setStatus({ code: SpanStatusCode.ERROR, message: kind });
   span.end(epochMs());
+}
+
+/**
+ * `work` outside any request's trace: work one request sets going that serves others too (a model batch, an export)
+ * must not carry that request's id into its log lines.
+ */
+export function untraced<T>(work: () => T): T {
+  return contextReady ? context.with(ROOT_CONTEXT, work) : work();
 }
 
 /** A span that began before it could be started (a model batch, the wait of an HTTP body), ended now or at `end`. */

@@ -12,6 +12,8 @@ export interface ReceivedSpan {
   readonly startNs: bigint;
   readonly endNs: bigint;
   readonly attributes: Record<string, unknown>;
+  /** 0 unset, 1 ok, 2 error; the message an error status carries. */
+  readonly status: { code: number; message: string };
   /** The resource's `service.name`. */
   readonly service: string;
 }
@@ -27,6 +29,7 @@ type OtlpSpan = {
   startTimeUnixNano: string;
   endTimeUnixNano: string;
   attributes?: OtlpAttribute[];
+  status?: { code?: number; message?: string };
 };
 type OtlpExport = {
   resourceSpans: { resource?: { attributes?: OtlpAttribute[] }; scopeSpans: { spans: OtlpSpan[] }[] }[];
@@ -89,6 +92,7 @@ export class OtlpReceiver {
           startNs: BigInt(span.startTimeUnixNano),
           endNs: BigInt(span.endTimeUnixNano),
           attributes: attributesOf(span.attributes),
+          status: { code: span.status?.code ?? 0, message: span.status?.message ?? '' },
           service,
         });
       }

@@ -211,10 +211,14 @@ describe('traces exported over OTLP/HTTP', () => {
     );
     try {
       const traceId = randomHex(16);
+      // The caller's own span: the gateway's hops, not it, must be the engines' parents.
+      const caller = randomHex(8);
       const response = await fetch(`${gateway.origin}/rcp/retrieve`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(request(1, 'retrieve', { ...HYBRID, _meta: { traceId } })),
+        body: JSON.stringify(
+          request(1, 'retrieve', { ...HYBRID, _meta: { traceparent: `00-${traceId}-${caller}-01` } }),
+        ),
       });
       const answer = resultOf<{ _meta?: { traceId?: string } }>((await response.json()) as Frame);
       expect(answer._meta?.traceId).toBe(traceId);
@@ -222,8 +226,9 @@ describe('traces exported over OTLP/HTTP', () => {
         spans.filter((span) => span.name === 'retrieve').length === 3 &&
         spans.filter((span) => span.name === 'gateway.engine').length >= 2;
       const spans = await receiver.trace(traceId, done);
-      // One root, the gateway's (a stdio engine runs with the gateway's environment, so its service name too).
-      const roots = spans.filter((span) => span.parentSpanId === '');
+      // One span under the caller's, the gateway's request (a stdio engine runs with the gateway's environment, so
+      // its service name too).
+      const roots = spans.filter((span) => span.parentSpanId === caller);
       expect(roots.map((span) => [span.name, span.service])).toEqual([['retrieve', 'gateway']]);
       const hops = spans.filter(
         (span) => span.name === 'gateway.engine' && span.attributes['rpc.method'] === 'retrieve',
@@ -239,6 +244,17 @@ describe('traces exported over OTLP/HTTP', () => {
       await engine.stop();
     }
   });
+});
+
+it('a collector that is down costs a warning at shutdown, never a failed exit', async () => {
+  const closed = await OtlpReceiver.start();
+  await closed.close();
+  const server = stdioServer({ ...traced('no-collector'), OTEL_EXPORTER_OTLP_ENDPOINT: closed.endpoint });
+  resultOf(await server.call('initialize', { protocolVersion: 1 }));
+  resultOf(await server.call('ping', {}));
+  expect(await server.close()).toBe(0);
+  expect(server.stderr()).toContain('tracing: spans held at shutdown were not all exported');
+  expect(server.stderr()).not.toContain('fatal');
 });
 
 describe('tracing off', () => {

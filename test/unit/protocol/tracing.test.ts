@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RpcError } from '../../../src/protocol/errors.js';
 import {
   currentTraceId,
   logCorrelation,
@@ -75,13 +76,9 @@ describe('tracing on', () => {
     receiver = await OtlpReceiver.start();
     const env = { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint };
     const settings = { enabled: false, includeText: false, serviceName: 'unit', serviceVersion: '0' };
-    // The exporter reads its endpoint from the process's environment, as a server's does.
-    Object.assign(process.env, env);
     tracing = await startTracing(settings, env, silentLogger);
   });
   afterAll(async () => {
-    delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
-    delete process.env.OTEL_TRACES_EXPORTER;
     await receiver.close();
   });
 
@@ -89,15 +86,17 @@ describe('tracing on', () => {
     expect(tracingOn()).toBe(true);
     const traced = requestTrace('retrieve', 'r1', { _meta: { traceId: W3C_ID } }, undefined);
     expect(traced).toBeDefined();
-    await traced?.run(() =>
-      stage('retrieve.recall', { 'rcp.k': 5 }, () => Promise.resolve(stage('hnsw.search', {}, () => 1))),
-    );
+    await traced?.run(async () => {
+      await stage('retrieve.recall', { 'rcp.k': 5 }, () => Promise.resolve(stage('hnsw.search', {}, () => 1)));
+      const refusal = RpcError.invalidParams('query.uri', "'/etc/patient-4711.txt' is outside content.fetch.fileRoots");
+      await expect(stage('content.fetch', {}, () => Promise.reject(refusal))).rejects.toBe(refusal);
+    });
     traced?.answered(0);
     expect(traced?.traceId).toBe(W3C_ID);
     // Work outside any request's span records nothing.
     expect(stage('outside', {}, () => 2)).toBe(2);
     await tracing?.shutdown();
-    const spans = await receiver.trace(W3C_ID, (found) => found.length === 3);
+    const spans = await receiver.trace(W3C_ID, (found) => found.length === 4);
     const root = spanNamed(spans, 'retrieve');
     expect(root.parentSpanId).toBe('');
     expect(root.attributes).toMatchObject({ 'rpc.method': 'retrieve', 'rpc.jsonrpc.request_id': 'r1' });
@@ -105,5 +104,7 @@ describe('tracing on', () => {
     expect(spanNamed(spans, 'hnsw.search').parentSpanId).toBe(spanNamed(spans, 'retrieve.recall').spanId);
     expect(receiver.spans.some((span) => span.name === 'outside')).toBe(false);
     expect(root.service).toBe('unit');
+    // §15.6: a failed stage says what kind of failure, never its message (paths, addresses, values).
+    expect(spanNamed(spans, 'content.fetch').status).toEqual({ code: 2, message: 'RpcError -32602' });
   });
 });
