@@ -191,6 +191,9 @@ export function requestTrace(
   requestedTraceId = undefined;
   if (named?.clientId !== undefined) span.setAttribute('rcp.client_trace_id', named.clientId);
   const inner = trace.setSpan(parent, span);
+  // Over HTTP: the time before the request's work began (its body read and parsed, admission, its corpus held, its
+  // turn in a batch), a span of its own.
+  if (inbound?.arrivedAt !== undefined) pastSpan('request.wait', inner, inbound.arrivedAt, {}, performance.now());
   return {
     run: (work) => context.with(inner, work),
     answered: (code) => {

@@ -151,10 +151,18 @@ describe('traces exported over OTLP/HTTP', () => {
       });
       const answer = resultOf<{ _meta?: { traceId?: string } }>((await response.json()) as Frame);
       expect(answer._meta?.traceId).toBe(traceId);
-      const spans = await receiver.trace(traceId, allEnded(['retrieve', 'model.batch', 'retrieve.hits']));
+      const spans = await receiver.trace(
+        traceId,
+        allEnded(['retrieve', 'model.batch', 'retrieve.hits', 'request.wait']),
+      );
       const root = spanNamed(spans, 'retrieve');
       expect(root.parentSpanId).toBe(parent);
       expectRetrieveTrace(spans, root);
+      // The time before its work began (body, admission, its corpus held) is a span of its own, first in the request.
+      const wait = spanNamed(spans, 'request.wait');
+      expect(nestedIn(wait, root)).toBe(true);
+      expect(wait.startNs).toBe(root.startNs);
+      expect(wait.endNs <= spanNamed(spans, 'retrieve.recall').startNs).toBe(true);
     });
 
     it('an error answer carries the trace id too, and its span says which code', async () => {
@@ -167,8 +175,8 @@ describe('traces exported over OTLP/HTTP', () => {
       const frame = (await response.json()) as { error: { code: number; data: { _meta: { traceId: string } } } };
       expect(frame.error.code).toBe(-32602);
       expect(frame.error.data._meta.traceId).toBe(traceId);
-      const [span] = await receiver.trace(traceId, (spans) => spans.length > 0);
-      expect(span?.attributes['rpc.jsonrpc.error_code']).toBe(-32602);
+      const spans = await receiver.trace(traceId, allEnded(['retrieve']));
+      expect(spanNamed(spans, 'retrieve').attributes['rpc.jsonrpc.error_code']).toBe(-32602);
     });
 
     it('a client id that is no W3C id is returned as given and kept on the request span', async () => {
