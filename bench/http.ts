@@ -20,7 +20,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import { scifactPath } from './scifact.js';
+import { queryTexts, scifactPath } from './scifact.js';
 
 const require = createRequire(import.meta.url);
 
@@ -156,7 +156,7 @@ export interface Load {
   refusedMax: number;
 }
 
-const percentile = (sorted: number[], p: number) =>
+export const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 
 /**
@@ -236,10 +236,7 @@ function row(name: string, l: Load, ratio: string): string {
 export async function benchHttp(): Promise<void> {
   const reuse = process.env.RCP_BENCH_HTTP_DATA;
   const data = reuse ?? mkdtempSync(join(tmpdir(), 'rcp-bench-http-'));
-  const queries = readFileSync(scifactPath('queries.jsonl'), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => (JSON.parse(line) as { text: string }).text);
+  const queries = queryTexts();
   const retrieve = (mode: string) => (i: number) => ({
     method: 'retrieve',
     params: { query: queries[i % queries.length], k: 10, mode },

@@ -17,7 +17,7 @@ import { Writable } from 'node:stream';
 import { Corpus, contentHash } from '../src/corpus/corpus.js';
 import type { UseLiteEncoder } from '../src/models/onnx/use-lite-encoder.js';
 import { ingest } from '../src/ingest/ingest.js';
-import { scifactPath } from './scifact.js';
+import { queryTexts, scifactPath } from './scifact.js';
 import { benchCorpusSettings, benchEncoder } from './settings.js';
 import { silentLogger as silent } from '../test/helpers/logger.js';
 
@@ -27,11 +27,7 @@ const CLIENTS = 8;
 const settings = benchCorpusSettings;
 
 function queries(): string[] {
-  return readFileSync(scifactPath('queries.jsonl'), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .slice(0, QUERIES)
-    .map((line) => (JSON.parse(line) as { text: string }).text);
+  return queryTexts().slice(0, QUERIES);
 }
 
 const percentile = (sorted: number[], p: number) =>

@@ -33,6 +33,11 @@ export function corpus(): Doc[] {
   }));
 }
 
+/** Every SciFact query's text, in file order. */
+export function queryTexts(): string[] {
+  return jsonl<{ text: string }>('queries.jsonl').map((query) => query.text);
+}
+
 /** Training judgements: query id → relevant corpus ids, with the query text. */
 export function trainQueries(): { id: string; text: string; relevant: Set<string> }[] {
   const texts = new Map(jsonl<{ _id: string; text: string }>('queries.jsonl').map((q) => [q._id, q.text]));

@@ -27,8 +27,8 @@ import { join } from 'node:path';
 import { startHttpProcess, type ServerProcess } from '../test/helpers/processes.js';
 import { rss } from './burst.js';
 import { call } from './client.js';
-import { ingest, load, stopper, waitForOrigin, type Load } from './http.js';
-import { scifactPath } from './scifact.js';
+import { ingest, load, percentile, stopper, waitForOrigin, type Load } from './http.js';
+import { queryTexts } from './scifact.js';
 
 const ROUNDS = Number(process.env.RCP_BENCH_TRACING_ROUNDS ?? 7);
 const SECONDS = Number(process.env.RCP_BENCH_SECONDS ?? 3);
@@ -149,8 +149,6 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / TICKS;
 }
 
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 const median = (values: number[]) =>
   percentile(
     [...values].sort((a, b) => a - b),
@@ -160,10 +158,7 @@ const median = (values: number[]) =>
 export async function benchTracing(): Promise<void> {
   const given = process.env.RCP_BENCH_DATA;
   const data = given ?? mkdtempSync(join(tmpdir(), 'rcp-bench-tracing-'));
-  const queries = readFileSync(scifactPath('queries.jsonl'), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => (JSON.parse(line) as { text: string }).text);
+  const queries = queryTexts();
   const params = (i: number) => ({ query: queries[i % queries.length], k: 10, mode: 'hybrid', includeText: false });
   const load0 = loadavg().map((value) => value.toFixed(2));
   console.log(
