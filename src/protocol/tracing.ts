@@ -90,12 +90,12 @@ function recording(): boolean {
  * health check, a start-up load) or in a request sampled out, it is only `work()`. The span ends when the work
  * settles and records a throw as an error.
  */
-export function stage<T>(name: string, attributes: Attributes, work: (span?: Span) => T): T {
+export function stage<T>(name: string, attributes: Attributes, work: () => T): T {
   if (tracer === undefined || !recording()) return work();
   return tracer.startActiveSpan(name, { attributes, startTime: epochMs() }, (span) => {
     let result: T;
     try {
-      result = work(span);
+      result = work();
     } catch (error) {
       endSpan(span, error);
       throw error;
@@ -253,20 +253,18 @@ function idOnly(parent: Context, clientId: string | undefined): RequestTrace {
 
 /** The trace id of the request the current work is for (the client's own, as given), for its log lines. */
 export function currentTraceId(): string | undefined {
-  if (!contextReady) return undefined;
-  const active = context.active();
-  const clientId = active.getValue(CLIENT_TRACE_ID);
-  if (typeof clientId === 'string') return clientId;
-  return trace.getSpanContext(active)?.traceId;
+  return logCorrelation().traceId;
 }
 
-/** Fields a log line of the current request carries (pino's mixin): its trace and span ids. */
+/** Fields a log line of the current request carries (pino's mixin): its trace id (the client's own, as given) and span id. */
 export function logCorrelation(): { traceId?: string; spanId?: string } {
   if (!contextReady) return {};
-  const traceId = currentTraceId();
+  const active = context.active();
+  const spanContext = trace.getSpanContext(active);
+  const clientId = active.getValue(CLIENT_TRACE_ID);
+  const traceId = typeof clientId === 'string' ? clientId : spanContext?.traceId;
   if (traceId === undefined) return {};
-  const spanId = trace.getSpanContext(context.active())?.spanId;
-  return spanId === undefined ? { traceId } : { traceId, spanId };
+  return spanContext === undefined ? { traceId } : { traceId, spanId: spanContext.spanId };
 }
 
 /**

@@ -20,7 +20,7 @@ export interface TracingSettings {
 }
 
 export interface Tracing {
-  /** Exports what is still held (bounded by the exporter's timeout), then stops. */
+  /** Exports what is still held, for at most SHUTDOWN_WAIT_MS, then stops. */
   shutdown(): Promise<void>;
 }
 
@@ -44,7 +44,7 @@ export async function startTracing(
   log: Logger,
 ): Promise<Tracing | undefined> {
   if (!tracingWanted(settings, env)) return undefined;
-  const exported = exportSettings(env);
+  const { url, ...batching } = exportSettings(env);
   const [sdk, { OTLPTraceExporter }, resources] = await Promise.all([
     import('@opentelemetry/sdk-trace-base'),
     import('@opentelemetry/exporter-trace-otlp-http'),
@@ -61,7 +61,6 @@ export async function startTracing(
     'service.version': settings.serviceVersion,
   });
   const detected = resources.detectResources({ detectors: [resources.envDetector] });
-  const { url, ...batching } = exported;
   const provider = new sdk.BasicTracerProvider({
     resource: resources.defaultResource().merge(own).merge(detected),
     // A client's `_meta.traceId` becomes the id of the request span it names (protocol/tracing.ts).
