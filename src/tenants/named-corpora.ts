@@ -276,10 +276,12 @@ export class NamedCorpora implements CorpusLanes {
       if (!shelf.dropsOpen && entry !== undefined) await this.#close(entry, 'dropped');
       await this.#closing.get(name);
       const dropped = await shelf.drop(name);
-      // Closed as dropped, what was kept of it goes with it (#close); one not open here has only that to go.
       if (entry !== undefined) await this.#close(entry, 'dropped');
-      else if (id !== undefined) await shelf.forget(id);
       await this.#closing.get(name);
+      // What this process kept of it goes before the drop is answered, whichever close came first: a store's corpus
+      // found gone under its open engine is closed as damaged, its replica removed only after that close.
+      const gone = entry?.id ?? id;
+      if (gone !== undefined) await shelf.forget(gone);
       return dropped;
     } finally {
       this.#dropping.delete(name);
